@@ -1,0 +1,4 @@
+"""collectives layer of fabric-emu."""
+
+__fabric_emu__ = True
+__all__: list[str] = []
