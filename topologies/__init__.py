@@ -25,9 +25,39 @@ from topologies.units import (
     parse_time,
 )
 
+from topologies import catalog
+from topologies.clos import fat_tree
+from topologies.cluster import SUPERPODS, cluster, superpod
+from topologies.export import read as read_graph
+from topologies.export import write as write_graph
+from topologies.graph import FabricSummary, gpus_of, summarize
+from topologies.nvlink import hgx, nvl, nvlink_domain
+from topologies.presets import Preset, build, preset, presets
+from topologies.spec import load as load_spec
+from topologies.spec import load_topology
+
 __fabric_emu__ = True
 
 __all__ = [
+    "catalog",
+    "fat_tree",
+    "SUPERPODS",
+    "cluster",
+    "superpod",
+    "read_graph",
+    "write_graph",
+    "FabricSummary",
+    "gpus_of",
+    "summarize",
+    "hgx",
+    "nvl",
+    "nvlink_domain",
+    "Preset",
+    "build",
+    "preset",
+    "presets",
+    "load_spec",
+    "load_topology",
     "FabricEmuError",
     "FlowError",
     "ProblemTooLargeError",

@@ -1,0 +1,131 @@
+"""The ``fabric-emu`` command group: a thin composition root over the library."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+
+import click
+from rich.console import Console
+
+from cli import render
+from cli.options import failure_options, json_option, parse_sets, topo_options
+from fabric import bisection, compile_with_failures
+from topologies import FabricEmuError, load_topology, presets, summarize, write_graph
+
+__all__ = ["cli"]
+
+
+def _stdout() -> Console:
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False, width=max(100, Console().width))
+
+
+def _fail(message: str) -> None:
+    Console(file=sys.stderr, highlight=False).print(f"[red]error:[/red] {message}", markup=True, soft_wrap=True)
+    sys.exit(2)
+
+
+def handles_errors(f):
+    """Turn library errors into one red line on stderr and exit status 2."""
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        try:
+            return f(*args, **kwargs)
+        except FabricEmuError as exc:
+            _fail(str(exc).replace("[", r"\["))
+        except MemoryError:
+            _fail("out of memory: shrink the problem (fewer ranks, aggregate flows, epoch mode)")
+    return wrapper
+
+
+def _echo_json(obj) -> None:
+    click.echo(json.dumps(obj, indent=2, default=float))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="fabric-emu", prog_name="fabric-emu")
+def cli() -> None:
+    """fabric-emu: what will this fabric deliver for this job, and which links are in the way?"""
+
+
+@cli.group()
+def topo() -> None:
+    """List, inspect and export topologies."""
+
+
+@topo.command("list")
+@json_option
+@handles_errors
+def topo_list(as_json: bool) -> None:
+    """List the topology presets and their overrides."""
+    ps = presets()
+    if as_json:
+        _echo_json([{"name": p.name, "description": p.description,
+                     "params": {x.name: x.default for x in p.params}} for p in ps])
+    else:
+        _stdout().print(render.presets_table(ps))
+
+
+@topo.command("show")
+@topo_options
+@failure_options
+@json_option
+@handles_errors
+def topo_show(topo: str, sets, fail, degrade, as_json: bool) -> None:
+    """Summarise TOPO (a preset name or a .toml spec): counts and bisection bandwidth."""
+    G = load_topology(topo, parse_sets(sets))
+    cf = compile_with_failures(G, fail, degrade)
+    s = summarize(G)
+    b = bisection(cf) if cf.n_gpus >= 2 else None
+    if as_json:
+        out = s.as_dict()
+        out["bisection_GBps"] = b.bisection_Bps / 1e9 if b else None
+        out["per_gpu_bisection_GBps"] = b.per_gpu_Bps / 1e9 if b else None
+        out["partition"] = b.partition.as_dict() if b else None
+        out["failures"] = [{"selector": sel, "links": len(l)} for sel, l in cf.failures]
+        out["meta"] = dict(cf.meta)
+        _echo_json(out)
+    else:
+        _stdout().print(render.summary_table(s, b, cf.failures))
+
+
+@topo.command("export")
+@topo_options
+@click.option("--format", "fmt", type=click.Choice(["graphml", "json"]), required=True, help="Output format.")
+@click.option("-o", "--output", "output", required=True, type=click.Path(dir_okay=False), help="Output file.")
+@handles_errors
+def topo_export(topo: str, sets, fmt: str, output: str) -> None:
+    """Write TOPO as GraphML or node-link JSON."""
+    G = load_topology(topo, parse_sets(sets))
+    write_graph(G, output, fmt)
+    click.echo(f"wrote {output} ({G.number_of_nodes():,} nodes, {G.number_of_edges():,} links)", err=True)
+
+
+@cli.command("bisect")
+@topo_options
+@failure_options
+@json_option
+@handles_errors
+def bisect_cmd(topo: str, sets, fail, degrade, as_json: bool) -> None:
+    """Bisection bandwidth of TOPO per direction: min cut over structured halves."""
+    G = load_topology(topo, parse_sets(sets))
+    cf = compile_with_failures(G, fail, degrade)
+    b = bisection(cf)
+    if as_json:
+        out = b.as_dict()
+        out["topology"] = cf.name
+        out["failures"] = [sel for sel, _ in cf.failures]
+        _echo_json(out)
+    else:
+        _stdout().print(render.bisection_table([(cf.name, b)]))
+        _stdout().print(f"min-cut partition: {b.partition.describe()}")
+
+
+@cli.command("demo")
+@handles_errors
+def demo() -> None:
+    """A tour: topology summaries and bisection bandwidth of reference systems."""
+    from cli.demo import run_demo
+
+    run_demo(_stdout(), Console(file=sys.stderr, highlight=False))

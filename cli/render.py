@@ -1,0 +1,54 @@
+"""Rich renderings of library results (tables only; no computation here)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from fabric import BisectionResult
+from topologies import FabricSummary, Preset
+
+__all__ = ["presets_table", "summary_table", "bisection_table", "gbps"]
+
+
+def gbps(value_Bps: float) -> str:
+    """Bytes/s as GB/s (GB = 1e9 B), nccl-tests style."""
+    return f"{value_Bps / 1e9:,.1f}"
+
+
+def presets_table(presets: list[Preset]) -> Table:
+    t = Table(title="topology presets", title_justify="left")
+    t.add_column("name", style="bold")
+    t.add_column("description")
+    t.add_column("overrides (--set)")
+    for p in presets:
+        t.add_row(p.name, p.description, ", ".join(f"{x.name}={x.default}" for x in p.params))
+    return t
+
+
+def summary_table(summary: FabricSummary, bis: BisectionResult | None, failures: tuple = ()) -> Table:
+    t = Table(title=f"topology {summary.name}", title_justify="left", show_header=False)
+    t.add_column("field", style="bold")
+    t.add_column("value")
+    t.add_row("GPUs", f"{summary.gpus:,} in {summary.domains:,} NVLink domain(s)")
+    t.add_row("NICs", f"{summary.nics:,}")
+    t.add_row("switches", f"{summary.switches:,} (" + ", ".join(f"{v:,} {k}" for k, v in summary.switches_by_role.items()) + ")")
+    t.add_row("cables", f"{summary.cables:,} (" + ", ".join(f"{v:,} {k}" for k, v in summary.cables_by_tier.items()) + ")")
+    t.add_row("links (directed)", f"{summary.links:,}")
+    for sel, links in failures:
+        t.add_row("failed", f"{sel} ({len(links)} links)")
+    if bis is not None:
+        t.add_row("bisection", f"{gbps(bis.bisection_Bps)} GB/s per direction ({gbps(bis.per_gpu_Bps)} GB/s per GPU)")
+        t.add_row("min-cut partition", bis.partition.describe())
+    return t
+
+
+def bisection_table(rows: list[tuple[str, BisectionResult]]) -> Table:
+    t = Table(title="bisection bandwidth (per direction, GB = 1e9 B)", title_justify="left")
+    t.add_column("topology", style="bold")
+    t.add_column("GPUs", justify="right")
+    t.add_column("bisection GB/s", justify="right")
+    t.add_column("per GPU GB/s", justify="right")
+    t.add_column("min-cut partition")
+    for name, b in rows:
+        t.add_row(name, f"{b.gpus:,}", gbps(b.bisection_Bps), gbps(b.per_gpu_Bps), b.partition.name)
+    return t
