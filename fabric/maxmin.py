@@ -135,15 +135,23 @@ def _check_active(active, n_flows: int) -> np.ndarray | None:
 
 
 # --------------------------------------------------------------------------- adjacency
+#
+# Internal resource "slots": slot 0 is a dummy that collects the padding
+# entries (-1) and is never a bottleneck; slot l + 1 is resource l.
+
+_ALIVE = np.uint8(255)  # flow state: unfrozen, to be filled
+_DONE = np.uint8(254)  # flow state: frozen, inactive or fixed
+_MAXPOS = 250  # candidate positions per round are stored in the uint8 state
 
 
 class _Index:
     """Resource -> flow adjacency over a subset of the flows (internal).
 
-    Local flow ``i`` is global flow ``flows[i]``.  Resource ids are mapped so
-    that padding (-1) and infinite-capacity resources become the dummy column
-    ``R``, which is never a bottleneck.  ``coef`` is ``None`` (all
-    coefficients 1), float64[n] (per flow, multiplicity only) or float64[n, h].
+    Local flow ``i`` is global flow ``flows[i]`` (``flows is None``: identity).
+    ``res`` holds the resource ids of the local flows (-1 padding, unshifted);
+    ``indptr`` / ``indices`` list, per slot, the local flows crossing it (CSC,
+    sorted by flow).  ``coef`` is ``None`` (all coefficients 1), float64[n]
+    (per flow) or float64[n, h] (per entry).
     """
 
     __slots__ = ("flows", "res", "coef", "indptr", "indices", "n_res", "ceps")
@@ -161,153 +169,185 @@ class _Index:
     def size(self) -> int:
         return int(self.res.shape[0])
 
-
-def _local_res(res: np.ndarray, flows: np.ndarray | None, dummy_map: np.ndarray | None, n_res: int) -> np.ndarray:
-    """int32 copy of the selected rows with padding / infinite resources -> n_res."""
-    rows = res if flows is None else res[flows]
-    if dummy_map is not None:
-        # map every id through a lookup table (index -1 hits the last slot = dummy)
-        return dummy_map[rows]
-    if flows is None or rows.dtype != np.int32:
-        rows = rows.astype(np.int32)
-    np.putmask(rows, rows < 0, n_res)
-    return rows
+    def nbytes(self) -> int:
+        c = 0 if self.coef is None else self.coef.nbytes
+        return int(self.indices.nbytes + self.indptr.nbytes + c + (0 if self.flows is None else self.res.nbytes))
 
 
-def _build_index(cap: np.ndarray, res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | None,
+def _csc(rows: np.ndarray, n_res: int) -> tuple[np.ndarray, np.ndarray]:
+    """(indptr, indices) of the slot -> local-flow incidence of ``rows``.
+
+    One O(n) counting sort (scipy's CSR -> CSC) per hop column, which keeps
+    the scatter cache-friendlier than one sort over all entries, then one
+    concatenation of the per-column runs of every slot.
+    """
+    n, h = rows.shape
+    nnz = n * h
+    r1 = n_res + 1
+    idx_t = np.int32 if nnz < 2**31 - 1 else np.int64
+    if nnz == 0:
+        return np.zeros(r1 + 1, dtype=idx_t), np.zeros(0, dtype=idx_t)
+    ones = np.ones(n, dtype=np.bool_)
+    iptr = np.arange(n + 1, dtype=idx_t)
+    ptrs, inds = [], []
+    for j in range(h):
+        keys = np.add(rows[:, j], 1, dtype=idx_t)
+        csc = sp.csr_array((ones, keys, iptr), shape=(n, r1)).tocsc()
+        del keys
+        ptrs.append(csc.indptr.astype(np.int64))
+        inds.append(csc.indices.astype(idx_t, copy=False))
+        del csc
+    del ones, iptr
+    if h == 1:
+        return ptrs[0].astype(idx_t), inds[0]
+    counts = sum(np.diff(p) for p in ptrs)
+    indptr = np.zeros(r1 + 1, dtype=idx_t)
+    np.cumsum(counts, out=indptr[1:])
+    pl = [p.tolist() for p in ptrs]
+    pieces = [inds[j][pl[j][s]:pl[j][s + 1]] for s in range(r1) for j in range(h) if pl[j][s + 1] > pl[j][s]]
+    indices = np.concatenate(pieces) if pieces else np.zeros(0, dtype=idx_t)
+    return indptr, indices
+
+
+def _has_duplicates(rows: np.ndarray) -> bool:
+    """True if a row names the same resource twice."""
+    n, h = rows.shape
+    if h < 2 or n == 0:
+        return False
+    tmp = np.empty(n, dtype=np.bool_)
+    for j in range(1, h):
+        cj = rows[:, j]
+        for i in range(j):
+            np.equal(cj, rows[:, i], out=tmp)
+            if tmp.any() and (tmp & (cj >= 0)).any():
+                return True
+    return False
+
+
+def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | None, n_res: int,
                  flows: np.ndarray | None) -> _Index:
-    """Build the CSC adjacency of ``flows`` (None = all rows)."""
-    n_res = cap.shape[0]
-    finite = np.isfinite(cap)
-    dummy_map = None
-    if not finite.all():
-        dummy_map = np.arange(n_res + 1, dtype=np.int32)
-        dummy_map[:n_res][~finite] = n_res
-        # index -1 reads dummy_map[-1] == n_res
-    lres = _local_res(res, flows, dummy_map, n_res)
-    n, h = lres.shape
+    """Build the adjacency of ``flows`` (None = all rows)."""
+    rows = res if flows is None else res[flows]
     m = None if mult is None else (mult if flows is None else mult[flows])
     if weight is not None:
         coef = weight[flows] if flows is not None else weight.copy()
         if m is not None:
             coef *= m[:, None]
-        coef[lres == n_res] = 1.0  # padding / infinite resources: any finite value
+        coef[rows < 0] = 1.0  # padding: any finite value
     else:
-        coef = m
-    if h > 1:
-        lres, coef = _merge_duplicates(lres, coef, n_res)
-    nnz = n * h
-    idx_t = np.int32 if nnz < 2**31 - 1 else np.int64
-    if n:
-        indptr = np.arange(0, nnz + 1, h, dtype=idx_t)
-        flat = lres.reshape(-1)
-        if flat.dtype != idx_t:
-            flat = flat.astype(idx_t)
-        csr = sp.csr_array((np.ones(nnz, dtype=np.bool_), flat, indptr), shape=(n, n_res + 1))
-        csc = csr.tocsc()
-        del csr
-        c_indptr = csc.indptr
-        c_indices = csc.indices
-        del csc
-    else:
-        c_indptr = np.zeros(n_res + 2, dtype=idx_t)
-        c_indices = np.zeros(0, dtype=idx_t)
+        coef = None if m is None else np.array(m, dtype=np.float64)
+    if _has_duplicates(rows):
+        rows, coef = _merge_duplicates(rows, coef)
+    indptr, indices = _csc(rows, n_res)
     ceps = 0.5 if coef is None or coef.size == 0 else 0.5 * float(coef.min())
-    return _Index(flows, lres, coef, c_indptr, c_indices, n_res, ceps)
+    return _Index(flows, rows, coef, indptr, indices, n_res, ceps)
 
 
-def _merge_duplicates(lres: np.ndarray, coef: np.ndarray | None, n_res: int):
+def _merge_duplicates(rows: np.ndarray, coef: np.ndarray | None):
     """Merge repeated resource ids within a row (their coefficients add up)."""
-    n, h = lres.shape
-    dup = None
+    n, h = rows.shape
+    dup = np.zeros(n, dtype=np.bool_)
     for j in range(1, h):
-        col = lres[:, j]
         for i in range(j):
-            d = (col == lres[:, i]) & (col != n_res)
-            dup = d if dup is None else (dup | d)
-    if dup is None or not dup.any():
-        return lres, coef
-    rows = np.flatnonzero(dup)
+            dup |= (rows[:, j] == rows[:, i]) & (rows[:, j] >= 0)
     if coef is None:
         w = np.ones((n, h))
     elif coef.ndim == 1:
         w = np.repeat(coef[:, None], h, axis=1)
     else:
         w = coef.copy()
-    lres = lres.copy()
-    for r in rows.tolist():  # rare path: only the rows that repeat a resource
+    rows = rows.copy()
+    for r in np.flatnonzero(dup).tolist():  # rare path: only the rows that repeat a resource
         seen: dict[int, int] = {}
         for j in range(h):
-            v = int(lres[r, j])
-            if v == n_res:
+            v = int(rows[r, j])
+            if v < 0:
                 continue
             if v in seen:
                 w[r, seen[v]] += w[r, j]
-                lres[r, j] = n_res
+                rows[r, j] = -1
+                w[r, j] = 1.0
             else:
                 seen[v] = j
-    return lres, w
+    return rows, w
 
 
 # --------------------------------------------------------------------------- filling
 
 
-@dataclass
-class _FillState:
-    rem: np.ndarray
-    cnt: np.ndarray
-    rate: np.ndarray
-    bneck: np.ndarray
-    saturated: np.ndarray
+class _Fill:
+    """Result buffers of one filling (internal).
+
+    ``bneck`` holds, per local flow, the slot that froze it (0 = none);
+    ``level`` the share at which each slot froze its flows (inf if it froze
+    none).  A frozen flow's rate is ``level[bneck]``.
+    """
+
+    __slots__ = ("bneck", "level", "rounds", "rem")
+
+    def __init__(self, n: int, r1: int):
+        self.bneck = np.zeros(n, dtype=np.int32)
+        self.level = np.full(r1, _INF)
+        self.rounds = 0
+        self.rem = None
+
+    def rates(self, sel=None) -> np.ndarray:
+        """Rates of the flows ``sel`` (all if None); level[0] = inf for unconstrained flows."""
+        b = self.bneck if sel is None else self.bneck[sel]
+        return self.level[b]
 
 
-def _init_state(ix: _Index, cap: np.ndarray, alive: np.ndarray, fixed: np.ndarray | None = None,
-                fixed_rate: np.ndarray | None = None) -> _FillState:
-    """Counts of the alive flows; capacity reduced by the ``fixed`` flows' load."""
-    n_res = ix.n_res
-    r1 = n_res + 1
-    rows = ix.res if alive.all() else ix.res[alive]
-    if ix.coef is None:
-        cnt = np.bincount(rows.reshape(-1), minlength=r1).astype(np.float64)
+def _counts(ix: _Index, state: np.ndarray | None) -> np.ndarray:
+    """Per-slot coefficient sums of the flows with state _ALIVE (all if None)."""
+    r1 = ix.n_res + 1
+    if state is None and ix.coef is None:
+        return np.diff(ix.indptr).astype(np.float64)
+    if state is None:
+        rows = ix.res
+        w = ix.coef
     else:
-        cnt = np.bincount(rows.reshape(-1), weights=_entry_weights(ix.coef, alive if rows is not ix.res else None,
-                                                                    rows.shape[1]), minlength=r1)
-    rem = np.empty(r1)
-    rem[:n_res] = cap
-    rem[n_res] = _INF
-    if fixed is not None and fixed.any():
-        frows = ix.res[fixed]
-        w = _entry_weights(ix.coef, fixed, frows.shape[1])
-        fr = np.repeat(fixed_rate[fixed], frows.shape[1])
-        w = fr if w is None else w * fr
-        rem -= np.bincount(frows.reshape(-1), weights=w, minlength=r1)
-        rem[n_res] = _INF
-    cnt[n_res] = 0.0
-    n = ix.size
-    return _FillState(rem=rem, cnt=cnt, rate=np.zeros(n), bneck=np.full(n, -1, dtype=np.int64),
-                      saturated=np.zeros(r1, dtype=np.bool_))
+        sel = state == _ALIVE
+        rows = ix.res[sel]
+        w = None if ix.coef is None else ix.coef[sel]
+    keys = np.add(rows, 1, dtype=np.intp).reshape(-1)
+    if w is None:
+        return np.bincount(keys, minlength=r1).astype(np.float64)
+    if w.ndim == 1:
+        w = np.repeat(w, rows.shape[1])
+    return np.bincount(keys, weights=w.reshape(-1), minlength=r1)
 
 
-def _entry_weights(coef, sel, h):
-    """Flattened per-entry coefficients of the rows ``sel`` (None if all 1)."""
-    if coef is None:
-        return None
-    c = coef if sel is None else coef[sel]
-    if c.ndim == 1:
-        return np.repeat(c, h)
-    return c.reshape(-1)
+def _fixed_load(ix: _Index, sel: np.ndarray, rate: np.ndarray) -> np.ndarray:
+    """Per-slot load of the flows ``sel`` at rates ``rate`` (float64[n])."""
+    rows = ix.res[sel]
+    h = rows.shape[1]
+    w = np.repeat(rate[sel], h)
+    if ix.coef is not None:
+        c = ix.coef[sel]
+        w = w * (np.repeat(c, h) if c.ndim == 1 else c.reshape(-1))
+    keys = np.add(rows, 1, dtype=np.intp).reshape(-1)
+    return np.bincount(keys, weights=w, minlength=ix.n_res + 1)
 
 
-def _fill(ix: _Index, st: _FillState, alive: np.ndarray) -> int:
-    """Progressive filling of the ``alive`` flows (modified in place).
+def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
+          fixed_load: np.ndarray | None = None) -> _Fill:
+    """Progressive filling of the flows whose ``state`` is _ALIVE.
 
-    On return ``st.rate`` / ``st.bneck`` hold the rates and bottlenecks of the
-    flows that were alive (others untouched), ``st.saturated`` marks the
-    resources that froze at least one flow.  Returns the number of rounds.
+    ``state`` (uint8[n]) is updated in place (filled flows become _DONE);
+    ``cnt`` (float64[R+1], per-slot coefficient sum of the alive flows) is
+    consumed.  ``fixed_load`` is the per-slot load of flows kept at fixed rates.
     """
     n_res = ix.n_res
     r1 = n_res + 1
-    rem, cnt, rate, bneck, sat = st.rem, st.cnt, st.rate, st.bneck, st.saturated
+    out = _Fill(ix.size, r1)
+    bneck, level = out.bneck, out.level
+    rem = np.empty(r1)
+    rem[0] = _INF
+    rem[1:] = cap
+    if fixed_load is not None:
+        rem -= fixed_load
+        rem[0] = _INF
+    cnt[0] = 0.0
     res, coef, indptr, indices = ix.res, ix.coef, ix.indptr, ix.indices
     h = res.shape[1]
     ceps = ix.ceps
@@ -315,73 +355,75 @@ def _fill(ix: _Index, st: _FillState, alive: np.ndarray) -> int:
     coef2d = weighted and coef.ndim == 2
     share = np.empty(r1)
     dead = np.empty(r1, dtype=np.bool_)
-    stamp = np.empty(ix.size, dtype=np.int32)
-    divide, copyto, bincount, less = np.divide, np.copyto, np.bincount, np.less
+    divide, copyto, bincount, less, add = np.divide, np.copyto, np.bincount, np.less, np.add
+    take, put = np.take, np.put
+    intp = np.intp
+    rounds = 0
+    window = 1e-3
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         divide(rem, cnt, out=share)
         less(cnt, ceps, out=dead)
         copyto(share, _INF, where=dead)
-        rounds = 0
-        window = 1e-3
         while True:
             j0 = int(share.argmin())
             s0 = float(share[j0])
             if not s0 < _INF:
                 break
             rounds += 1
-            if s0 > 0.0:
-                cand = np.flatnonzero(share <= s0 * (1.0 + window))
-            else:
-                cand = None
+            cand = np.flatnonzero(share <= s0 * (1.0 + window)) if s0 > 0.0 else None
             if cand is None or cand.shape[0] == 1:
-                # ---- one bottleneck resource
+                # ---- one bottleneck slot
                 fl = indices[indptr[j0]:indptr[j0 + 1]]
-                fl = fl[alive[fl]]
+                fl = fl[take(state, fl) == _ALIVE]
                 sv = s0 if s0 > 0.0 else 0.0
                 if fl.shape[0]:
-                    alive[fl] = False
-                    rate[fl] = sv
-                    bneck[fl] = j0
-                    rows = res[fl].reshape(-1)
+                    put(state, fl, _DONE)
+                    put(bneck, fl, j0)
+                    level[j0] = sv
+                    rows = add(take(res, fl, axis=0), 1, dtype=intp).reshape(-1)
                     if weighted:
-                        w = coef[fl]
-                        w = w.reshape(-1) if coef2d else np.repeat(w, h)
-                        dc = bincount(rows, weights=w, minlength=r1)
+                        w = take(coef, fl, axis=0)
+                        dc = bincount(rows, weights=w.reshape(-1) if coef2d else np.repeat(w, h), minlength=r1)
                     else:
                         dc = bincount(rows, minlength=r1)
                     cnt -= dc
                     rem -= dc * sv
-                    sat[j0] = True
                 rem[j0] = _INF
                 cnt[j0] = 0.0
                 window = min(window * 2.0, 0.25)
             else:
                 # ---- several candidates in the window: freeze every local minimum
+                if cand.shape[0] > _MAXPOS:
+                    sc = share[cand]
+                    keep = np.argpartition(sc, _MAXPOS - 1)[:_MAXPOS]
+                    cand = cand[keep]
                 sc = share[cand]
                 order = np.argsort(sc, kind="stable")
                 cand = cand[order]
                 sc = sc[order]
                 k = cand.shape[0]
                 ng0 = int(np.searchsorted(sc, s0 * (1.0 + TIE_RTOL), side="right"))
-                posv = np.arange(k, dtype=np.int32)
+                posv = np.arange(k, dtype=np.uint8)
                 posv[:ng0] = 0
                 sc[:ng0] = s0
-                starts = indptr[cand]
-                lens = indptr[cand + 1] - starts
-                fl = np.concatenate([indices[a:b] for a, b in zip(starts.tolist(), (starts + lens).tolist())])
-                pidx = np.repeat(np.arange(k, dtype=np.int32), lens)
-                m = alive[fl]
+                np.maximum(sc, 0.0, out=sc)
+                starts = indptr[cand].tolist()
+                ends = indptr[cand + 1].tolist()
+                fl = np.concatenate([indices[a:b] for a, b in zip(starts, ends)])
+                lens = np.subtract(ends, starts)
+                pidx = np.repeat(np.arange(k, dtype=np.uint8), lens)
+                m = take(state, fl) == _ALIVE
                 fl = fl[m]
                 pidx = pidx[m]
                 p = posv[pidx]
-                # smallest candidate position crossed by each gathered flow
-                stamp[fl] = p
-                mn = stamp[fl]
+                # smallest candidate position crossed by each gathered flow, via the state array
+                put(state, fl, p)
+                mn = take(state, fl)
                 multi = mn != p
                 bad = np.zeros(k, dtype=np.bool_)
                 if multi.any():
-                    np.minimum.at(stamp, fl[multi], p[multi])
-                    mn = stamp[fl]
+                    np.minimum.at(state, fl[multi], p[multi])
+                    mn = take(state, fl)
                     bad[p[mn < p]] = True
                     sel = (p == mn) & ~bad[p]
                     ff = fl[sel]
@@ -389,23 +431,21 @@ def _fill(ix: _Index, st: _FillState, alive: np.ndarray) -> int:
                 else:
                     ff = fl
                     pi = pidx
+                put(state, fl, _ALIVE)
                 if ng0 > 1 and ff.shape[0]:
-                    # a flow crossing several tied group-0 resources appears once per resource
-                    ii = np.arange(ff.shape[0], dtype=np.int32)
-                    stamp[ff] = ii
-                    keep = stamp[ff] == ii
-                    ff = ff[keep]
-                    pi = pi[keep]
-                acc = cand[~bad[posv]]
+                    # a flow crossing several tied group-0 slots appears once per slot
+                    ff, first = np.unique(ff, return_index=True)
+                    pi = pi[first]
+                acc_m = ~bad[posv]
+                acc = cand[acc_m]
                 if ff.shape[0]:
-                    rr = sc[pi]
-                    np.maximum(rr, 0.0, out=rr)
-                    alive[ff] = False
-                    rate[ff] = rr
-                    bneck[ff] = cand[pi]
-                    rows = res[ff].reshape(-1)
+                    put(state, ff, _DONE)
+                    put(bneck, ff, take(cand, pi))
+                    level[acc] = sc[acc_m]
+                    rr = take(sc, pi)
+                    rows = add(take(res, ff, axis=0), 1, dtype=intp).reshape(-1)
                     if weighted:
-                        w = coef[ff]
+                        w = take(coef, ff, axis=0)
                         if coef2d:
                             dc = bincount(rows, weights=w.reshape(-1), minlength=r1)
                             dr = bincount(rows, weights=(w * rr[:, None]).reshape(-1), minlength=r1)
@@ -417,7 +457,6 @@ def _fill(ix: _Index, st: _FillState, alive: np.ndarray) -> int:
                         dr = bincount(rows, weights=np.repeat(rr, h), minlength=r1)
                     cnt -= dc
                     rem -= dr
-                    sat[acc] = True
                 rem[acc] = _INF
                 cnt[acc] = 0.0
                 na = acc.shape[0]
@@ -428,7 +467,8 @@ def _fill(ix: _Index, st: _FillState, alive: np.ndarray) -> int:
             divide(rem, cnt, out=share)
             less(cnt, ceps, out=dead)
             copyto(share, _INF, where=dead)
-    return rounds
+    out.rounds = rounds
+    return out
 
 
 # --------------------------------------------------------------------------- public API
@@ -442,10 +482,6 @@ def _prepare(capacity_Bps, res, weight, multiplicity, active):
     m = _check_per_flow(multiplicity, n_flows, "multiplicity", positive=True)
     act = _check_active(active, n_flows)
     return cap, res_a, w, m, act
-
-
-def _index_for(cap, res_a, w, m, flows):
-    return _build_index(cap, res_a, w, m, flows)
 
 
 def maxmin_rates(capacity_Bps: np.ndarray, res: np.ndarray, weight: np.ndarray | None = None, *,
@@ -489,20 +525,23 @@ def maxmin_rates(capacity_Bps: np.ndarray, res: np.ndarray, weight: np.ndarray |
     ([4.0, 4.0, 2.0], [0, 0, 1])
     """
     cap, res_a, w, m, act = _prepare(capacity_Bps, res, weight, multiplicity, active)
-    n_flows = res_a.shape[0]
     flows = None if act is None or act.all() else np.flatnonzero(act)
-    ix = _index_for(cap, res_a, w, m, flows)
-    alive = np.ones(ix.size, dtype=np.bool_)
-    st = _init_state(ix, cap, alive)
-    rounds = _fill(ix, st, alive)
-    st.rate[alive] = _INF
+    ix = _build_index(res_a, w, m, cap.shape[0], flows)
+    state = np.full(ix.size, _ALIVE, dtype=np.uint8)
+    out = _fill(ix, cap, state, _counts(ix, None))
+    return _result(res_a.shape[0], flows, out.rates(), out.bneck, out.rounds)
+
+
+def _result(n_flows, flows, rates, bneck_slot, rounds) -> MaxMinResult:
+    bn = bneck_slot.astype(np.int64)
+    bn -= 1
     if flows is None:
-        return MaxMinResult(rates_Bps=st.rate, bottleneck=st.bneck, rounds=rounds)
-    rates = np.zeros(n_flows)
-    bn = np.full(n_flows, -1, dtype=np.int64)
-    rates[flows] = st.rate
-    bn[flows] = st.bneck
-    return MaxMinResult(rates_Bps=rates, bottleneck=bn, rounds=rounds)
+        return MaxMinResult(rates_Bps=rates, bottleneck=bn, rounds=rounds)
+    r = np.zeros(n_flows)
+    b = np.full(n_flows, -1, dtype=np.int64)
+    r[flows] = rates
+    b[flows] = bn
+    return MaxMinResult(rates_Bps=r, bottleneck=b, rounds=rounds)
 
 
 def maxmin_refill(capacity_Bps: np.ndarray, res: np.ndarray, rates_Bps: np.ndarray, threshold_Bps: float,
@@ -543,21 +582,14 @@ def maxmin_refill(capacity_Bps: np.ndarray, res: np.ndarray, rates_Bps: np.ndarr
     """
     cap, res_a, w, m, act = _prepare(capacity_Bps, res, weight, multiplicity, active)
     n_flows = res_a.shape[0]
-    prev = _check_per_flow(rates_Bps, n_flows, "rates_Bps", positive=False) if np.isfinite(rates_Bps).all() \
-        else np.asarray(rates_Bps, dtype=np.float64)
+    prev = np.asarray(rates_Bps, dtype=np.float64)
+    if prev.shape != (n_flows,) or np.isnan(prev).any() or (prev < 0).any():
+        raise FlowError(f"rates_Bps: expected {n_flows} rates >= 0 (a previous max-min result)")
     flows = None if act is None or act.all() else np.flatnonzero(act)
-    ix = _index_for(cap, res_a, w, m, flows)
+    ix = _build_index(res_a, w, m, cap.shape[0], flows)
     lp = prev if flows is None else prev[flows]
     fixed = lp < float(threshold_Bps) * (1.0 - TIE_RTOL)
-    alive = ~fixed
-    st = _init_state(ix, cap, alive, fixed=fixed, fixed_rate=lp)
-    rounds = _fill(ix, st, alive)
-    st.rate[alive] = _INF
-    st.rate[fixed] = lp[fixed]
-    if flows is None:
-        return MaxMinResult(rates_Bps=st.rate, bottleneck=st.bneck, rounds=rounds)
-    rates = np.zeros(n_flows)
-    bn = np.full(n_flows, -1, dtype=np.int64)
-    rates[flows] = st.rate
-    bn[flows] = st.bneck
-    return MaxMinResult(rates_Bps=rates, bottleneck=bn, rounds=rounds)
+    state = np.where(fixed, _DONE, _ALIVE).astype(np.uint8)
+    out = _fill(ix, cap, state, _counts(ix, state), _fixed_load(ix, fixed, lp))
+    rates = np.where(fixed, lp, out.rates())
+    return _result(n_flows, flows, rates, out.bneck, out.rounds)

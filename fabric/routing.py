@@ -394,11 +394,13 @@ class Router:
             out = ss_ids[starts[i]:ends[i]]
             if len(out) == 0:
                 continue
-            valid = dist[:, local[cf.link_dst[out]]] == (dist[:, i:i + 1] - 1)
-            valid &= (dist[:, i:i + 1] < _INF) & (dist[:, i:i + 1] > 0)
-            rows, inv2 = np.unique(valid, axis=0, return_inverse=True)
-            ids = np.zeros(len(rows), np.int32)
-            for k, row in enumerate(rows):
+            di = dist[:, i:i + 1]
+            valid = (dist[:, local[cf.link_dst[out]]] == di - 1) & (di < _INF) & (di > 0)
+            packed = np.ascontiguousarray(np.packbits(valid, axis=1))
+            keys = packed.view(np.dtype((np.void, packed.shape[1]))).ravel()
+            _, first, inv2 = np.unique(keys, return_index=True, return_inverse=True)
+            ids = np.zeros(len(first), np.int32)
+            for k, row in enumerate(valid[first]):
                 if row.any():
                     ids[k] = len(set_links)
                     set_links.append(out[row])

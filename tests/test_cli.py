@@ -1,0 +1,109 @@
+"""CLI contract, driven through click's CliRunner."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from cli.app import cli
+
+
+@pytest.fixture()
+def run():
+    runner = CliRunner()
+
+    def invoke(*args):
+        return runner.invoke(cli, list(args), catch_exceptions=False)
+    return invoke
+
+
+def test_topo_list(run):
+    r = run("topo", "list", "--json")
+    assert r.exit_code == 0
+    names = [p["name"] for p in json.loads(r.output)]
+    for expected in ("hgx-h100", "hgx-h200", "hgx-h800", "hgx-b200", "gb200-nvl72", "gb300-nvl72", "fat-tree",
+                     "superpod-h100", "superpod-gb200"):
+        assert expected in names
+    human = run("topo", "list")
+    assert "gb300-nvl72" in human.output
+
+
+def test_topo_show_cluster_json(run):
+    r = run("topo", "show", "gb300-nvl72", "--set", "domains=4", "--set", "scaleout=quantum-x800", "--json")
+    assert r.exit_code == 0
+    data = json.loads(r.output)
+    assert data["gpus"] == 288
+    assert data["links"] == 2 * data["cables"]
+    assert data["switches"] == 72 + data["switches_by_role"]["leaf"] + data["switches_by_role"]["spine"]
+    assert data["bisection_GBps"] == pytest.approx(14400)
+
+
+def test_bisect_nvl72(run):
+    r = run("bisect", "gb300-nvl72", "--json")
+    data = json.loads(r.output)
+    assert data["bisection_GBps"] == pytest.approx(32400)
+    assert data["per_gpu_GBps"] == pytest.approx(900)
+    assert {"name", "side_a", "side_b"} <= set(data["partition"])
+
+
+def test_bisect_fat_tree_shows_the_halving(run):
+    base = run("bisect", "fat-tree", "--set", "hosts=1024", "--set", "radix=48", "--json")
+    over = run("bisect", "fat-tree", "--set", "hosts=1024", "--set", "radix=48", "--set", "oversubscription=2",
+               "--json")
+    assert json.loads(over.output)["bisection_GBps"] == pytest.approx(json.loads(base.output)["bisection_GBps"] / 2)
+
+
+def test_bisect_with_failures(run):
+    r = run("bisect", "fat-tree", "--set", "hosts=128", "--set", "radix=16", "--fail", "spine 0", "--json")
+    data = json.loads(r.output)
+    assert data["failures"] == ["spine 0"]
+    assert data["bisection_GBps"] == pytest.approx(64 * 50 * 7 / 8)
+
+
+def test_human_output_is_a_table(run):
+    r = run("bisect", "hgx-h100")
+    assert r.exit_code == 0 and "1,800.0" in r.output and "GB/s" in r.output
+
+
+def test_export_json_and_graphml(run, tmp_path):
+    for fmt in ("json", "graphml"):
+        out = tmp_path / f"t.{fmt}"
+        r = run("topo", "export", "hgx-h100", "--format", fmt, "-o", str(out))
+        assert r.exit_code == 0 and out.exists()
+        shown = json.loads(run("topo", "show", str(out), "--json").output)
+        assert shown["gpus"] == 8 and shown["links"] == 288
+
+
+def test_spec_file(run, repo):
+    r = run("topo", "show", str(repo / "docs/examples/gb300-4racks-failed-spine.toml"), "--json")
+    data = json.loads(r.output)
+    assert data["gpus"] == 288 and data["failures"][0]["selector"] == "spine 1"
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("topo", "show", "nope"), "presets:"),
+    (("bisect", "fat-tree", "--set", "hosts=x"), "hosts"),
+    (("bisect", "fat-tree", "--set", "link=800G"), "link"),
+    (("bisect", "fat-tree", "--set", "oops"), "KEY=VALUE"),
+    (("bisect", "hgx-h100", "--fail", "spine 2"), "spine"),
+    (("topo", "show", "missing.toml"), "does not exist"),
+])
+def test_errors_are_one_red_line_and_exit_2(args, needle, tmp_path):
+    runner = CliRunner()
+    r = runner.invoke(cli, list(args))
+    assert r.exit_code == 2
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0]
+    assert "Traceback" not in r.output
+
+
+def test_export_writes_nothing_on_error(tmp_path):
+    out = tmp_path / "x.json"
+    r = CliRunner().invoke(cli, ["topo", "export", "nope", "--format", "json", "-o", str(out)])
+    assert r.exit_code == 2 and not out.exists()
+
+
+def test_demo(run):
+    r = run("demo")
+    assert r.exit_code == 0
+    assert "32,400.0" in r.output and "bisection" in r.output
