@@ -122,6 +122,62 @@ def bisect_cmd(topo: str, sets, fail, degrade, as_json: bool) -> None:
         _stdout().print(f"min-cut partition: {b.partition.describe()}")
 
 
+@cli.command("run")
+@click.argument("collective", metavar="COLLECTIVE")
+@click.option("--topo", "topo", required=True, help="Preset name or .toml spec.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a preset parameter (repeatable).")
+@click.option("--ranks", "ranks", default="all", show_default=True, help="Number of GPU ranks (the first N) or 'all'.")
+@click.option("--size", "size", default=None, help="Message size, e.g. 1MiB (nccl-tests' size).")
+@click.option("--sizes", "sizes", default=None, help="Size sweep MIN:MAX[:xF], e.g. 1KiB:8GiB.")
+@click.option("--algo", "algo", default="auto", show_default=True,
+              type=click.Choice(["ring", "tree", "nvls", "sharp", "hier", "direct", "auto"]))
+@click.option("--routing", "routing", default="ecmp", show_default=True, type=click.Choice(["ecmp", "dmodk", "spray"]))
+@click.option("--seed", "seed", default=0, show_default=True, type=int, help="Seed of ECMP hashing and token routing.")
+@click.option("--groups", "groups", default=1, show_default=True, type=int,
+              help="Split the ranks into this many groups that run the collective at the same time.")
+@click.option("--layout", "layout", default="contiguous", show_default=True,
+              type=click.Choice(["contiguous", "strided"]), help="How --groups split the ranks.")
+@click.option("--pxn/--no-pxn", "pxn", default=None, help="Force NCCL's PXN forwarding on or off.")
+@click.option("--moe-routing", "moe_routing", default=None,
+              type=click.Choice(["uniform", "skewed", "node_limited", "deepseek"]),
+              help="MoE token routing (default: node_limited across domains, uniform inside one).")
+@click.option("--tokens", "tokens", default=4096, show_default=True, type=int, help="MoE tokens per rank.")
+@click.option("--hidden", "hidden", default=7168, show_default=True, type=int, help="MoE hidden size.")
+@click.option("--experts", "experts", default=256, show_default=True, type=int, help="MoE routed experts.")
+@click.option("--topk", "topk", default=8, show_default=True, type=int, help="MoE experts per token.")
+@failure_options
+@click.option("--report", "report", is_flag=True, help="Add the congestion report (for the largest size).")
+@json_option
+@handles_errors
+def run_cmd(collective, topo, sets, ranks, size, sizes, algo, routing, seed, groups, layout, pxn, moe_routing,
+            tokens, hidden, experts, topk, fail, degrade, report, as_json) -> None:
+    """Simulate COLLECTIVE on a fabric and print nccl-tests-style results."""
+    from cli.run import run_command
+
+    run_command(_stdout(), Console(file=sys.stderr, highlight=False), as_json=as_json, collective=collective,
+                topo=topo, sets=parse_sets(sets), ranks=ranks, size=size, sizes=sizes, algo=algo, routing=routing,
+                seed=seed, groups=groups, layout=layout, pxn=pxn, moe_routing=moe_routing, tokens=tokens,
+                hidden=hidden, experts=experts, topk=topk, fail=fail, degrade=degrade, report=report)
+
+
+@cli.command("validate")
+@click.option("--file", "path", default=None, type=click.Path(dir_okay=False),
+              help="Validation file (default: the reference points shipped with fabric-emu).")
+@json_option
+@handles_errors
+def validate_cmd(path, as_json) -> None:
+    """Predict every published reference point and compare with the measurement."""
+    from cli.report import validation_table
+    from collectives.validate import validate
+
+    err = Console(file=sys.stderr, highlight=False)
+    rep = validate(path, progress=lambda pid, k, n: err.print(f"[{k}/{n}] {pid}", highlight=False))
+    if as_json:
+        _echo_json(rep.as_dict())
+    else:
+        _stdout().print(validation_table(rep))
+
+
 @cli.command("demo")
 @handles_errors
 def demo() -> None:

@@ -53,9 +53,14 @@ from fabric.compiled import CompiledFabric
 from topologies.errors import ProblemTooLargeError, RoutingError, UnreachableError
 from topologies.graph import ROLES, TIERS
 
-__all__ = ["POLICIES", "Routes", "Router", "splitmix64"]
+__all__ = ["POLICIES", "TRANSPORTS", "Routes", "Router", "splitmix64"]
 
 POLICIES = ("ecmp", "dmodk", "spray")
+
+#: Transport of a link, by tier: NVLink, host interface (PCIe/C2C) or network.
+TRANSPORTS = ("nvlink", "host", "network")
+_TRANSPORT_OF_TIER = np.array([0 if t.startswith("nvlink") else 1 if t.startswith("host") else 2 for t in TIERS],
+                              dtype=np.int8)
 
 _R = {r: i for i, r in enumerate(ROLES)}
 _T = {t: i for i, t in enumerate(TIERS)}
@@ -157,6 +162,7 @@ class Router:
         self._index_endpoints()
         self._index_trunks()
         self._tables = None
+        self._trunk_index = None
 
     # ------------------------------------------------------------------ setup
     def _index_endpoints(self) -> None:
@@ -346,6 +352,82 @@ class Router:
         if not links:
             return np.zeros(0, np.int64), np.zeros(0)
         return np.concatenate(links), np.concatenate(weights)
+
+    def resource_transport(self) -> np.ndarray:
+        """Transport code (index into :data:`TRANSPORTS`) of every resource."""
+        t = _TRANSPORT_OF_TIER[self.cf.link_tier]
+        if len(self.trunk_links):
+            return np.concatenate([t, t[self.trunk_links[self.trunk_ptr[:-1]]]])
+        return t.copy()
+
+    def _spread(self, links: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Alive links of a set with capacity-proportional weights (a trunk when one covers exactly them)."""
+        cf = self.cf
+        links = links[cf.link_alive[links]]
+        if len(links) == 0:
+            return np.zeros(0, np.int64), np.zeros(0)
+        key = tuple(np.sort(links))
+        if self._trunk_index is None:
+            self._trunk_index = {tuple(self.trunk_links[a:b]): self.cf.n_links + i
+                                 for i, (a, b) in enumerate(zip(self.trunk_ptr[:-1], self.trunk_ptr[1:]))}
+        t = self._trunk_index.get(key)
+        if t is not None:
+            return np.array([t]), np.array([1.0])
+        cap = cf.link_capacity_Bps[links]
+        return links, cap / cap.sum()
+
+    def port(self, ranks, which: str) -> tuple[np.ndarray, np.ndarray]:
+        """Resources of each GPU's port, for traffic that ends or starts inside a switch.
+
+        ``which`` is ``nvlink-up`` / ``nvlink-down`` (all NVLink links of the GPU,
+        e.g. for NVLS in-switch reduction) or ``nic-up`` / ``nic-down`` (host link
+        plus the NIC's network links, e.g. for SHARP). Returns padded
+        ``(res[F, k], weight[F, k])``; weights on each hop sum to 1.
+        """
+        cf = self.cf
+        ranks = np.asarray(ranks, dtype=np.int64).ravel()
+        nodes = cf.gpus[ranks]
+        rows = []
+        for g in nodes:
+            if which in ("nvlink-up", "nvlink-down"):
+                mask = self.nv_up_mask & (cf.link_src == g) if which == "nvlink-up" else \
+                    self.nv_down_mask & (cf.link_dst == g)
+                r, w = self._spread(np.flatnonzero(mask))
+                if len(r) == 0:
+                    raise UnreachableError(f"port: GPU {cf.node_names[g]} has no working NVLink")
+            elif which in ("nic-up", "nic-down"):
+                nic = self.nic_of[g]
+                if nic < 0:
+                    raise UnreachableError(f"port: GPU {cf.node_names[g]} has no (working) NIC")
+                host = self.host_up[g] if which == "nic-up" else self.host_down[g]
+                side = self.nic_up[nic] if which == "nic-up" else self.nic_down[nic]
+                r2, w2 = self._spread(side[side >= 0])
+                r, w = np.r_[host, r2], np.r_[1.0, w2]
+            else:
+                raise RoutingError(f"port: {which!r} is not one of nvlink-up, nvlink-down, nic-up, nic-down")
+            rows.append((r, w))
+        width = max(len(r) for r, _ in rows) if rows else 1
+        res = np.full((len(rows), width), -1, np.int64)
+        wt = np.zeros((len(rows), width))
+        for i, (r, w) in enumerate(rows):
+            res[i, :len(r)] = r
+            wt[i, :len(r)] = w
+        return res, wt
+
+    def switch_links(self, node: int, tier: str, *, direction: str = "out") -> tuple[np.ndarray, np.ndarray]:
+        """All alive ``tier`` links leaving (``out``) or entering (``in``) a node, as a trunk or weighted links."""
+        cf = self.cf
+        m = cf.link_tier == _T[tier]
+        m &= (cf.link_src == node) if direction == "out" else (cf.link_dst == node)
+        return self._spread(np.flatnonzero(m))
+
+    def pod_links(self, plane: int, pod: int, tier: str) -> tuple[np.ndarray, np.ndarray]:
+        """All alive ``spine-up`` links leaving, or ``core-down`` links entering, the spines of one pod."""
+        cf = self.cf
+        ends = cf.link_src if tier == "spine-up" else cf.link_dst
+        m = (cf.link_tier == _T[tier]) & (cf.node_pod[ends] == pod) & (cf.node_plane[ends] == plane)
+        m &= cf.node_role[ends] == _R["spine"]
+        return self._spread(np.flatnonzero(m))
 
     # ----------------------------------------------------------------- tables
     def _build_tables(self) -> None:

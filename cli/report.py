@@ -1,0 +1,78 @@
+"""Rich renderings of collective results: nccl-tests table, congestion report, validation table."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from fabric.congestion import CongestionReport
+from topologies.units import format_size
+
+__all__ = ["results_table", "congestion_panel", "validation_table", "bar"]
+
+
+def bar(fraction: float, width: int = 20) -> Text:
+    """A utilisation bar: green below 70 %, yellow below 90 %, red above."""
+    f = max(0.0, min(1.0, fraction))
+    full = int(round(f * width))
+    style = "green" if f < 0.7 else "yellow" if f < 0.9 else "red"
+    return Text("█" * full + "·" * (width - full), style=style)
+
+
+def results_table(rows, title: str) -> Table:
+    t = Table(title=title, title_justify="left")
+    for name, just in (("size", "right"), ("time (us)", "right"), ("algbw GB/s", "right"), ("busbw GB/s", "right"),
+                       ("algorithm", "left"), ("proto", "left"), ("alpha-beta (us)", "right"),
+                       ("max link util", "right"), ("T / bound", "right")):
+        t.add_column(name, justify=just)
+    for r in rows:
+        ana = "-" if r.analytic_time_s is None else f"{r.analytic_time_s * 1e6:,.1f}"
+        bound = r.time_s / r.lower_bound_s if r.lower_bound_s > 0 else float("nan")
+        t.add_row(format_size(r.size_bytes) if r.logical_bytes is None else f"{r.logical_bytes / 1e6:,.1f} MB*",
+                  f"{r.time_s * 1e6:,.1f}", f"{r.algbw_Bps / 1e9:,.1f}", f"{r.busbw_Bps / 1e9:,.1f}", r.algorithm,
+                  r.protocol, ana, f"{r.max_link_utilization:.0%}", f"{bound:.2f}")
+    return t
+
+
+def congestion_panel(rep: CongestionReport, top: int = 10) -> Group:
+    hot = Table(title="hottest links", title_justify="left")
+    for name, just in (("link", "left"), ("tier", "left"), ("utilization", "left"), ("", "right"),
+                       ("busy (us)", "right"), ("flows", "right"), ("groups crossing", "left")):
+        hot.add_column(name, justify=just)
+    for h in rep.hottest[:top]:
+        groups = ", ".join(f"{g} {s:.0%}" for g, s in h.groups)
+        hot.add_row(h.name, h.tier, bar(h.utilization), f"{h.utilization:.0%}", f"{h.busy_s * 1e6:,.1f}",
+                    f"{h.flows:,}", groups)
+    tiers = Table(title="per-tier utilization (links that carried traffic)", title_justify="left")
+    for name, just in (("tier", "left"), ("links", "right"), ("GB", "right"), ("mean", "left"), ("", "right"),
+                       ("max", "right")):
+        tiers.add_column(name, justify=just)
+    for t in rep.tiers:
+        tiers.add_row(t.tier, f"{t.links:,}", f"{t.bytes / 1e9:,.2f}", bar(t.mean_utilization, 12),
+                      f"{t.mean_utilization:.0%}", f"{t.max_utilization:.0%}")
+    lines = [hot, tiers]
+    if rep.failed:
+        lines.append(Text("failed links: " + ", ".join(f"{s} ({n} directed links)" for s, n in rep.failed),
+                          style="bold red"))
+    lines.append(Text(f"max-link-load bound {rep.lower_bound_s * 1e6:,.1f} us; simulated/bound = "
+                      f"{rep.bound_ratio:.3f}; utilization max {rep.max_utilization:.0%}, mean "
+                      f"{rep.mean_utilization:.0%}, p50 {rep.p50_utilization:.0%}, p99 {rep.p99_utilization:.0%}"))
+    lines.append(Text("verdict: " + rep.verdict, style="bold"))
+    return Group(*lines)
+
+
+def validation_table(rep) -> Table:
+    t = Table(title=f"validation against {rep.source}", title_justify="left")
+    for name, just in (("point", "left"), ("quantity", "left"), ("predicted", "right"), ("measured", "right"),
+                       ("error", "right"), ("tolerance", "right"), ("", "left"), ("model", "left")):
+        t.add_column(name, justify=just)
+    for r in rep.rows:
+        pred = "-" if r.predicted is None else f"{r.predicted:,.1f}"
+        meas = "-" if r.measured is None else f"{r.measured:,.1f}"
+        err = "-" if r.rel_error is None else f"{r.rel_error:+.1%}"
+        tol = "-" if r.tolerance is None else f"{r.tolerance:.0%}"
+        mark = {True: Text("pass", "green"), False: Text("FAIL", "bold red"), None: Text("n/a", "dim")}[r.passed]
+        t.add_row(r.id, r.quantity, pred, meas, err, tol, mark, r.note)
+    t.caption = f"mean |error| {rep.mean_abs_error:.1%}, max |error| {rep.max_abs_error:.1%}"
+    return t

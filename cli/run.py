@@ -1,0 +1,86 @@
+"""``fabric-emu run``: compose topology, failures, routing and collectives from CLI options."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+
+from cli.report import congestion_panel, results_table
+from collectives import COLLECTIVES, Collective, TokenRouting, planner_for, run
+from fabric import Router, compile_with_failures
+from topologies import load_topology
+from topologies.errors import SpecError
+from topologies.units import parse_size, parse_size_range
+
+__all__ = ["run_command", "make_groups"]
+
+
+def make_groups(n_total: int, ranks: str, groups: int, layout: str) -> list[tuple[int, ...]]:
+    """The rank groups: the first N ranks (or all), split into ``groups`` contiguous or strided groups."""
+    if ranks == "all":
+        n = n_total
+    else:
+        if not ranks.isdigit() or int(ranks) < 2:
+            raise SpecError(f"--ranks: {ranks!r} must be an integer >= 2 or 'all'")
+        n = int(ranks)
+    if n > n_total:
+        raise SpecError(f"--ranks: {n} exceeds the topology's {n_total} GPUs")
+    if groups < 1 or n % groups or n // groups < 2:
+        raise SpecError(f"--groups: {groups} must divide {n} ranks into groups of at least 2")
+    m = n // groups
+    if layout == "contiguous":
+        return [tuple(range(g * m, (g + 1) * m)) for g in range(groups)]
+    return [tuple(range(g, n, groups)) for g in range(groups)]
+
+
+def run_command(out: Console, err: Console, *, as_json: bool, collective: str, topo: str, sets: dict, ranks: str,
+                size, sizes, algo, routing, seed, groups, layout, pxn, moe_routing, tokens, hidden, experts, topk,
+                fail, degrade, report) -> None:
+    if collective not in COLLECTIVES:
+        raise SpecError(f"COLLECTIVE: {collective!r} is not one of {', '.join(COLLECTIVES)}")
+    if size and sizes:
+        raise SpecError("--size and --sizes: give one of them")
+    moe = collective.startswith("moe")
+    if moe:
+        size_list = [0]
+    elif sizes:
+        size_list = parse_size_range(sizes, field="--sizes")
+    else:
+        size_list = [parse_size(size or "1GiB", field="--size")]
+    err.print(f"building {topo} ...")
+    G = load_topology(topo, sets)
+    cf = compile_with_failures(G, fail, degrade)
+    router = Router(cf)
+    rank_groups = make_groups(cf.n_gpus, ranks, groups, layout)
+    options: dict = {}
+    if pxn is not None:
+        options["pxn"] = pxn
+    if moe:
+        n_domains = len({int(cf.node_domain[cf.gpus[r]]) for r in rank_groups[0]})
+        kind = moe_routing or ("node_limited" if n_domains > 1 else "uniform")
+        options["moe"] = TokenRouting(kind, tokens_per_rank=tokens, hidden=hidden, experts=experts, topk=topk,
+                                      seed=seed)
+    planner = planner_for(router, policy=routing, seed=seed)
+    rows, last = [], None
+    for k, s in enumerate(size_list):
+        ops = [Collective(collective, g, int(s), algo, label=f"{collective}[{i}]" if len(rank_groups) > 1 else "",
+                          options=options) for i, g in enumerate(rank_groups)]
+        want_report = report and k == len(size_list) - 1
+        results = run(router, ops, planner=planner, report=want_report)
+        rows.extend(results)
+        if want_report:
+            last = results[0].report
+        if len(size_list) > 1:
+            err.print(f"[{k + 1}/{len(size_list)}] {s:,} bytes")
+    if as_json:
+        click.echo(json.dumps([r.as_dict() for r in rows], indent=2, default=float))
+        return
+    title = (f"{collective} on {cf.name}: {len(rank_groups)} group(s) of {len(rank_groups[0])} ranks, "
+             f"routing {routing}, seed {seed}" + (f", failed: {', '.join(fail)}" if fail else ""))
+    out.print(results_table(rows, title))
+    if moe:
+        out.print("* MoE sizes are DeepEP's logical bytes per rank; algbw = logical bytes / time.")
+    if last is not None:
+        out.print(congestion_panel(last))

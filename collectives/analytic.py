@@ -1,0 +1,85 @@
+"""Analytical alpha-beta times, beside the flow-level ones.
+
+``t = alpha + V / (B * eta)``: ``alpha`` is the software latency the plan uses
+(NCCL's model), ``V`` the bytes the busiest GPU port moves in one direction
+(closed form per algorithm), ``B`` the port's raw bandwidth and ``eta`` the
+wire efficiency of the kernel and protocol (:mod:`collectives.calibration`).
+
+Closed forms per GPU port and direction, ``n`` ranks, size ``S``:
+
+============================  ===========================================
+ring all-reduce                 ``2 (n-1)/n S``
+ring all-gather, reduce-scatter ``(n-1)/n S``
+ring broadcast                  ``S``
+tree all-reduce (chains)        ``2 (n-1)/n S`` (every GPU heads one chain per channel)
+NVLS all-reduce                 ``S (1 + 1/n)``
+NVLS all-gather/reduce-scatter  ``S``
+all-to-all                      ``(n-1)/n S``
+send/recv                       ``S``
+============================  ===========================================
+
+The forms hold for a group whose GPUs hang off one non-blocking switch stage:
+one NVLink domain (``B`` = the GPU's NVLink bandwidth), or one-GPU hosts on one
+leaf (``B`` = the NIC's). For any other group :func:`time_s` returns ``None``:
+there the flow-level simulation is the answer.
+
+Examples
+--------
+>>> round(ring_allreduce_s(8, 2**30, 450e9, 0.824, 0.0) * 1e3, 3)
+5.067
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from collectives.calibration import PROTOCOL_EFFICIENCY
+
+__all__ = ["port_bytes", "time_s", "ring_allreduce_s"]
+
+
+def port_bytes(collective: str, algorithm: str, n: int, size: float) -> float | None:
+    """Bytes the busiest GPU port moves per direction (closed forms above)."""
+    if algorithm in ("ring", "tree"):
+        return {"all_reduce": 2 * (n - 1) / n * size, "all_gather": (n - 1) / n * size,
+                "reduce_scatter": (n - 1) / n * size, "broadcast": size}.get(collective)
+    if algorithm == "nvls":
+        return {"all_reduce": size * (1 + 1 / n), "all_gather": size, "reduce_scatter": size}.get(collective)
+    if algorithm == "direct":
+        return {"all_to_all": (n - 1) / n * size, "send_recv": size}.get(collective)
+    return None
+
+
+def ring_allreduce_s(n: int, size: float, port_Bps: float, eta: float, alpha_s: float) -> float:
+    """Ring all-reduce on one switch: ``alpha + 2(n-1)/n S / (B eta)``."""
+    return alpha_s + 2 * (n - 1) / n * size / (port_Bps * eta)
+
+
+def time_s(planner, plan) -> float | None:
+    """Alpha-beta time of ``plan`` when its group sits on one switch stage, else ``None``."""
+    op = plan.op
+    if op.collective.startswith("moe"):
+        return None
+    ranks = np.asarray(op.ranks)
+    cf = planner.router.cf
+    kind = {"nvls": "nvls", "direct": "p2p"}.get(plan.algorithm, "collective")
+    eff_nv, _, eff_net = planner.calib.efficiency(kind)
+    proto = PROTOCOL_EFFICIENCY.get(plan.protocol, 1.0)
+    domains = np.unique(planner.domain[ranks])
+    if len(domains) == 1 and planner.router.domain_has_nvlink[domains[0]]:
+        B = planner.gpu.nvlink_Bps
+        eta = eff_nv * proto
+    else:
+        nics = planner.router.nic_of[cf.gpus[ranks]]
+        if (nics < 0).any():
+            return None
+        ups = planner.router.nic_up[nics]
+        leaves = np.unique(cf.link_dst[ups[ups >= 0]])
+        if len(leaves) != 1 or len(domains) != len(ranks):
+            return None
+        B = float(cf.link_capacity_Bps[ups[ups >= 0]].sum() / len(ranks))
+        eta = eff_net * proto
+    V = port_bytes(op.collective, plan.algorithm, op.n, float(op.size_bytes))
+    if V is None:
+        return None
+    return plan.latency_s + V / (B * eta)

@@ -1,0 +1,129 @@
+"""Model constants of the collective layer, each with its source.
+
+One calibration serves every case; nothing here is tuned to a test.
+
+Wire efficiency
+---------------
+A transfer of ``S`` payload bytes puts ``S / eta`` bytes on a link, where
+``eta`` depends on the transport (NVLink, host link, network) and on the kind of
+kernel moving the data:
+
+* **collective kernels on NVLink** (ring, tree, chains): NCCL's own per-link
+  NVLink bandwidth over the raw per-link rate, ``src/graph/topo.h`` (MODEL):
+  SM80 20.0/25, SM90 20.6/25 = 0.824, SM100 40.1/50 = 0.802. NCCL's developers
+  describe the gap to the 25 GB/s signalling rate as protocol overhead
+  (nccl-tests #212, [S24]); measured ring all-reduce on 8 x H100 reaches 365-370
+  GB/s busbw (nccl #1455), i.e. this very constant.
+* **NVLS on NVLink**: the collective-kernel efficiency times NCCL's
+  ``nvlsEfficiency`` (tuning.cc l.139, MODEL): 0.85 on Hopper, 0.74 on Blackwell.
+* **point-to-point kernels on NVLink** (all-to-all, send/recv, MoE dispatch and
+  combine): fitted to measured all-to-all / DeepEP bandwidths listed in
+  :data:`P2P_NVLINK_MEASUREMENTS` (MEAS); the fit is their mean ratio of achieved
+  per-GPU wire bandwidth to the raw NVLink bandwidth.
+* **network**: measured NCCL goodput of a ConnectX-7 400G port over its line
+  rate, 46-48 GB/s of 50 (nccl-tests #290, [S24]) -> 47/50 = 0.94 (MEAS). No
+  ConnectX-8 measurement is in the notes, so the same ratio is assumed for it.
+* **host links** (PCIe/C2C between GPU and NIC): 1.0; they are provisioned above
+  the NIC rate and never limit in our topologies.
+
+Protocols (NCCL's model, tuning.cc l.288-383): LL moves 8-byte words with a
+4-byte flag (half the bandwidth, ``0.5``), LL128 keeps 120 of every 128 bytes
+(NCCL caps ring LL128 at ``0.92`` of Simple), Simple ``1.0``.
+
+Latency
+-------
+The software latency of an (algorithm, protocol) is NCCL's tuning-model latency
+(:mod:`collectives.nccl_model`, base + per-step hardware latencies). Point-to-point
+operations are not in NCCL's model; their latency is taken as one Simple-protocol
+step of NCCL's ring model: ``baseLat[Ring][Simple] + hwLat[hw][Ring][Simple]``
+(8.4 + 3.4 us on NVLink, 8.4 + 14 us across the network), an ASSUMPTION stated in
+``docs/collectives.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from collectives import nccl_model as nm
+from topologies import catalog
+from topologies.errors import SpecError
+
+__all__ = ["Measurement", "P2P_NVLINK_MEASUREMENTS", "p2p_nvlink_efficiency", "Calibration", "calibration",
+           "PROTOCOL_EFFICIENCY"]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A measured per-GPU bandwidth used to fit a constant."""
+
+    system: str
+    gpu: str
+    what: str
+    achieved_wire_Bps: float  # per-GPU bytes/s per direction actually crossing NVLink
+    source: str
+
+
+#: Measured NVLink point-to-point (all-to-all) throughput, converted to per-GPU wire
+#: bandwidth per direction. nccl-tests alltoall: busbw = algbw (n-1)/n is exactly the
+#: bytes each GPU sends to its peers per second. DeepEP / HybridEP count every
+#: received token including the rank's own share (tests/test_intranode.py,
+#: tests/test_hybrid_ep.py): with uniform routing over 8 ranks, wire = logical x 7/8.
+#: None of these is a point of ``reference_points.toml``; those validate the fit.
+P2P_NVLINK_MEASUREMENTS: tuple[Measurement, ...] = (
+    Measurement("4 x H100, nccl-tests alltoall, 500 MiB, NCCL 2.30.4", "H100", "busbw 334.90 GB/s",
+                334.90e9, "NVIDIA/nccl#2169"),
+    Measurement("8 x B200, DeepEP V2 intranode EP8, 64 SMs, dispatch", "B200", "726 GB/s logical",
+                726e9 * 7 / 8, "deepseek-ai/DeepEP README.md @ 0297fc8"),
+    Measurement("8 x B200, DeepEP V2 intranode EP8, 64 SMs, combine", "B200", "740 GB/s logical",
+                740e9 * 7 / 8, "deepseek-ai/DeepEP README.md @ 0297fc8"),
+    Measurement("8 x B200, HybridEP EP8 BF16 dispatch, kernel only, 16 SMs", "B200", "734.95 GB/s logical",
+                734.95e9 * 7 / 8, "deepseek-ai/DeepEP docs/README_Hybrid-EP.md @ 41cad94"),
+    Measurement("GB200 NVL, HybridEP EP8 BF16 dispatch, kernel only, 32 SMs", "GB200", "764.03 GB/s logical",
+                764.03e9 * 7 / 8, "deepseek-ai/DeepEP docs/README_Hybrid-EP.md @ 41cad94"),
+)
+
+
+def p2p_nvlink_efficiency() -> float:
+    """Fitted NVLink point-to-point efficiency: mean of achieved / raw NVLink per GPU."""
+    ratios = [m.achieved_wire_Bps / catalog.gpu(m.gpu).nvlink_Bps for m in P2P_NVLINK_MEASUREMENTS]
+    return sum(ratios) / len(ratios)
+
+
+#: Protocol wire efficiency relative to Simple (NCCL tuning model).
+PROTOCOL_EFFICIENCY = {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Wire efficiencies for one GPU and NIC model (see the module docstring)."""
+
+    gpu: str
+    nic: str | None
+    nvlink_collective: float
+    nvlink_nvls: float
+    nvlink_p2p: float
+    network: float
+    host: float = 1.0
+
+    def efficiency(self, kind: str) -> tuple[float, float, float]:
+        """(nvlink, host, network) efficiency for kernel ``kind`` (collective, nvls, p2p)."""
+        nv = {"collective": self.nvlink_collective, "nvls": self.nvlink_nvls, "p2p": self.nvlink_p2p}
+        if kind not in nv:
+            raise SpecError(f"kernel kind: {kind!r} is not one of {', '.join(nv)}")
+        return nv[kind], self.host, self.network
+
+
+def calibration(gpu_name: str, nic_name: str | None = None) -> Calibration:
+    """The calibration for ``gpu_name`` GPUs (and ``nic_name`` NICs)."""
+    gpu = catalog.gpu(gpu_name)
+    coll = gpu.nccl_nvlink_link_Bps / gpu.nvlink_link_Bps
+    arch = 3 if gpu.sm >= 100 else 2 if gpu.sm >= 90 else 1
+    nvls = coll * nm.NVLS_EFFICIENCY[arch] if nm.NVLS_EFFICIENCY[arch] > 0 else coll
+    ref = catalog.nic("ConnectX-7")
+    net = ref.measured_goodput_Bps / ref.line_rate_Bps
+    if nic_name:
+        n = catalog.nic(nic_name)
+        if n.measured_goodput_Bps:
+            net = n.measured_goodput_Bps / n.line_rate_Bps
+    return Calibration(gpu=gpu.name, nic=nic_name, nvlink_collective=coll, nvlink_nvls=nvls,
+                       nvlink_p2p=p2p_nvlink_efficiency(), network=net)

@@ -1,0 +1,239 @@
+"""MoE dispatch and combine: token-routing models and their traffic.
+
+A token-routing model picks, for every token of every expert-parallel (EP) rank,
+its top-k experts; experts live on the EP ranks in contiguous blocks. Dispatch
+sends one copy of a token to every *rank* that hosts at least one of its experts
+(DeepEP deduplicates per rank); combine sends the expert outputs back.
+
+Routing models (all seeded, vectorised over tokens):
+
+* ``uniform``: top-k of i.i.d. scores (DeepEP's intranode test);
+* ``skewed``: expert popularity drawn once from a lognormal(``skew_sigma``):
+  top-k of ``log(popularity) + Gumbel`` noise, i.e. sampling without replacement
+  in proportion to popularity;
+* ``node_limited``: DeepSeek-style: first the top ``topk_groups`` *nodes* by
+  their best expert score (DeepEP's internode test: groups = nodes, at most 4),
+  then the top-k experts inside them;
+* ``deepseek``: DeepSeek-V3's own gating: ``n_group`` groups of contiguous
+  experts, group score = sum of its top-2 expert scores, top ``topk_groups``
+  groups, then top-k.
+
+Byte sizes follow DeepEP: dispatch in FP8 with one float32 scale per 128
+channels (``hidden + hidden / 128 * 4`` bytes per token copy), combine in BF16
+(``2 * hidden``).
+
+Forms of the traffic:
+
+* ``direct``: every (token, destination rank) copy goes straight from the source
+  GPU to the destination GPU (NVLink inside a domain, the network across);
+* ``hier`` (DeepEP internode / HybridEP): one copy per (token, destination node)
+  goes over the network to the GPU with the sender's local index on that node
+  (same rail), which fans it out over NVLink to the GPUs that need it; tokens
+  for the sender's own node go over NVLink directly. Combine is the reverse.
+
+Bandwidth is reported the way DeepEP counts it (``reference_points.toml``):
+intranode, the bytes of tokens received by a rank including its own share over
+the time; internode, the distinct (token, destination node) pairs, own node
+included, times the bytes, over the time.
+
+Examples
+--------
+>>> tr = TokenRouting("uniform", tokens_per_rank=64, experts=16, topk=2, seed=1)
+>>> t = route_tokens(tr, 8, [0, 0, 0, 0, 1, 1, 1, 1])
+>>> t.rank_counts.shape, int(t.rank_counts.sum() >= 8 * 64)
+((8, 8), 1)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from topologies.errors import SpecError
+
+__all__ = ["ROUTING_KINDS", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
+
+ROUTING_KINDS = ("uniform", "skewed", "node_limited", "deepseek")
+
+
+@dataclass(frozen=True)
+class TokenRouting:
+    """Parameters of a token-routing model (defaults: DeepSeek-V3 / DeepEP's test)."""
+
+    kind: str = "node_limited"
+    tokens_per_rank: int = 4096
+    hidden: int = 7168
+    experts: int = 256
+    topk: int = 8
+    topk_groups: int = 4
+    n_group: int = 8
+    skew_sigma: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ROUTING_KINDS:
+            raise SpecError(f"moe routing: {self.kind!r} is not one of {', '.join(ROUTING_KINDS)}")
+        for name in ("tokens_per_rank", "hidden", "experts", "topk", "topk_groups", "n_group"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise SpecError(f"moe {name}: {v!r} must be an integer >= 1")
+        if self.topk > self.experts:
+            raise SpecError(f"moe topk: {self.topk} exceeds the {self.experts} experts")
+
+    @property
+    def dispatch_bytes_per_token(self) -> float:
+        """FP8 payload plus one float32 scale per 128 channels (DeepEP)."""
+        return self.hidden + self.hidden / 128 * 4
+
+    @property
+    def combine_bytes_per_token(self) -> float:
+        """BF16 payload."""
+        return 2.0 * self.hidden
+
+
+@dataclass(frozen=True)
+class TokenTraffic:
+    """Token counts of one routing draw.
+
+    ``rank_counts[s, d]``: tokens of rank ``s`` needing rank ``d`` (deduplicated per
+    rank, ``d == s`` included); ``node_counts[s, N]``: tokens of ``s`` needing node ``N``.
+    """
+
+    rank_counts: np.ndarray
+    node_counts: np.ndarray
+    node_of: np.ndarray
+
+
+def _topk_mask(scores: np.ndarray, k: int) -> np.ndarray:
+    idx = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    mask = np.zeros(scores.shape, bool)
+    np.put_along_axis(mask, idx, True, axis=1)
+    return mask
+
+
+def route_tokens(tr: TokenRouting, n_ranks: int, node_of) -> TokenTraffic:
+    """Draw the routing of every token of ``n_ranks`` EP ranks (``node_of[r]``: node index of rank r)."""
+    node_of = np.asarray(node_of, dtype=np.int64)
+    if len(node_of) != n_ranks:
+        raise SpecError(f"moe: node_of has {len(node_of)} entries for {n_ranks} ranks")
+    E = tr.experts
+    if E % n_ranks:
+        raise SpecError(f"moe experts: {E} experts do not spread evenly over {n_ranks} EP ranks")
+    per_rank = E // n_ranks
+    rank_of_expert = np.arange(E) // per_rank
+    nodes = np.unique(node_of)
+    node_index = np.searchsorted(nodes, node_of)
+    n_nodes = len(nodes)
+    node_of_expert = node_index[rank_of_expert]
+    rng = np.random.default_rng(tr.seed)
+    log_pop = rng.lognormal(0.0, tr.skew_sigma, E) if tr.kind == "skewed" else None
+    rank_counts = np.zeros((n_ranks, n_ranks), np.int64)
+    node_counts = np.zeros((n_ranks, n_nodes), np.int64)
+    T = tr.tokens_per_rank
+    for s in range(n_ranks):
+        if tr.kind == "skewed":
+            scores = np.log(log_pop)[None, :] + rng.gumbel(size=(T, E))
+        else:
+            scores = rng.random((T, E))
+        if tr.kind == "node_limited" and n_nodes > 1:
+            best = np.full((T, n_nodes), -np.inf)
+            for j in range(n_nodes):
+                best[:, j] = scores[:, node_of_expert == j].max(axis=1)
+            keep = _topk_mask(best, min(tr.topk_groups, n_nodes))
+            scores = np.where(keep[:, node_of_expert], scores, -np.inf)
+        elif tr.kind == "deepseek":
+            if E % tr.n_group:
+                raise SpecError(f"moe n_group: {E} experts do not split into {tr.n_group} groups")
+            g = scores.reshape(T, tr.n_group, E // tr.n_group)
+            top2 = -np.partition(-g, 1, axis=2)[:, :, :2].sum(axis=2)
+            keep = _topk_mask(top2, min(tr.topk_groups, tr.n_group))
+            scores = np.where(np.repeat(keep, E // tr.n_group, axis=1), scores, -np.inf)
+        chosen = _topk_mask(scores, tr.topk)
+        hit_rank = np.zeros((T, n_ranks), bool)
+        ti, ei = np.nonzero(chosen)
+        hit_rank[ti, rank_of_expert[ei]] = True
+        rank_counts[s] = hit_rank.sum(axis=0)
+        hit_node = np.zeros((T, n_nodes), bool)
+        hit_node[ti, node_of_expert[ei]] = True
+        node_counts[s] = hit_node.sum(axis=0)
+    return TokenTraffic(rank_counts=rank_counts, node_counts=node_counts, node_of=node_index)
+
+
+def moe_flows(traffic: TokenTraffic, local_of: np.ndarray, bytes_per_token: float, *, form: str,
+              combine: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(src, dst, bytes, is_network) of the EP-rank-indexed flows of one dispatch or combine.
+
+    ``local_of[r]`` is EP rank r's index inside its node. Flows of zero bytes are dropped.
+    """
+    C = traffic.rank_counts.astype(np.float64)
+    node = traffic.node_of
+    n = len(node)
+    src, dst, size = [], [], []
+    s_idx, d_idx = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    off = s_idx != d_idx
+    if form == "direct":
+        src, dst, size = s_idx[off], d_idx[off], C[off] * bytes_per_token
+    elif form == "hier":
+        same = off & (node[s_idx] == node[d_idx])
+        parts_s, parts_d, parts_b = [s_idx[same]], [d_idx[same]], [C[same] * bytes_per_token]
+        # one network copy per (token, remote node), to the sender's rail peer on that node
+        peer = {(int(node[r]), int(local_of[r])): r for r in range(n)}
+        for s in range(n):
+            for N in np.unique(node):
+                if N == node[s]:
+                    continue
+                p = peer.get((int(N), int(local_of[s])))
+                if p is None:
+                    raise SpecError("moe hier: every node needs a rank with the sender's local index")
+                cnt = traffic.node_counts[s, N]
+                if cnt:
+                    parts_s.append(np.array([s]))
+                    parts_d.append(np.array([p]))
+                    parts_b.append(np.array([cnt * bytes_per_token]))
+                # NVLink fan-out on node N from the peer to every other GPU needing the token
+                targets = np.flatnonzero((node == N) & (np.arange(n) != p))
+                b = C[s, targets] * bytes_per_token
+                parts_s.append(np.full(len(targets), p))
+                parts_d.append(targets)
+                parts_b.append(b)
+        src, dst, size = (np.concatenate(x) for x in (parts_s, parts_d, parts_b))
+    else:
+        raise SpecError(f"moe form: {form!r} must be 'direct' or 'hier'")
+    src, dst = np.asarray(src), np.asarray(dst)
+    if combine:
+        src, dst = dst, src
+    keep = size > 0
+    net = node[src] != node[dst]
+    return src[keep], dst[keep], np.asarray(size)[keep], net[keep]
+
+
+def plan_moe(planner, op):
+    """Plan of a MoE dispatch or combine (``op.options['moe']``: TokenRouting; ``form``)."""
+    from collectives.algorithms import Plan
+
+    tr = op.options.get("moe") or TokenRouting()
+    ranks = np.asarray(op.ranks)
+    groups = planner.groups_by_domain(ranks)
+    node_of = planner.domain[ranks]
+    local_of = np.zeros(len(ranks), np.int64)
+    pos = {int(r): i for i, r in enumerate(ranks)}
+    for g in groups:
+        for j, r in enumerate(g):
+            local_of[pos[int(r)]] = j
+    form = op.options.get("form")
+    algo = op.algorithm if op.algorithm != "auto" else None
+    if form is None:
+        form = "hier" if (algo == "hier" or (algo is None and len(groups) > 1)) else "direct"
+    combine = op.collective == "moe_combine"
+    per_token = tr.combine_bytes_per_token if combine else tr.dispatch_bytes_per_token
+    traffic = route_tokens(tr, len(ranks), node_of)
+    s, d, b, net = moe_flows(traffic, local_of, per_token, form=form, combine=combine)
+    fs = planner.direct(op, ranks[s], ranks[d], b, pxn=op.options.get("pxn", form == "direct"))
+    if len(groups) > 1:  # DeepEP internode: distinct (token, node) pairs incl. own node, per rank
+        logical = traffic.node_counts.sum(axis=1).mean() * per_token
+    else:                # DeepEP intranode: tokens received per rank incl. its own
+        logical = traffic.rank_counts.sum(axis=0).mean() * per_token
+    return Plan(op, fs, f"{form}", "Simple", None, float(fs.latency_s.max(initial=0)), logical_bytes=float(logical),
+                notes=f"routing={tr.kind}, tokens/rank={tr.tokens_per_rank}, topk={tr.topk}, "
+                      f"network bytes={b[net].sum():.3e}")

@@ -1,0 +1,124 @@
+"""Run collectives on a fabric: one or many groups at once, size sweeps, nccl-tests style results.
+
+All collectives given to :func:`run` share the fabric in one simulation, so
+they contend for links (every DP ring of a job, two jobs side by side). Each
+result reports nccl-tests' numbers (time, algbw = S/t, busbw = algbw x factor),
+the analytical alpha-beta answer and NCCL's own model beside the flow-level
+one, and the run's congestion.
+
+Examples
+--------
+>>> from topologies import build
+>>> from fabric import compile_fabric, Router
+>>> r = Router(compile_fabric(build("hgx-h100")))
+>>> [res] = run(r, [Collective("all_reduce", tuple(range(8)), 1 << 30, "ring")])
+>>> round(res.busbw_Bps / 1e9)
+370
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from collectives import analytic
+from collectives.algorithms import Plan, Planner
+from collectives.calibration import calibration
+from collectives.ops import Collective, busbw_factor
+from fabric import Router
+from fabric.congestion import CongestionReport, congestion
+from fabric.engine import simulate
+from fabric.flowset import concat, to_problem
+from topologies.errors import SpecError
+
+__all__ = ["CollectiveResult", "run", "sweep", "planner_for"]
+
+
+@dataclass(frozen=True)
+class CollectiveResult:
+    """One collective's outcome, nccl-tests style."""
+
+    collective: str
+    label: str
+    ranks: int
+    size_bytes: int
+    algorithm: str
+    protocol: str
+    nccl_algorithm: str | None
+    time_s: float
+    algbw_Bps: float
+    busbw_Bps: float
+    analytic_time_s: float | None
+    latency_s: float
+    max_link_utilization: float
+    lower_bound_s: float
+    engine_mode: str
+    logical_bytes: float | None = None
+    report: CongestionReport | None = None
+
+    def as_dict(self) -> dict:
+        out = {"collective": self.collective, "label": self.label, "ranks": self.ranks,
+               "size_bytes": self.size_bytes, "time_us": self.time_s * 1e6, "algbw_GBps": self.algbw_Bps / 1e9,
+               "busbw_GBps": self.busbw_Bps / 1e9, "algorithm": self.algorithm, "protocol": self.protocol,
+               "nccl_algorithm": self.nccl_algorithm,
+               "analytic_time_us": None if self.analytic_time_s is None else self.analytic_time_s * 1e6,
+               "latency_us": self.latency_s * 1e6, "max_link_utilization": self.max_link_utilization,
+               "lower_bound_us": self.lower_bound_s * 1e6, "engine_mode": self.engine_mode}
+        if self.logical_bytes is not None:
+            out["logical_bytes"] = self.logical_bytes
+        if self.report is not None:
+            out["congestion"] = self.report.as_dict()
+        return out
+
+
+def planner_for(router: Router, *, policy: str = "ecmp", seed: int = 0, gpu: str | None = None) -> Planner:
+    """A :class:`Planner` with the calibration of the fabric's GPU and NIC models."""
+    meta = router.cf.meta
+    gpu = gpu or meta.get("gpu") or "H100"
+    return Planner(router, calibration(gpu, meta.get("nic")), policy=policy, seed=seed)
+
+
+def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: int = 0, report: bool = False,
+        mode: str = "auto", epsilon: float = 0.01, planner: Planner | None = None) -> list[CollectiveResult]:
+    """Simulate ``ops`` together on ``router``'s fabric and return one result per op."""
+    if not ops:
+        raise SpecError("collectives: nothing to run")
+    planner = planner or planner_for(router, policy=policy, seed=seed)
+    plans: list[Plan] = [planner.plan(op) for op in ops]
+    owner = np.concatenate([np.full(p.flows.n_flows, i) for i, p in enumerate(plans)])
+    names = [p.op.label for p in plans]
+    labels = [n if names.count(n) == 1 else f"{n}#{i}" for i, n in enumerate(names)]
+    fs = concat([p.flows.relabel(label) for p, label in zip(plans, labels)])
+    problem, used = to_problem(fs, router)
+    result = simulate(problem, mode=mode, epsilon=epsilon)
+    rep = congestion(router, fs, result, used, policy=planner.policy)
+    out = []
+    for i, p in enumerate(plans):
+        mine = owner == i
+        t = float(result.finish_s[mine].max(initial=0.0))
+        op = p.op
+        payload = p.logical_bytes if p.logical_bytes is not None else float(op.size_bytes)
+        algbw = payload / t if t > 0 else 0.0
+        factor = 1.0 if p.logical_bytes is not None else busbw_factor(op.collective, op.n)
+        ana = analytic.time_s(planner, p)
+        out.append(CollectiveResult(
+            collective=op.collective, label=labels[i], ranks=op.n, size_bytes=op.size_bytes, algorithm=p.algorithm,
+            protocol=p.protocol, nccl_algorithm=p.nccl_algorithm, time_s=t, algbw_Bps=algbw, busbw_Bps=algbw * factor,
+            analytic_time_s=ana, latency_s=p.latency_s, max_link_utilization=rep.max_utilization,
+            lower_bound_s=float(result.lower_bound_s), engine_mode=result.mode_used, logical_bytes=p.logical_bytes,
+            report=rep if report else None))
+    return out
+
+
+def sweep(router: Router, collective: str, ranks, sizes, *, algorithm: str = "auto", policy: str = "ecmp",
+          seed: int = 0, report: bool = False, options: dict | None = None, progress=None) -> list[CollectiveResult]:
+    """One result per size (each size simulated on its own), like an nccl-tests sweep."""
+    planner = planner_for(router, policy=policy, seed=seed)
+    out = []
+    for k, size in enumerate(sizes):
+        op = Collective(collective, tuple(ranks), int(size), algorithm, options=dict(options or {}))
+        out.extend(run(router, [op], report=report, planner=planner))
+        if progress:
+            progress(k + 1, len(sizes))
+    return out

@@ -1,0 +1,204 @@
+"""Link congestion of a simulated run: per-link bytes, busy time, utilisation, hot links, tiers.
+
+Utilisation of a link over a run is ``bytes / (capacity * makespan)``: the share
+of the link's capacity the run used. Busy time is how long at least one flow was
+transferring across it. The hottest links come with the groups (collectives)
+whose flows cross them, and the verdict names the bottleneck.
+
+Examples
+--------
+>>> from topologies.clos import fat_tree
+>>> from fabric.compiled import compile_fabric
+>>> from fabric.routing import Router
+>>> from fabric.flowset import FlowSet, to_problem
+>>> from fabric.engine import simulate
+>>> r = Router(compile_fabric(fat_tree(hosts=16, radix=8)))
+>>> fs = FlowSet.from_routes(r.route([0, 1], [2, 2]), 1e9, label="incast")
+>>> p, used = to_problem(fs, r)
+>>> rep = congestion(r, fs, simulate(p), used)
+>>> rep.hottest[0].tier, round(rep.hottest[0].utilization, 3)
+('host-down', 1.0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fabric.engine import FlowResult
+from fabric.flowset import FlowSet
+from fabric.routing import Router
+from topologies.graph import TIERS
+
+__all__ = ["LinkStat", "TierStat", "CongestionReport", "congestion"]
+
+
+@dataclass(frozen=True)
+class LinkStat:
+    """One link of the report."""
+
+    link: int
+    name: str
+    tier: str
+    capacity_Bps: float
+    bytes: float
+    busy_s: float
+    utilization: float
+    flows: int
+    groups: tuple  # ((label, share of the link's bytes), ...) largest first
+
+    def as_dict(self) -> dict:
+        return {"link": self.link, "name": self.name, "tier": self.tier, "capacity_GBps": self.capacity_Bps / 1e9,
+                "bytes": self.bytes, "busy_s": self.busy_s, "utilization": self.utilization, "flows": self.flows,
+                "groups": [{"group": g, "share": s} for g, s in self.groups]}
+
+
+@dataclass(frozen=True)
+class TierStat:
+    """Aggregate over the links of one tier that carried traffic."""
+
+    tier: str
+    links: int
+    bytes: float
+    mean_utilization: float
+    max_utilization: float
+
+    def as_dict(self) -> dict:
+        return {"tier": self.tier, "links": self.links, "bytes": self.bytes,
+                "mean_utilization": self.mean_utilization, "max_utilization": self.max_utilization}
+
+
+@dataclass(frozen=True)
+class CongestionReport:
+    """What the congestion report renders."""
+
+    makespan_s: float
+    link_bytes: np.ndarray
+    link_busy_s: np.ndarray
+    link_utilization: np.ndarray   # NaN for failed links
+    max_utilization: float
+    mean_utilization: float        # over links that carried traffic
+    p50_utilization: float
+    p99_utilization: float
+    hottest: tuple                 # LinkStat, hottest first
+    tiers: tuple                   # TierStat per tier
+    lower_bound_s: float           # max-link-load bound of the run
+    bound_ratio: float             # makespan / lower bound
+    failed: tuple                  # (selector, n links) of the fabric's failures
+    degraded: tuple
+    verdict: str
+
+    def as_dict(self) -> dict:
+        return {"makespan_s": self.makespan_s, "max_utilization": self.max_utilization,
+                "mean_utilization": self.mean_utilization, "p50_utilization": self.p50_utilization,
+                "p99_utilization": self.p99_utilization, "lower_bound_s": self.lower_bound_s,
+                "bound_ratio": self.bound_ratio, "hottest": [h.as_dict() for h in self.hottest],
+                "tiers": [t.as_dict() for t in self.tiers],
+                "failed": [{"selector": s, "links": n} for s, n in self.failed],
+                "degraded": [{"selector": s, "links": n} for s, n in self.degraded], "verdict": self.verdict}
+
+
+def _scatter(router: Router, used: np.ndarray, values: np.ndarray) -> np.ndarray:
+    full = np.zeros(router.n_resources)
+    full[used] = values
+    return full
+
+
+def _link_busy(router: Router, busy_res: np.ndarray) -> np.ndarray:
+    L = router.n_links
+    busy = busy_res[:L].copy()
+    if len(router.trunk_links):
+        per = np.repeat(busy_res[L:], np.diff(router.trunk_ptr))
+        np.maximum.at(busy, router.trunk_links, per)
+    return busy
+
+
+def _groups_on(router: Router, fs: FlowSet, link: int, top: int = 4) -> tuple[int, tuple]:
+    L = router.n_links
+    owners = [link]
+    if len(router.trunk_links):
+        t = np.flatnonzero(router.trunk_links == link)
+        owners += list(np.searchsorted(router.trunk_ptr, t, side="right") - 1 + L)
+    hit = np.isin(fs.res, owners)
+    rows = np.flatnonzero(hit.any(axis=1))
+    if len(rows) == 0:
+        return 0, ()
+    w = fs.weight[rows] if fs.weight is not None else np.ones(fs.res[rows].shape)
+    share = (np.where(hit[rows], w, 0.0).sum(axis=1)) * fs.size_bytes[rows]
+    by = np.bincount(fs.group[rows], weights=share, minlength=len(fs.labels))
+    order = np.argsort(-by)[:top]
+    total = by.sum()
+    return len(rows), tuple((fs.labels[g], float(by[g] / total)) for g in order if by[g] > 0)
+
+
+def congestion(router: Router, fs: FlowSet, result: FlowResult, used: np.ndarray, *, top: int = 10,
+               policy: str | None = None) -> CongestionReport:
+    """Per-link congestion of ``result`` (a simulation of ``fs``'s problem over resources ``used``).
+
+    ``policy`` (the routing policy used) sharpens the verdict's explanation.
+    """
+    cf = router.cf
+    L = cf.n_links
+    link_bytes = router.expand_to_links(_scatter(router, used, result.resource_bytes))
+    link_busy = _link_busy(router, _scatter(router, used, result.resource_busy_s))
+    T = float(result.makespan_s)
+    cap = cf.link_capacity_Bps
+    with np.errstate(divide="ignore", invalid="ignore"):
+        util = np.where(cf.link_alive, link_bytes / (cap * T), np.nan) if T > 0 else np.zeros(L)
+    carried = link_bytes > 0
+    u = util[carried & cf.link_alive]
+    order = np.argsort(-np.nan_to_num(util, nan=-1.0), kind="stable")
+    hottest = []
+    for l in order[:top]:
+        if not carried[l]:
+            break
+        n, groups = _groups_on(router, fs, int(l))
+        hottest.append(LinkStat(link=int(l), name=cf.link_name(int(l)), tier=cf.tier_of(int(l)),
+                                capacity_Bps=float(cap[l]), bytes=float(link_bytes[l]), busy_s=float(link_busy[l]),
+                                utilization=float(util[l]), flows=n, groups=groups))
+    tiers = []
+    for code, name in enumerate(TIERS):
+        m = (cf.link_tier == code) & carried & cf.link_alive
+        if m.any():
+            tiers.append(TierStat(tier=name, links=int(m.sum()), bytes=float(link_bytes[m].sum()),
+                                  mean_utilization=float(util[m].mean()), max_utilization=float(util[m].max())))
+    lb = float(result.lower_bound_s)
+    ratio = T / lb if lb > 0 else float("nan")
+    failed = tuple((sel, len(links)) for sel, links in cf.failures)
+    degraded = tuple((sel, len(links)) for sel, links, _ in cf.degradations)
+    rep = dict(max_utilization=float(u.max()) if len(u) else 0.0, mean_utilization=float(u.mean()) if len(u) else 0.0,
+               p50_utilization=float(np.percentile(u, 50)) if len(u) else 0.0,
+               p99_utilization=float(np.percentile(u, 99)) if len(u) else 0.0)
+    verdict = _verdict(hottest, tiers, ratio, failed, degraded, T, lb, policy)
+    return CongestionReport(makespan_s=T, link_bytes=link_bytes, link_busy_s=link_busy, link_utilization=util,
+                            hottest=tuple(hottest), tiers=tuple(tiers), lower_bound_s=lb, bound_ratio=ratio,
+                            failed=failed, degraded=degraded, verdict=verdict, **rep)
+
+
+_FABRIC_TIERS = ("leaf-up", "spine-down", "spine-up", "core-down", "nic-up", "nic-down")
+
+
+def _verdict(hottest, tiers, ratio, failed, degraded, T, lb, policy=None) -> str:
+    if not hottest:
+        return "no traffic crossed the fabric"
+    h = hottest[0]
+    parts = [f"bottleneck: {h.tier} link {h.name} at {h.utilization:.0%} of {h.capacity_Bps / 1e9:.0f} GB/s"]
+    tier = next((t for t in tiers if t.tier == h.tier), None)
+    if tier and tier.links > 1 and tier.mean_utilization > 0 and h.utilization > 1.15 * tier.mean_utilization:
+        skew = h.utilization / tier.mean_utilization
+        if policy in ("ecmp", "dmodk") and h.tier in _FABRIC_TIERS and not failed:
+            what = "static ECMP hashing" if policy == "ecmp" else "d-mod-k routing"
+            parts.append(f"it carries {skew:.2f}x its tier's mean load: {what} put too many flows on it (path "
+                         f"collisions) while other links of the tier idle; spraying / adaptive routing would spread it")
+        else:
+            parts.append(f"it carries {skew:.2f}x its tier's mean load: the tier is unevenly loaded"
+                         + (" (traffic squeezed around the failure)" if failed else ""))
+    if failed:
+        parts.append("failed: " + ", ".join(f"{s} ({n} links)" for s, n in failed) + "; traffic routed around them")
+    if degraded:
+        parts.append("degraded: " + ", ".join(s for s, _ in degraded))
+    if lb > 0 and ratio > 1.25:
+        parts.append(f"time is {ratio:.2f}x the max-link-load bound: latency, dependencies or several "
+                     f"interacting bottlenecks, not one saturated link")
+    return "; ".join(parts)

@@ -1,0 +1,230 @@
+"""Flow sets: routed traffic as a struct of arrays, ready for the flow engine.
+
+A :class:`FlowSet` holds flows over a :class:`~fabric.routing.Router`'s
+resources (links and trunks): a padded flow x resource incidence with weights
+(the fraction of the flow's rate a resource carries, divided by the transfer's
+wire efficiency on it), sizes, per-flow latency, phases with dependencies, and a
+group label per flow (which collective or process group it belongs to). Sets
+from many collectives concatenate into one problem, so that they contend for
+shared links; :func:`to_problem` turns a set into the engine's
+:class:`~fabric.engine.FlowProblem` over the resources it actually uses.
+
+Examples
+--------
+>>> from topologies.clos import fat_tree
+>>> from fabric.compiled import compile_fabric
+>>> from fabric.routing import Router
+>>> r = Router(compile_fabric(fat_tree(hosts=16, radix=8)))
+>>> fs = FlowSet.from_routes(r.route([0, 1], [15, 14]), 1e6, label="demo")
+>>> problem, used = to_problem(fs, r)
+>>> problem.res.shape[0], len(problem.capacity_Bps) == len(used)
+(2, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from fabric.engine import FlowProblem
+from fabric.routing import Router, Routes
+from topologies.errors import FlowError
+
+__all__ = ["FlowSet", "concat", "to_problem"]
+
+
+def _vec(x, n: int, name: str, dtype=np.float64) -> np.ndarray:
+    a = np.asarray(x, dtype=dtype)
+    if a.ndim == 0:
+        return np.full(n, a, dtype=dtype)
+    if a.shape != (n,):
+        raise FlowError(f"{name}: expected {n} values, got shape {a.shape}")
+    return a
+
+
+@dataclass(frozen=True)
+class FlowSet:
+    """Flows over router resources (see the module docstring)."""
+
+    res: np.ndarray                 # int32[F, h], -1 padding
+    weight: np.ndarray | None       # float64[F, h]
+    size_bytes: np.ndarray          # float64[F]
+    src: np.ndarray                 # int64[F] rank, -1 for in-switch (port) flows
+    dst: np.ndarray                 # int64[F]
+    latency_s: np.ndarray           # float64[F]: path + software latency
+    release_s: np.ndarray           # float64[F]: from the phase start
+    phase: np.ndarray               # int32[F]
+    group: np.ndarray               # int32[F] -> labels
+    labels: tuple                   # group names
+    n_phases: int = 1
+    phase_deps: tuple | None = None         # CSR (indptr[P+1], indices)
+    phase_delay_s: np.ndarray | None = None  # float64[P]
+
+    @property
+    def n_flows(self) -> int:
+        return len(self.size_bytes)
+
+    @classmethod
+    def from_routes(cls, routes: Routes, size_bytes, *, label: str = "flows", latency_s=0.0, release_s=0.0,
+                    phase=0, n_phases: int | None = None, phase_deps=None, phase_delay_s=None,
+                    weight_scale: np.ndarray | None = None) -> "FlowSet":
+        """Flows along ``routes``; ``latency_s`` is added to the routes' path latency.
+
+        ``weight_scale`` (float64[F, h]) multiplies the routes' weights, e.g. by
+        1/efficiency of each resource's transport.
+        """
+        F = routes.n_flows
+        w = routes.weight
+        if weight_scale is not None:
+            w = (np.ones(routes.res.shape) if w is None else w) * weight_scale
+            w = np.where(routes.res >= 0, w, 0.0)
+        phase = _vec(phase, F, "phase", np.int32)
+        P = int(phase.max(initial=0)) + 1 if n_phases is None else n_phases
+        return cls(res=routes.res, weight=w, size_bytes=_vec(size_bytes, F, "size_bytes"),
+                   src=routes.src.astype(np.int64), dst=routes.dst.astype(np.int64),
+                   latency_s=routes.latency_s + _vec(latency_s, F, "latency_s"),
+                   release_s=_vec(release_s, F, "release_s"), phase=phase,
+                   group=np.zeros(F, np.int32), labels=(label,), n_phases=P, phase_deps=phase_deps,
+                   phase_delay_s=phase_delay_s)
+
+    @classmethod
+    def explicit(cls, res: np.ndarray, weight: np.ndarray | None, size_bytes, *, label: str = "in-switch",
+                 src=-1, dst=-1, latency_s=0.0, release_s=0.0, phase=0, n_phases: int | None = None) -> "FlowSet":
+        """Flows on explicitly given resources (in-switch reduction ports, trees)."""
+        res = np.atleast_2d(np.asarray(res, dtype=np.int32))
+        F = res.shape[0]
+        phase = _vec(phase, F, "phase", np.int32)
+        return cls(res=res, weight=None if weight is None else np.atleast_2d(np.asarray(weight, np.float64)),
+                   size_bytes=_vec(size_bytes, F, "size_bytes"), src=_vec(src, F, "src", np.int64),
+                   dst=_vec(dst, F, "dst", np.int64), latency_s=_vec(latency_s, F, "latency_s"),
+                   release_s=_vec(release_s, F, "release_s"), phase=phase, group=np.zeros(F, np.int32),
+                   labels=(label,), n_phases=int(phase.max(initial=0)) + 1 if n_phases is None else n_phases)
+
+    def relabel(self, label: str) -> "FlowSet":
+        """All flows under one group label."""
+        return replace(self, group=np.zeros(self.n_flows, np.int32), labels=(label,))
+
+
+def _pad(a: np.ndarray, width: int, fill) -> np.ndarray:
+    if a.shape[1] == width:
+        return a
+    out = np.full((a.shape[0], width), fill, dtype=a.dtype)
+    out[:, :a.shape[1]] = a
+    return out
+
+
+def concat(sets: list[FlowSet], *, merge_phases: bool = False) -> FlowSet:
+    """Concatenate flow sets: groups stay distinct; phases are offset (or shared with ``merge_phases``).
+
+    With ``merge_phases=False`` each set keeps its own phase DAG; with
+    ``merge_phases=True`` phase ids are shared (sets built against one phase plan).
+    """
+    sets = [s for s in sets if s.n_flows or s.n_phases]
+    if not sets:
+        raise FlowError("flows: nothing to simulate (empty flow set)")
+    width = max(s.res.shape[1] for s in sets)
+    any_w = any(s.weight is not None for s in sets)
+    res = np.concatenate([_pad(s.res, width, -1) for s in sets])
+    weight = None
+    if any_w:
+        weight = np.concatenate([_pad(s.weight if s.weight is not None else np.where(s.res >= 0, 1.0, 0.0),
+                                      width, 0.0) for s in sets])
+    labels, group, phase = [], [], []
+    ptr, idx, delay = [0], [], []
+    p_off = 0
+    for s in sets:
+        group.append(s.group + len(labels))
+        labels.extend(s.labels)
+        if merge_phases:
+            phase.append(s.phase)
+            continue
+        phase.append(s.phase + p_off)
+        sp, si = s.phase_deps if s.phase_deps is not None else (np.zeros(s.n_phases + 1, np.int64), np.zeros(0, np.int64))
+        for p in range(s.n_phases):
+            idx.extend((si[sp[p]:sp[p + 1]] + p_off).tolist())
+            ptr.append(len(idx))
+        delay.append(s.phase_delay_s if s.phase_delay_s is not None else np.zeros(s.n_phases))
+        p_off += s.n_phases
+    if merge_phases:
+        n_phases = max(s.n_phases for s in sets)
+        deps = next((s.phase_deps for s in sets if s.phase_deps is not None), None)
+        delays = next((s.phase_delay_s for s in sets if s.phase_delay_s is not None), None)
+    else:
+        n_phases = p_off
+        deps = (np.asarray(ptr, np.int64), np.asarray(idx, np.int64)) if idx else None
+        delays = np.concatenate(delay) if any(d.any() for d in delay) else None
+    cat = lambda name: np.concatenate([getattr(s, name) for s in sets])  # noqa: E731
+    return FlowSet(res=res, weight=weight, size_bytes=cat("size_bytes"), src=cat("src"), dst=cat("dst"),
+                   latency_s=cat("latency_s"), release_s=cat("release_s"), phase=np.concatenate(phase),
+                   group=np.concatenate(group).astype(np.int32), labels=tuple(labels), n_phases=n_phases,
+                   phase_deps=deps, phase_delay_s=delays)
+
+
+def _expand_conflicts(res: np.ndarray, weight: np.ndarray, router: Router) -> tuple[np.ndarray, np.ndarray]:
+    """Replace trunk entries by their member links wherever a member is also used on its own.
+
+    Trunks are exact only when every user splits equally over the members; a
+    flow that uses one member alone (ECMP next to spray) breaks that, so such
+    trunks are listed link by link for every flow.
+    """
+    L = router.n_links
+    used = np.unique(res[res >= 0])
+    trunks = used[used >= L]
+    if len(trunks) == 0:
+        return res, weight
+    links_used = set(used[used < L].tolist())
+    bad = [t for t in trunks if links_used.intersection(router.members(int(t)).tolist())]
+    if not bad:
+        return res, weight
+    bad = np.asarray(bad)
+    hit = np.isin(res, bad)
+    rows = np.flatnonzero(hit.any(axis=1))
+    extra = max(len(router.members(int(t))) for t in bad) * int(hit.sum(axis=1).max())
+    new_res = _pad(res, res.shape[1] + extra, -1)
+    new_w = _pad(weight, res.shape[1] + extra, 0.0)
+    for f in rows:  # only the flows touching a conflicting trunk
+        r, w = res[f], weight[f]
+        keep = (r >= 0) & ~np.isin(r, bad)
+        parts_r, parts_w = [r[keep]], [w[keep]]
+        for j in np.flatnonzero(np.isin(r, bad)):
+            m = router.members(int(r[j]))
+            parts_r.append(m)
+            parts_w.append(np.full(len(m), w[j] / len(m)))
+        rr, ww = np.concatenate(parts_r), np.concatenate(parts_w)
+        new_res[f] = -1
+        new_w[f] = 0.0
+        new_res[f, :len(rr)] = rr
+        new_w[f, :len(rr)] = ww
+    width = int((new_res >= 0).sum(axis=1).max(initial=1))
+    return new_res[:, :max(width, 1)], new_w[:, :max(width, 1)]
+
+
+def to_problem(fs: FlowSet, router: Router, *, multiplicity: np.ndarray | None = None) -> tuple[FlowProblem, np.ndarray]:
+    """Engine problem over the resources ``fs`` uses; also returns their router resource ids.
+
+    Raises
+    ------
+    FlowError
+        If a flow crosses a failed (zero-capacity) resource.
+    """
+    res = fs.res
+    weight = fs.weight if fs.weight is not None else np.where(res >= 0, 1.0, 0.0)
+    res, weight = _expand_conflicts(res, weight, router)
+    used, inv = np.unique(res, return_inverse=True)
+    inv = inv.reshape(res.shape)
+    has_pad = len(used) and used[0] < 0
+    if has_pad:
+        used = used[1:]
+        inv = inv - 1  # padding (-1 -> index 0) becomes -1
+    cap = router.resource_capacity_Bps()[used]
+    if len(cap) and cap.min() <= 0:
+        bad = used[np.argmin(cap)]
+        raise FlowError(f"flows: resource {int(bad)} ({router.cf.link_name(int(router.members(int(bad))[0]))}) "
+                        f"has no capacity (failed) but flows were routed over it")
+    local = inv.astype(np.int32)
+    w = None if np.all((weight == 1.0) | (local < 0)) else np.where(local >= 0, weight, 0.0)
+    problem = FlowProblem(capacity_Bps=cap, res=local, weight=w, size_bytes=fs.size_bytes, release_s=fs.release_s,
+                          latency_s=fs.latency_s, phase=fs.phase, phase_deps=fs.phase_deps,
+                          phase_delay_s=fs.phase_delay_s, multiplicity=multiplicity)
+    return problem, used
