@@ -5,7 +5,9 @@ from __future__ import annotations
 from rich.console import Console
 
 from cli import render
-from fabric import bisection, compile_with_failures
+from cli.report import congestion_panel, results_table
+from collectives import Collective, planner_for, run
+from fabric import Router, bisection, compile_with_failures
 from topologies import build, summarize
 
 __all__ = ["run_demo", "DEMO_TOPOLOGIES"]
@@ -31,3 +33,15 @@ def run_demo(out: Console, err: Console) -> None:
         out.print(render.summary_table(summarize(G), b))
         rows.append((label, b))
     out.print(render.bisection_table(rows))
+
+    # collectives on four GB300 NVL72 racks joined by Quantum-X800
+    err.print("running collectives on 4 x GB300 NVL72 + Quantum-X800 ...")
+    router = Router(compile_with_failures(build("gb300-nvl72", {"domains": 4, "scaleout": "quantum-x800"})))
+    planner = planner_for(router)
+    everyone = tuple(range(router.cf.n_gpus))
+    reduce_rows = [run(router, [Collective("all_reduce", everyone, size)], planner=planner)[0]
+                   for size in (1 << 20, 64 << 20, 1 << 30)]
+    out.print(results_table(reduce_rows, "all_reduce over 288 GB300 GPUs (4 NVL72 racks), algorithm chosen as NCCL would"))
+    [a2a] = run(router, [Collective("all_to_all", everyone, 256 << 20)], planner=planner, report=True)
+    out.print(results_table([a2a], "all_to_all over 288 GB300 GPUs, PXN, static ECMP"))
+    out.print(congestion_panel(a2a.report, top=5))

@@ -23,9 +23,9 @@ def bar(fraction: float, width: int = 20) -> Text:
 def results_table(rows, title: str) -> Table:
     t = Table(title=title, title_justify="left")
     for name, just in (("size", "right"), ("time (us)", "right"), ("algbw GB/s", "right"), ("busbw GB/s", "right"),
-                       ("algorithm", "left"), ("proto", "left"), ("alpha-beta (us)", "right"),
+                       ("algorithm", "left"), ("proto", "left"), ("α-β (us)", "right"),
                        ("max link util", "right"), ("T / bound", "right")):
-        t.add_column(name, justify=just)
+        t.add_column(name, justify=just, no_wrap=name == "algorithm")
     for r in rows:
         ana = "-" if r.analytic_time_s is None else f"{r.analytic_time_s * 1e6:,.1f}"
         bound = r.time_s / r.lower_bound_s if r.lower_bound_s > 0 else float("nan")
@@ -65,8 +65,8 @@ def congestion_panel(rep: CongestionReport, top: int = 10) -> Group:
 def validation_table(rep) -> Table:
     t = Table(title=f"validation against {rep.source}", title_justify="left")
     for name, just in (("point", "left"), ("quantity", "left"), ("predicted", "right"), ("measured", "right"),
-                       ("error", "right"), ("tolerance", "right"), ("", "left"), ("model", "left")):
-        t.add_column(name, justify=just)
+                       ("error", "right"), ("tol", "right"), ("", "left"), ("model", "left")):
+        t.add_column(name, justify=just, no_wrap=name == "point")
     for r in rep.rows:
         pred = "-" if r.predicted is None else f"{r.predicted:,.1f}"
         meas = "-" if r.measured is None else f"{r.measured:,.1f}"

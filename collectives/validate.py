@@ -114,8 +114,8 @@ def _collective(p: dict) -> list[ValidationRow]:
     if "note" in p and "crossover" in p["id"]:
         x = crossover_bytes(r, p.get("ranks", 8))
         ok = 2**20 < x <= 2 * 2**20
-        return [ValidationRow(p["id"], "collective", "ring->NVLS crossover (bytes)", x, None, None, None, ok,
-                              "measured: Ring/LL up to 1 MiB, NVLS/Simple from 2 MiB")]
+        return [ValidationRow(p["id"], "collective", "ring->NVLS bytes", x, None, None, None, ok,
+                              "measured: Ring <= 1 MiB, NVLS >= 2 MiB")]
     pairs = p.get("ranks_and_busbw_GBps") or [[p["ranks"], p["busbw_GBps"]]]
     rows = []
     for n, busbw in pairs:

@@ -107,3 +107,57 @@ def test_demo(run):
     r = run("demo")
     assert r.exit_code == 0
     assert "32,400.0" in r.output and "bisection" in r.output
+
+
+def test_run_nvls_json_contract(run):
+    r = run("run", "all_reduce", "--topo", "hgx-h100", "--ranks", "8", "--algo", "nvls", "--size", "8GiB", "--json")
+    assert r.exit_code == 0
+    [row] = json.loads(r.stdout)
+    for key in ("size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algorithm", "max_link_utilization"):
+        assert key in row
+    assert row["algorithm"] == "nvls" and abs(row["busbw_GBps"] / 480 - 1) < 0.10
+
+
+def test_run_sweep_and_report(run):
+    r = run("run", "all_reduce", "--topo", "hgx-h100", "--sizes", "1MiB:4MiB", "--json")
+    rows = json.loads(r.stdout)
+    assert [x["size_bytes"] for x in rows] == [2**20, 2**21, 2**22]
+    human = run("run", "all_to_all", "--topo", "gb300-nvl72", "--set", "domains=4", "--set", "scaleout=quantum-x800",
+                "--fail", "spine 1", "--no-pxn", "--size", "64MiB", "--report")
+    assert human.exit_code == 0
+    assert "hottest links" in human.stdout and "spine 1" in human.stdout and "verdict" in human.stdout
+
+
+def test_run_ecmp_vs_spray_explains_collisions(run):
+    args = ["run", "all_to_all", "--topo", "hgx-h100", "--set", "domains=8", "--set", "scaleout=quantum-2",
+            "--no-pxn", "--size", "256MiB"]
+    ecmp = json.loads(run(*args, "--routing", "ecmp", "--json").stdout)[0]
+    spray = json.loads(run(*args, "--routing", "spray", "--json").stdout)[0]
+    assert ecmp["time_us"] > 1.05 * spray["time_us"]
+    rep = run(*args, "--routing", "ecmp", "--report").stdout
+    assert "collisions" in rep
+
+
+def test_run_moe_and_groups(run):
+    r = run("run", "moe_dispatch", "--topo", "hgx-h800", "--set", "domains=2", "--set", "scaleout=quantum-2",
+            "--tokens", "256", "--json")
+    [row] = json.loads(r.stdout)
+    assert row["algorithm"] == "hier" and row["logical_bytes"] > 0
+    g = json.loads(run("run", "all_reduce", "--topo", "hgx-h100", "--set", "domains=2", "--set", "scaleout=quantum-2",
+                       "--groups", "8", "--layout", "strided", "--size", "16MiB", "--json").stdout)
+    assert len(g) == 8 and len({x["label"] for x in g}) == 8
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("run", "allreduce", "--topo", "hgx-h100"), "COLLECTIVE"),
+    (("run", "all_reduce", "--topo", "hgx-h100", "--size", "1MB/s"), "size"),
+    (("run", "all_reduce", "--topo", "hgx-h100", "--ranks", "9"), "ranks"),
+    (("run", "all_reduce", "--topo", "fat-tree", "--set", "hosts=16", "--set", "radix=8", "--algo", "nvls",
+      "--size", "1MiB"), "nvls"),
+    (("run", "all_to_all", "--topo", "hgx-h100", "--algo", "ring"), "does not apply"),
+])
+def test_run_errors(args, needle):
+    r = CliRunner().invoke(cli, list(args))
+    assert r.exit_code == 2
+    lines = [l for l in r.stderr.splitlines() if l.startswith("error")]
+    assert len(lines) == 1 and needle in lines[0]
