@@ -75,7 +75,7 @@ def _check_capacity(capacity_Bps) -> np.ndarray:
     bad = ~(cap > 0)  # catches NaN, 0 and negatives
     if bad.any():
         i = _first_bad(bad)
-        raise FlowError(f"capacity_Bps[{i}]: {cap[i]!r} is not allowed; capacities must be > 0 (np.inf allowed)")
+        raise FlowError(f"capacity_Bps[{i}]: {float(cap[i])!r} is not allowed; capacities must be > 0 (np.inf allowed)")
     return cap
 
 
@@ -107,7 +107,7 @@ def _check_weight(weight, res: np.ndarray) -> np.ndarray | None:
     if bad.any():
         k = _first_bad(bad)
         f, j = divmod(k, res.shape[1])
-        raise FlowError(f"weight[{f}, {j}]: {w[f, j]!r} is not allowed; weights must be finite and > 0")
+        raise FlowError(f"weight[{f}, {j}]: {float(w[f, j])!r} is not allowed; weights must be finite and > 0")
     return w
 
 
@@ -121,7 +121,7 @@ def _check_per_flow(x, n_flows: int, name: str, *, positive: bool) -> np.ndarray
     if bad.any():
         i = _first_bad(bad)
         rule = "finite and > 0" if positive else "finite and >= 0"
-        raise FlowError(f"{name}[{i}]: {a[i]!r} is not allowed; values must be {rule}")
+        raise FlowError(f"{name}[{i}]: {float(a[i])!r} is not allowed; values must be {rule}")
     return a
 
 
