@@ -500,7 +500,6 @@ class _EventLoop:
         self.busy = np.zeros(R + 1)
         self.nact = np.zeros(R + 1, dtype=np.int64)  # active flows per slot
         self.lost = np.zeros(R + 1)  # epoch budget: idled capacity x time while saturated
-        self.sat_time = np.zeros(R + 1)
         self.slack = np.zeros(R + 1)  # static idle allowance: theta * (c * lb - bytes), set in run()
         self.events = self.solves = self.rounds = 0
         # phases: flows grouped by phase, sorted by release within a phase
@@ -867,7 +866,7 @@ class _EventLoop:
                 last = np.append(gstart[1:] - 1, keys.shape[0] - 1)
                 tnext[last] = t_next
                 ec = eps * capx[keys]
-                # g(t) = lost + A t - B - eps c (sat_time + t - t0) on [te, tnext)
+                # g(t) = lost + A t - B - eps c (busy + t - t0) on [te, tnext)
                 slope = A - ec
                 with np.errstate(divide="ignore", invalid="ignore"):
                     root = (B + budget0[keys] - ec * t0) / slope
@@ -921,7 +920,6 @@ class _EventLoop:
                 lost_all = lost
             if need_lost:
                 self.lost[sat] += lost[sat]
-                self.sat_time[sat] += dt
             if self.ts:
                 load = self._load(aidx, rates)
                 carried = load * dt - lost_all
