@@ -24,7 +24,7 @@ import networkx as nx
 import numpy as np
 
 from fabric.compiled import CompiledFabric
-from fabric.routing import POLICIES, _hash
+from fabric.routing import POLICIES, ecmp_pick, flow_hash
 from topologies.errors import RoutingError, UnreachableError
 from topologies.graph import ROLES, TIERS
 
@@ -99,7 +99,7 @@ class NxRouter:
             last = cf.node_role[u] in _NET and cf.node_role[cf.link_dst[cands[0]]] == ROLES.index("nic")
             h = 99 if last else hop
             if policy == "ecmp" and hashed:
-                k = int(_hash(np.array([s_rank]), np.array([d_rank]), np.array([salt]), seed, h)[0] % np.uint64(c))
+                k = int(ecmp_pick(flow_hash([s_rank], [d_rank], [salt], seed), h, c)[0])
             else:
                 k = (d_rank % c) if (hop == 0 or last) else (d_rank // prod) % c
                 if hop == 0:

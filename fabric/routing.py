@@ -53,7 +53,7 @@ from fabric.compiled import CompiledFabric
 from topologies.errors import ProblemTooLargeError, RoutingError, UnreachableError
 from topologies.graph import ROLES, TIERS
 
-__all__ = ["POLICIES", "TRANSPORTS", "Routes", "Router", "splitmix64"]
+__all__ = ["POLICIES", "TRANSPORTS", "Routes", "Router", "splitmix64", "flow_hash", "ecmp_pick"]
 
 POLICIES = ("ecmp", "dmodk", "spray")
 
@@ -83,11 +83,26 @@ def splitmix64(x: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
-def _hash(src, dst, salt, seed: int, hop: int) -> np.ndarray:
+def flow_hash(src, dst, salt, seed: int) -> np.ndarray:
+    """64-bit hash of (src, dst, salt, seed) per flow: the flow's ECMP "5-tuple" hash."""
     with np.errstate(over="ignore"):
-        x = (src.astype(np.uint64) * np.uint64(0x100000001B3)) ^ (dst.astype(np.uint64) << np.uint64(21))
-        x = splitmix64(x ^ (salt.astype(np.uint64) * np.uint64(0xD6E8FEB86659FD93)))
-        return splitmix64(x ^ np.uint64((seed * 1_000_003 + hop * 7919) & 0xFFFFFFFFFFFFFFFF))
+        x = (np.asarray(src).astype(np.uint64) * np.uint64(0x100000001B3)) \
+            ^ (np.asarray(dst).astype(np.uint64) << np.uint64(21)) \
+            ^ (np.asarray(salt).astype(np.uint64) * np.uint64(0xD6E8FEB86659FD93))
+        return splitmix64(x ^ np.uint64((seed * 1_000_003) & 0xFFFFFFFFFFFFFFFF))
+
+
+def ecmp_pick(h: np.ndarray, hop: int, count) -> np.ndarray:
+    """Candidate index in [0, count) for hop ``hop`` from the flow hash ``h``.
+
+    Each switch re-mixes the flow hash with its hop index (as switches with
+    different hash seeds do) and maps it onto the candidates by Lemire's
+    multiply-shift, so hops are independent and the choice is uniform.
+    """
+    with np.errstate(over="ignore"):
+        x = (h ^ np.uint64((hop * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF)) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x >> np.uint64(32)) & np.uint64(0xFFFFFFFF)
+        return ((x * np.asarray(count).astype(np.uint64)) >> np.uint64(32)).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -114,33 +129,40 @@ class Routes:
 
 
 class _Rows:
-    """Accumulates per-flow (resource, weight) entries column by column."""
+    """Accumulates per-flow (resource, weight) columns; padding (-1) may sit anywhere in a row."""
 
     def __init__(self, n: int):
         self.n = n
-        self.cols: list[tuple[np.ndarray, np.ndarray]] = []
+        self.res: list[np.ndarray] = []
+        self.w: list[np.ndarray | None] = []
 
-    def add(self, res: np.ndarray, w: np.ndarray | float = 1.0) -> None:
+    def add(self, res: np.ndarray, w=None) -> None:
         res = np.asarray(res)
         if res.ndim == 1:
             res = res[:, None]
-        w = np.asarray(w, dtype=np.float64)
-        if w.ndim == 1:
-            w = w[:, None]
-        w = np.broadcast_to(w, res.shape)
-        self.cols.append((res.astype(np.int32), np.where(res >= 0, w, 0.0)))
+        if w is not None:
+            w = np.asarray(w, dtype=np.float64)
+            if w.ndim == 1:
+                w = w[:, None]
+            w = np.broadcast_to(w, res.shape)
+        self.res.append(res.astype(np.int32, copy=False))
+        self.w.append(w)
 
-    def build(self) -> tuple[np.ndarray, np.ndarray]:
-        if not self.cols:
-            return np.full((self.n, 1), -1, np.int32), np.zeros((self.n, 1))
-        res = np.concatenate([c[0] for c in self.cols], axis=1)
-        w = np.concatenate([c[1] for c in self.cols], axis=1)
-        # left-align valid entries (stable), drop all-padding columns
-        order = np.argsort(res < 0, axis=1, kind="stable")
-        res = np.take_along_axis(res, order, axis=1)
-        w = np.take_along_axis(w, order, axis=1)
-        width = max(1, int((res >= 0).sum(axis=1).max(initial=0)))
-        return res[:, :width], w[:, :width]
+    def build(self) -> tuple[np.ndarray, np.ndarray | None]:
+        if not self.res:
+            return np.full((self.n, 1), -1, np.int32), None
+        res = self.res[0] if len(self.res) == 1 else np.concatenate(self.res, axis=1)
+        keep = (res >= 0).any(axis=0)
+        if not keep.any():
+            return np.full((self.n, 1), -1, np.int32), None
+        if any(w is not None for w in self.w):
+            w = np.concatenate([np.where(r >= 0, 1.0, 0.0) if w is None else np.where(r >= 0, w, 0.0)
+                                for r, w in zip(self.res, self.w)], axis=1)[:, keep]
+            res = res[:, keep]
+            if np.all((w == 1.0) | (res < 0)):
+                w = None
+            return res, w
+        return (res if keep.all() else res[:, keep]), None
 
 
 class Router:
@@ -155,9 +177,10 @@ class Router:
         :class:`ProblemTooLargeError` says how to shrink the problem.
     """
 
-    def __init__(self, cf: CompiledFabric, *, max_entries: int = 200_000_000):
+    def __init__(self, cf: CompiledFabric, *, max_entries: int = 200_000_000, chunk_flows: int = 1 << 20):
         self.cf = cf
         self.max_entries = max_entries
+        self.chunk_flows = chunk_flows
         self._nvlink_pair_cache: dict = {}
         self._index_endpoints()
         self._index_trunks()
@@ -194,8 +217,9 @@ class Router:
         has[src[self.nv_up_mask]] = True
         self.domain_has_nvlink[rank_domain[has[g]]] = True
         # rank of the GPU with a given (domain, local) for PXN
-        self._by_domain_local = {(int(d), int(l)): r for r, (d, l) in
-                                 enumerate(zip(rank_domain, cf.node_local[g]))}
+        loc = cf.node_local[g]
+        self._rank_at = np.full((len(self.domain_has_nvlink), int(loc.max(initial=0)) + 1), -1, np.int64)
+        self._rank_at[rank_domain, loc] = np.arange(len(g))
 
     def _padded(self, mask: np.ndarray, by: np.ndarray) -> np.ndarray:
         ids = np.flatnonzero(mask)
@@ -451,7 +475,7 @@ class Router:
         self.group_of[nic_ids] = inv.ravel()
         ng = len(uniq)
         if ns == 0 or ng == 0:
-            self._tables = dict(dist=np.zeros((0, 0), np.int32), local=local, ng=ng)
+            self._tables = dict(dist=np.zeros((0, 0), np.int32), local=local, ng=ng, connected=False)
             return
         # distance from every switch to every leaf (reverse graph BFS), then to each group
         adj_rev = sp.csr_array((np.ones(len(e_src)), (local[e_dst], local[e_src])), shape=(ns, ns))
@@ -497,8 +521,11 @@ class Router:
         wts_tot = np.zeros(len(ptr) - 1)
         wts_tot[nonempty] = tot
         wts[:] = cap / np.repeat(wts_tot, np.diff(ptr)) if len(flat) else wts
+        # every NIC can reach every destination group when each leaf reaches every group
+        leaf_rows = local[leaves]
+        connected = bool((dist[:, leaf_rows] < _INF).all())
         self._tables = dict(dist=dist, local=local, ng=ng, table=table, set_ptr=ptr, set_links=flat,
-                            set_w=wts, leaf_sets=uniq)
+                            set_w=wts, leaf_sets=uniq, connected=connected)
 
     @property
     def tables(self) -> dict:
@@ -543,40 +570,61 @@ class Router:
                 raise RoutingError(f"{name}: rank {bad} is not a GPU of {cf.name!r} (ranks 0..{cf.n_gpus - 1})")
         F = len(src)
         salt = np.arange(F, dtype=np.int64) if salt is None else np.broadcast_to(np.asarray(salt, np.int64), (F,))
+        if F > self.chunk_flows:
+            parts = [self._route_chunk(src[a:a + self.chunk_flows], dst[a:a + self.chunk_flows],
+                                       salt[a:a + self.chunk_flows], policy, seed, pxn)
+                     for a in range(0, F, self.chunk_flows)]
+            width = max(p[0].shape[1] for p in parts)
+            res = np.full((F, width), -1, np.int32)
+            w = None if all(p[1] is None for p in parts) else np.zeros((F, width))
+            a = 0
+            for r_, w_, _, _ in parts:
+                res[a:a + len(r_), :r_.shape[1]] = r_
+                if w is not None:
+                    w[a:a + len(r_), :r_.shape[1]] = np.where(r_ >= 0, 1.0, 0.0) if w_ is None else w_
+                a += len(r_)
+            return Routes(src=src, dst=dst, res=res, weight=w, latency_s=np.concatenate([p[2] for p in parts]),
+                          policy=policy, pxn=np.concatenate([p[3] for p in parts]))
+        res, w, lat, used_pxn = self._route_chunk(src, dst, salt, policy, seed, pxn)
+        return Routes(src=src, dst=dst, res=res, weight=w, latency_s=lat, policy=policy, pxn=used_pxn)
+
+    def _route_chunk(self, src, dst, salt, policy, seed, pxn):
+        cf = self.cf
+        F = len(src)
         ga, gb = cf.gpus[src], cf.gpus[dst]
         da, db = cf.node_domain[ga], cf.node_domain[gb]
-        same = (da == db) & (src != dst)
-        same &= self.domain_has_nvlink[np.maximum(da, 0)] if len(da) else same
-        inter = (src != dst) & ~same
+        differ = src != dst
+        same = (da == db) & differ
+        if len(da):
+            same &= self.domain_has_nvlink[np.maximum(da, 0)]
+        inter = differ & ~same
         rows = _Rows(F)
         lat = np.zeros(F)
         used_pxn = np.zeros(F, bool)
         if same.any():
             self._route_nvlink(np.flatnonzero(same), ga, gb, rows, lat)
         if inter.any():
-            idx = np.flatnonzero(inter)
-            send = ga.copy()
-            want = np.zeros(F, bool)
-            if pxn:
-                want[idx] = True
-            # proxies: GPU of the source domain with the destination's local index
-            prox = np.array([self._by_domain_local.get((int(d), int(l)), -1)
-                             for d, l in zip(da[idx], cf.node_local[gb[idx]])], dtype=np.int64) if len(idx) else idx
+            idx = np.flatnonzero(inter) if not inter.all() else np.arange(F)
+            send = ga
             reach = self._reachable(self.nic_of[ga[idx]], self.nic_of[gb[idx]])
-            need = ~reach & (prox >= 0)
-            use = (want[idx] | need) & (prox >= 0) & (prox != src[idx])
-            if use.any():
-                k = idx[use]
-                prox_nodes = cf.gpus[prox[use]]
-                same_dom_pxn = self.domain_has_nvlink[np.maximum(da[k], 0)]
-                k2 = k[same_dom_pxn]
-                send[k2] = prox_nodes[same_dom_pxn]
-                used_pxn[k2] = True
-                self._route_nvlink(k2, ga, send, rows, lat)
+            if pxn or not reach.all():
+                loc_b = cf.node_local[gb[idx]]
+                dom_a = da[idx]
+                ok = (loc_b < self._rank_at.shape[1]) & (dom_a >= 0)
+                prox = np.where(ok, self._rank_at[np.maximum(dom_a, 0), np.minimum(loc_b, self._rank_at.shape[1] - 1)],
+                                -1)
+                use = (prox >= 0) & (prox != src[idx]) & self.domain_has_nvlink[np.maximum(dom_a, 0)]
+                if not pxn:
+                    use &= ~reach
+                if use.any():
+                    k = idx[use]
+                    send = ga.copy()
+                    send[k] = cf.gpus[prox[use]]
+                    used_pxn[k] = True
+                    self._route_nvlink(k, ga, send, rows, lat)
             self._route_scaleout(idx, send, gb, policy, seed, salt, src, dst, rows, lat)
         res, w = rows.build()
-        weight = None if np.all((w == 1.0) | (res < 0)) else w
-        return Routes(src=src, dst=dst, res=res, weight=weight, latency_s=lat, policy=policy, pxn=used_pxn)
+        return res, w, lat, used_pxn
 
     # -- NVLink segment
     def _route_nvlink(self, idx: np.ndarray, ga: np.ndarray, gb: np.ndarray, rows: _Rows, lat: np.ndarray) -> None:
@@ -643,16 +691,18 @@ class Router:
         ok = (nic_a >= 0) & (nic_b >= 0)
         if not ok.any() or t["dist"].size == 0:
             return ok & False
+        if t["connected"]:
+            return ok
         g = self.group_of[np.maximum(nic_b, 0)]
         ups = self.nic_up[np.maximum(nic_a, 0)]
-        leaves = np.where(ups >= 0, self.cf.link_src[np.maximum(ups, 0)] * 0 + self.cf.link_dst[np.maximum(ups, 0)], -1)
+        leaves = np.where(ups >= 0, self.cf.link_dst[np.maximum(ups, 0)], -1)
         d = np.where(leaves >= 0, t["dist"][g[:, None], t["local"][np.maximum(leaves, 0)]], _INF)
         return ok & (d.min(axis=1) < _INF) & (g >= 0)
 
     def _route_scaleout(self, idx, send, gb, policy, seed, salt, src, dst, rows: _Rows, lat: np.ndarray) -> None:
         cf = self.cf
-        t = self.tables
         n = len(send)
+        everyone = len(idx) == n
         a_nic = self.nic_of[send[idx]]
         b_nic = self.nic_of[gb[idx]]
         if (a_nic < 0).any() or (b_nic < 0).any():
@@ -668,22 +718,23 @@ class Router:
                 f"meet over NVLink (try pxn)")
 
         def col(vals_sub, fill=-1):
-            out = np.full(n, fill, np.float64 if isinstance(fill, float) else np.int64)
+            if everyone:
+                return vals_sub
+            out = np.full(n, fill, np.float64 if isinstance(fill, float) else np.int32)
             out[idx] = vals_sub
             return out
 
-        # host links
         up_host = self.host_up[send[idx]]
         down_host = self.host_down[gb[idx]]
         rows.add(col(up_host))
         lat[idx] += cf.link_latency_s[up_host]
-        g = self.group_of[b_nic]
         if policy == "spray" and self.clos_pristine:
             self._spray_trunks(idx, a_nic, b_nic, rows, lat, col)
         elif policy == "spray":
-            self._spray_explicit(idx, a_nic, b_nic, g, rows, lat)
+            self._spray_explicit(idx, a_nic, b_nic, self.group_of[b_nic], rows, lat)
         else:
-            self._walk(idx, a_nic, b_nic, g, policy, seed, salt[idx], src[idx], dst[idx], rows, lat, col)
+            self._walk(idx, a_nic, b_nic, self.group_of[b_nic], policy, seed, salt[idx], src[idx], dst[idx], rows,
+                       lat, col)
         rows.add(col(down_host))
         lat[idx] += cf.link_latency_s[down_host]
 
@@ -697,42 +748,53 @@ class Router:
         best = d.min(axis=1, keepdims=True)
         return ups, ok & (d == best) & (best < _INF)
 
+    @staticmethod
+    def _choose(cnt, policy, h, d_rank, hop, prod=None):
+        """Index in [0, cnt) per flow: ECMP hash or d-mod-k; 0 where there is one candidate."""
+        if not (cnt > 1).any():
+            return np.zeros(len(cnt), np.int64)
+        if policy == "ecmp":
+            return ecmp_pick(h, hop, cnt)
+        return (d_rank // (1 if prod is None else prod)) % cnt
+
     def _walk(self, idx, a_nic, b_nic, g, policy, seed, salt, s_rank, d_rank, rows, lat, col) -> None:
         cf = self.cf
         t = self.tables
-        ups, cand = self._first_hop(a_nic, g)
-        cnt = cand.sum(axis=1)
-        if policy == "ecmp":
-            pick = (_hash(s_rank, d_rank, salt, seed, 0) % cnt.astype(np.uint64)).astype(np.int64)
-            prod = np.ones(len(idx), np.int64)
+        F = len(idx)
+        h = flow_hash(s_rank, d_rank, salt, seed) if policy == "ecmp" else None
+        if self.nic_up.shape[1] == 1:
+            first = self.nic_up[a_nic, 0]
+            prod = np.ones(F, np.int64)
         else:
-            pick = d_rank % cnt
+            ups, cand = self._first_hop(a_nic, g)
+            cnt = cand.sum(axis=1)
+            pick = self._choose(cnt, policy, h, d_rank, 0)
             prod = cnt.astype(np.int64)
-        order = np.argsort(~cand, axis=1, kind="stable")  # candidates first
-        first = np.take_along_axis(ups, order, axis=1)[np.arange(len(idx)), pick]
+            order = np.argsort(~cand, axis=1, kind="stable")  # candidates first
+            first = np.take_along_axis(ups, order, axis=1)[np.arange(F), pick]
         rows.add(col(first))
         lat[idx] += cf.link_latency_s[first]
-        cur = cf.link_dst[first].astype(np.int64)
         loc = t["local"]
+        cur = cf.link_dst[first]
         hop = 1
+        dist, table, ptr, links = t["dist"].ravel(), t["table"].ravel(), t["set_ptr"], t["set_links"]
+        ns, ng = t["dist"].shape[1], t["dist"].shape[0]
+        g32 = g.astype(np.int64)
         while True:
-            d = t["dist"][g, loc[cur]]
+            lc = loc[cur]
+            d = dist[g32 * ns + lc]
             active = d > 0
             if not active.any():
                 break
-            sets = t["table"][loc[cur], g]
+            sets = table[lc * ng + g32]
             if (active & (sets == 0)).any():
                 raise UnreachableError("route: forwarding tables have no next hop (inconsistent distances)")
-            lo = t["set_ptr"][sets]
-            c = t["set_ptr"][sets + 1] - lo
-            c = np.maximum(c, 1)
-            if policy == "ecmp":
-                k = (_hash(s_rank, d_rank, salt, seed, hop) % c.astype(np.uint64)).astype(np.int64)
-            else:
-                k = (d_rank // prod) % c
-                going_up = c > 1
-                prod = np.where(active & going_up, prod * c, prod)
-            link = np.where(active, t["set_links"][np.minimum(lo + k, len(t["set_links"]) - 1)], -1)
+            lo = ptr[sets]
+            c = np.where(active, ptr[sets + 1] - lo, 1)
+            k = self._choose(c, policy, h, d_rank, hop, prod)
+            if policy == "dmodk":
+                prod = np.where(active & (c > 1), prod * c, prod)
+            link = np.where(active, links[np.minimum(lo + k, len(links) - 1)], -1)
             rows.add(col(link))
             lat[idx] += np.where(active, cf.link_latency_s[np.maximum(link, 0)], 0.0)
             cur = np.where(active, cf.link_dst[np.maximum(link, 0)], cur)
@@ -741,14 +803,17 @@ class Router:
                 raise RoutingError("route: path longer than 64 hops; the switch graph has a loop")
         # last hop: the down-link from the current leaf to the destination NIC
         downs = self.nic_down[b_nic]
-        match = (downs >= 0) & (cf.link_src[np.maximum(downs, 0)] == cur[:, None])
-        if not match.all(axis=None) and not match.any(axis=1).all():
-            raise UnreachableError("route: destination NIC is not attached to the final leaf")
-        mcount = match.sum(axis=1)
-        k = (_hash(s_rank, d_rank, salt, seed, 99) % mcount.astype(np.uint64)).astype(np.int64) \
-            if policy == "ecmp" else d_rank % mcount
-        order = np.argsort(~match, axis=1, kind="stable")
-        last = np.take_along_axis(downs, order, axis=1)[np.arange(len(idx)), k]
+        if downs.shape[1] == 1:
+            last = downs[:, 0]
+            if (cf.link_src[last] != cur).any():
+                raise UnreachableError("route: destination NIC is not attached to the final leaf")
+        else:
+            match = (downs >= 0) & (cf.link_src[np.maximum(downs, 0)] == cur[:, None])
+            if not match.any(axis=1).all():
+                raise UnreachableError("route: destination NIC is not attached to the final leaf")
+            k = self._choose(match.sum(axis=1), policy, h, d_rank, 99)
+            order = np.argsort(~match, axis=1, kind="stable")
+            last = np.take_along_axis(downs, order, axis=1)[np.arange(F), k]
         rows.add(col(last))
         lat[idx] += cf.link_latency_s[last]
 
