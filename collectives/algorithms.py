@@ -371,6 +371,35 @@ class Planner:
                          pxn=pxn, salt=np.zeros(len(src), np.int64))
         return FlowSet(**{**fs.__dict__, "latency_s": fs.latency_s + lat})
 
+    def all_to_all_aggregated(self, op: Collective) -> FlowSet:
+        """All-to-all with node-level forwarding (PXN), flows aggregated per node pair and rail.
+
+        Stage 1 (NVLink): GPU ``(A, i)`` hands the proxy ``(A, j)`` everything it sends to
+        GPUs of local index ``j`` in every domain: ``D x S/n`` bytes. Stage 2 (network):
+        proxy ``(A, j)`` sends GPU ``(B, j)`` the data of all ``g`` GPUs of ``A``:
+        ``g x S/n`` bytes, on rail ``j``. This is what PXN does on the wire; per link
+        the bytes equal those of the per-GPU-pair model with PXN, with
+        ``D g (g-1) + g D (D-1)`` flows instead of ``n (n-1)``.
+        """
+        groups = self.groups_by_domain(op.ranks)
+        g = len(groups[0])
+        D = len(groups)
+        if any(len(x) != g for x in groups) or g < 2 or D < 2:
+            raise SpecError("all_to_all aggregate=node: needs >= 2 domains with the same number (>= 2) of ranks each")
+        M = np.stack(groups)                     # [D, g] ranks, by domain and local order
+        chunk = op.size_bytes / op.n
+        a = np.repeat(M, g, axis=1).ravel()      # stage 1: (A, i) -> (A, j), j != i
+        b = np.tile(M, (1, g)).ravel()
+        keep = a != b
+        nv = self.direct(op, a[keep], b[keep], D * chunk, pxn=False)
+        j = np.arange(g)
+        A, B = np.meshgrid(np.arange(D), np.arange(D), indexing="ij")
+        off = A != B
+        src = M[A[off]][:, j].ravel()            # stage 2: (A, j) -> (B, j)
+        dst = M[B[off]][:, j].ravel()
+        net = self.direct(op, src, dst, g * chunk, pxn=False)
+        return concat([nv, net], merge_phases=True)
+
     # ------------------------------------------------------------------- plan
     def plan(self, op: Collective) -> Plan:
         """Flows for ``op``, choosing the algorithm like NCCL when ``algorithm='auto'``."""
@@ -381,6 +410,17 @@ class Planner:
             return plan_moe(self, op)
         if coll == "all_to_all":
             n = op.n
+            agg = op.options.get("aggregate")
+            if agg is None and n * (n - 1) > 4_000_000 and op.options.get("pxn", True):
+                groups = self.groups_by_domain(ranks)
+                if len(groups) > 1 and len({len(x) for x in groups}) == 1 and len(groups[0]) > 1:
+                    agg = "node"
+            if agg == "node":
+                fs = self.all_to_all_aggregated(op)
+                return Plan(op, fs, "direct(node-aggregated)", "Simple", None, float(fs.latency_s.max(initial=0)),
+                            notes="PXN stages aggregated per node pair and rail")
+            if agg not in (None, "none"):
+                raise SpecError(f"all_to_all aggregate: {agg!r} must be 'node' or 'none'")
             s, d = np.meshgrid(ranks, ranks, indexing="ij")
             m = s != d
             fs = self.direct(op, s[m], d[m], size / n, pxn=op.options.get("pxn", True))

@@ -28,7 +28,7 @@ from collectives.calibration import calibration
 from collectives.ops import Collective, busbw_factor
 from fabric import Router
 from fabric.congestion import CongestionReport, congestion
-from fabric.engine import simulate
+from fabric.decompose import simulate_split
 from fabric.flowset import concat, to_problem
 from topologies.errors import SpecError
 
@@ -91,7 +91,7 @@ def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: in
     labels = [n if names.count(n) == 1 else f"{n}#{i}" for i, n in enumerate(names)]
     fs = concat([p.flows.relabel(label) for p, label in zip(plans, labels)])
     problem, used = to_problem(fs, router)
-    result = simulate(problem, mode=mode, epsilon=epsilon)
+    result = simulate_split(problem, mode=mode, epsilon=epsilon)
     rep = congestion(router, fs, result, used, policy=planner.policy)
     out = []
     for i, p in enumerate(plans):
