@@ -28,7 +28,7 @@ import numpy as np
 
 from fabric.engine import FlowProblem, FlowResult, simulate
 
-__all__ = ["independent_size_classes", "simulate_split"]
+__all__ = ["independent_size_classes", "simulate_split", "group_identical_flows"]
 
 
 def independent_size_classes(problem: FlowProblem, max_classes: int = 16) -> list[np.ndarray] | None:
@@ -63,8 +63,52 @@ def _sub(problem: FlowProblem, rows: np.ndarray) -> FlowProblem:
                    latency_s=pick(problem.latency_s), phase=pick(problem.phase), multiplicity=pick(problem.multiplicity))
 
 
+def _row_keys(problem: FlowProblem) -> np.ndarray:
+    """Bytes of every flow's full description (resources, weights, size, timing, phase) as one void key."""
+    F = len(problem.size_bytes)
+    cols = [np.ascontiguousarray(np.asarray(problem.res, dtype=np.int32)).view(np.uint8).reshape(F, -1)]
+    for a in (problem.weight, problem.size_bytes, problem.release_s, problem.latency_s, problem.phase):
+        if a is not None:
+            a = np.ascontiguousarray(np.asarray(a, dtype=np.float64).reshape(F, -1))
+            cols.append(a.view(np.uint8).reshape(F, -1))
+    rows = np.ascontiguousarray(np.concatenate(cols, axis=1))
+    return rows.view(np.dtype((np.void, rows.shape[1]))).ravel()
+
+
+def group_identical_flows(problem: FlowProblem) -> tuple[FlowProblem, np.ndarray] | None:
+    """Merge flows with identical resources, weights, size, start, latency and phase into classes.
+
+    Max-min fairness treats ``m`` identical flows exactly like one flow of
+    multiplicity ``m`` (each member gets the class rate), so this is exact. Returns
+    the reduced problem and, for every original flow, the index of its class; or
+    ``None`` when no two flows are identical (or multiplicities are already set).
+    """
+    if problem.multiplicity is not None or len(problem.size_bytes) < 2:
+        return None
+    keys = _row_keys(problem)
+    uniq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+    if len(uniq) == len(keys):
+        return None
+    order = np.argsort(first)               # keep classes in first-appearance order (deterministic)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    cls = rank[inv.ravel()]
+    rep = first[order]
+    mult = np.bincount(cls).astype(np.float64)
+    return replace(_sub(problem, rep), multiplicity=mult), cls
+
+
 def simulate_split(problem: FlowProblem, **kwargs) -> FlowResult:
-    """:func:`fabric.engine.simulate`, part by part when the problem splits into independent size classes."""
+    """:func:`fabric.engine.simulate`, after the exact reductions of this module.
+
+    Identical flows are merged into classes (:func:`group_identical_flows`) when
+    there are any, and size classes on disjoint resources are simulated apart.
+    """
+    grouped = group_identical_flows(problem) if len(problem.size_bytes) <= 4_000_000 else None
+    if grouped is not None:
+        reduced, cls = grouped
+        r = simulate_split(reduced, **kwargs)
+        return replace(r, start_s=r.start_s[cls], transfer_end_s=r.transfer_end_s[cls], finish_s=r.finish_s[cls])
     classes = independent_size_classes(problem)
     if classes is None or kwargs.get("time_series"):
         return simulate(problem, **kwargs)

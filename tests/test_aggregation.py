@@ -45,3 +45,26 @@ def test_node_aggregated_all_to_all_matches_per_pair_pxn(preset, ov, policy):
     assert np.allclose(agg.report.link_bytes, flat.report.link_bytes, rtol=1e-9, atol=1.0)
     assert agg.time_s == pytest.approx(flat.time_s, abs=2e-6)
     assert agg.lower_bound_s == pytest.approx(flat.lower_bound_s, rel=1e-9)
+
+
+def test_identical_flows_merge_into_classes_exactly():
+    from fabric.decompose import group_identical_flows
+    rng = np.random.default_rng(5)
+    base = rng.integers(0, 12, (30, 3)).astype(np.int32)
+    res = np.concatenate([base, base[:10], base[:10]])          # 20 duplicated flows
+    sizes = np.r_[rng.uniform(1, 5, 30), np.zeros(20)]
+    sizes[30:40] = sizes[:10]
+    sizes[40:50] = sizes[:10]
+    p = FlowProblem(capacity_Bps=rng.uniform(1, 4, 12), res=res, size_bytes=sizes)
+    reduced, cls = group_identical_flows(p)
+    assert len(reduced.size_bytes) == 30 and reduced.multiplicity[:10].tolist() == [3.0] * 10
+    exact = simulate(p, mode="exact")
+    merged = simulate_split(p, mode="exact")
+    assert np.allclose(merged.finish_s, exact.finish_s, rtol=1e-9)
+    assert np.allclose(merged.resource_bytes, exact.resource_bytes, rtol=1e-12)
+
+
+def test_tree_all_reduce_merges_its_duplicate_chain_flows():
+    r = Router(compile_fabric(build("hgx-h100")))
+    [res] = run(r, [Collective("all_reduce", tuple(range(8)), 1 << 30, "tree")])
+    assert res.time_s == pytest.approx(res.analytic_time_s, rel=2e-5, abs=1e-6)
