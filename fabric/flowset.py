@@ -161,7 +161,8 @@ def concat(sets: list[FlowSet], *, merge_phases: bool = False) -> FlowSet:
                    phase_deps=deps, phase_delay_s=delays)
 
 
-def _expand_conflicts(res: np.ndarray, weight: np.ndarray, router: Router) -> tuple[np.ndarray, np.ndarray]:
+def _expand_conflicts(res: np.ndarray, weight: np.ndarray | None,
+                      router: Router) -> tuple[np.ndarray, np.ndarray | None]:
     """Replace trunk entries by their member links wherever a member is also used on its own.
 
     Trunks are exact only when every user splits equally over the members; a
@@ -169,14 +170,18 @@ def _expand_conflicts(res: np.ndarray, weight: np.ndarray, router: Router) -> tu
     trunks are listed link by link for every flow.
     """
     L = router.n_links
-    used = np.unique(res[res >= 0])
-    trunks = used[used >= L]
-    if len(trunks) == 0:
+    if res.max(initial=-1) < L:
         return res, weight
-    links_used = set(used[used < L].tolist())
-    bad = [t for t in trunks if links_used.intersection(router.members(int(t)).tolist())]
+    used = np.unique(res[res >= L])
+    trunks = used
+    mark = np.zeros(L + 1, bool)
+    mark[np.where((res >= 0) & (res < L), res, L)] = True
+    mark[L] = False
+    bad = [t for t in trunks if mark[router.members(int(t))].any()]
     if not bad:
         return res, weight
+    if weight is None:
+        weight = np.where(res >= 0, 1.0, 0.0)
     bad = np.asarray(bad)
     hit = np.isin(res, bad)
     rows = np.flatnonzero(hit.any(axis=1))
@@ -209,21 +214,23 @@ def to_problem(fs: FlowSet, router: Router, *, multiplicity: np.ndarray | None =
         If a flow crosses a failed (zero-capacity) resource.
     """
     res = fs.res
-    weight = fs.weight if fs.weight is not None else np.where(res >= 0, 1.0, 0.0)
+    weight = fs.weight
     res, weight = _expand_conflicts(res, weight, router)
-    used, inv = np.unique(res, return_inverse=True)
-    inv = inv.reshape(res.shape)
-    has_pad = len(used) and used[0] < 0
-    if has_pad:
-        used = used[1:]
-        inv = inv - 1  # padding (-1 -> index 0) becomes -1
+    # compact resource ids without sorting: mark the used ones, number them in id order
+    mark = np.zeros(router.n_resources + 1, bool)
+    mark[res.ravel()] = True                 # -1 lands on the extra last slot
+    mark[-1] = False
+    used = np.flatnonzero(mark[:-1])
+    lookup = np.full(router.n_resources + 1, -1, np.int32)
+    lookup[used] = np.arange(len(used), dtype=np.int32)
+    inv = lookup[res]
     cap = router.resource_capacity_Bps()[used]
     if len(cap) and cap.min() <= 0:
         bad = used[np.argmin(cap)]
         raise FlowError(f"flows: resource {int(bad)} ({router.cf.link_name(int(router.members(int(bad))[0]))}) "
                         f"has no capacity (failed) but flows were routed over it")
-    local = inv.astype(np.int32)
-    w = None if np.all((weight == 1.0) | (local < 0)) else np.where(local >= 0, weight, 0.0)
+    local = inv
+    w = None if weight is None or np.all((weight == 1.0) | (local < 0)) else np.where(local >= 0, weight, 0.0)
     problem = FlowProblem(capacity_Bps=cap, res=local, weight=w, size_bytes=fs.size_bytes, release_s=fs.release_s,
                           latency_s=fs.latency_s, phase=fs.phase, phase_deps=fs.phase_deps,
                           phase_delay_s=fs.phase_delay_s, multiplicity=multiplicity)

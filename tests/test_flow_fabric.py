@@ -57,3 +57,39 @@ def test_ecmp_equal_size_is_one_solve_and_meets_the_load_bound():
     _, routes, res = _all_to_all(128, 16, "ecmp", seed=4)
     assert res.mode_used == "one-solve"
     assert res.makespan_s - routes.latency_s.max() == pytest.approx(res.lower_bound_s, rel=1e-9)
+
+
+def test_trunks_used_next_to_their_own_members_are_expanded():
+    from fabric import concat, simulate
+    cf = compile_fabric(fat_tree(32, 8, tiers=2, link_Bps=C))
+    r = Router(cf)
+    s, d = np.arange(16), np.arange(16, 32)
+    spray = FlowSet.from_routes(r.route(s, d, policy="spray"), 1e6, label="spray")
+    ecmp = FlowSet.from_routes(r.route(d, s, policy="ecmp"), 1e6, label="ecmp")
+    ecmp2 = FlowSet.from_routes(r.route(s[:4], d[:4], policy="ecmp", seed=9), 1e6, label="ecmp-same-way")
+    fs = concat([spray, ecmp, ecmp2])
+    problem, used = to_problem(fs, r)
+    trunks = used[used >= r.n_links]
+    links = set(used[used < r.n_links].tolist())
+    assert not any(links & set(r.members(int(t)).tolist()) for t in trunks)
+    # per-link bytes equal the sum of the per-flow link weights, trunked or not
+    res = simulate(problem)
+    link_bytes = r.expand_to_links(_scatter(r, used, res.resource_bytes))
+    expected = np.zeros(r.n_links)
+    for f in range(fs.n_flows):
+        l, w = r.path_links(FlowSetRoutes(fs), f)
+        np.add.at(expected, l, w * fs.size_bytes[f])
+    assert np.allclose(link_bytes, expected)
+
+
+def _scatter(router, used, values):
+    full = np.zeros(router.n_resources)
+    full[used] = values
+    return full
+
+
+class FlowSetRoutes:
+    """Adapter: a FlowSet seen as Routes for Router.path_links."""
+
+    def __init__(self, fs):
+        self.res, self.weight = fs.res, fs.weight

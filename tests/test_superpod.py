@@ -56,6 +56,9 @@ def test_gb200_superpod_one_su():
     G = superpod("gb200", 1)
     s = summarize(G)
     assert s.gpus == 576 and s.switches_by_role == {"nvswitch": 144, "leaf": 32, "spine": 24}
+    # one CX-7 per GPU to its rail's leaf; 18 up-links per leaf; each GPU one NVLink to each of 18 chips
+    assert s.cables_by_tier["nic"] == 576 and s.cables_by_tier["leaf"] == 32 * 18
+    assert s.cables_by_tier["nvlink"] == 576 * 18
     for leaf in (n for n, d in G.nodes(data=True) if d["role"] == "leaf"):
         tiers = [d["tier"] for _, _, d in G.out_edges(leaf, data=True)]
         assert tiers.count("nic-down") == 18 and tiers.count("leaf-up") == 18
