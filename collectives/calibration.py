@@ -17,9 +17,12 @@ kernel moving the data:
 * **NVLS on NVLink**: the collective-kernel efficiency times NCCL's
   ``nvlsEfficiency`` (tuning.cc l.139, MODEL): 0.85 on Hopper, 0.74 on Blackwell.
 * **point-to-point kernels on NVLink** (all-to-all, send/recv, MoE dispatch and
-  combine): fitted to measured all-to-all / DeepEP bandwidths listed in
-  :data:`P2P_NVLINK_MEASUREMENTS` (MEAS); the fit is their mean ratio of achieved
-  per-GPU wire bandwidth to the raw NVLink bandwidth.
+  combine): a kernel factor ``kappa`` times the GPU's measured point-to-point NVLink
+  bandwidth over its raw rate (catalog ``nvlink_measured_Bps``: 380/450 H100,
+  396/450 H200, 160/200 H800, 770/900 GB200; GPUs without a measurement take the
+  mean of those ratios). ``kappa`` is fitted to the measured all-to-all / DeepEP
+  bandwidths of :data:`P2P_NVLINK_MEASUREMENTS` (MEAS), none of which is a
+  validation point: the mean of achieved wire bandwidth over measured link bandwidth.
 * **network**: measured NCCL goodput of a ConnectX-7 400G port over its line
   rate, 46-48 GB/s of 50 (nccl-tests #290, [S24]) -> 47/50 = 0.94 (MEAS). No
   ConnectX-8 measurement is in the notes, so the same ratio is assumed for it.
@@ -48,8 +51,8 @@ from collectives import nccl_model as nm
 from topologies import catalog
 from topologies.errors import SpecError
 
-__all__ = ["Measurement", "P2P_NVLINK_MEASUREMENTS", "p2p_nvlink_efficiency", "Calibration", "calibration",
-           "PROTOCOL_EFFICIENCY"]
+__all__ = ["Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
+           "p2p_nvlink_efficiency", "Calibration", "calibration", "PROTOCOL_EFFICIENCY"]
 
 
 @dataclass(frozen=True)
@@ -83,10 +86,25 @@ P2P_NVLINK_MEASUREMENTS: tuple[Measurement, ...] = (
 )
 
 
-def p2p_nvlink_efficiency() -> float:
-    """Fitted NVLink point-to-point efficiency: mean of achieved / raw NVLink per GPU."""
-    ratios = [m.achieved_wire_Bps / catalog.gpu(m.gpu).nvlink_Bps for m in P2P_NVLINK_MEASUREMENTS]
+def measured_link_ratio(gpu_name: str) -> float:
+    """Measured point-to-point NVLink bandwidth over the raw rate (catalog), or the mean over GPUs measured."""
+    g = catalog.gpu(gpu_name)
+    if g.nvlink_measured_Bps:
+        return g.nvlink_measured_Bps / g.nvlink_Bps
+    known = [x.nvlink_measured_Bps / x.nvlink_Bps for x in catalog.GPUS.values() if x.nvlink_measured_Bps]
+    return sum(known) / len(known)
+
+
+def p2p_kernel_factor() -> float:
+    """``kappa``: mean of achieved wire bandwidth / measured NVLink bandwidth over the measurements."""
+    ratios = [m.achieved_wire_Bps / (catalog.gpu(m.gpu).nvlink_Bps * measured_link_ratio(m.gpu))
+              for m in P2P_NVLINK_MEASUREMENTS]
     return sum(ratios) / len(ratios)
+
+
+def p2p_nvlink_efficiency(gpu_name: str) -> float:
+    """NVLink efficiency of point-to-point kernels on ``gpu_name``: ``kappa x measured/raw``."""
+    return p2p_kernel_factor() * measured_link_ratio(gpu_name)
 
 
 #: Protocol wire efficiency relative to Simple (NCCL tuning model).
@@ -126,4 +144,4 @@ def calibration(gpu_name: str, nic_name: str | None = None) -> Calibration:
         if n.measured_goodput_Bps:
             net = n.measured_goodput_Bps / n.line_rate_Bps
     return Calibration(gpu=gpu.name, nic=nic_name, nvlink_collective=coll, nvlink_nvls=nvls,
-                       nvlink_p2p=p2p_nvlink_efficiency(), network=net)
+                       nvlink_p2p=p2p_nvlink_efficiency(gpu.name), network=net)

@@ -296,7 +296,9 @@ _GPU_LIST = (
         notes="NVLink 400 GB/s bidir = 200 GB/s/dir [S4]; press '300 GB/s' [S5] is the PCIe-form-factor "
               "comparison. 8 links x 25 GB/s/dir and the (2,2,2,2) split over 4 NVSwitch3 are DERIVED. "
               "BF16/FP8 peaks DERIVED as equal to H100 (same GH100 die); FP64 cut to ~1 TF. "
-              "nvlink_measured_Bps: ~160 GB/s achievable in DeepEP [S20]; 8-GPU allreduce 215 GB/s busbw [S24]. "
+              "nvlink_measured_Bps: 160 GB/s measured one direction by DeepSeek (DeepSeek-V3 tech report §3.2.2 "
+              "'NVLink 160 GB/s'; deepseek-ai/DeepSeek-V3#28: '160GB/s is our measured unidirectional'); "
+              "8-GPU allreduce 215 GB/s busbw [S24]. "
               + _NCCL_NOTE),
     GPU("B200", "blackwell", 100, 2250e12, 4500e12, 9000e12, 180e9, 8e12, 5, 18, 50e9, 40.1e9,
         "HGX B200", 8, 2, (9, 9), peak_nvfp4_flops=10000e12,
