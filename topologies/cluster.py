@@ -31,7 +31,9 @@ __all__ = ["cluster", "superpod", "SUPERPODS"]
 
 #: Reference layouts (DGX SuperPOD RAs, notes/hardware.md §8.1) and what they fix.
 SUPERPODS = {
-    "h100": dict(gpu="H100", scaleout="quantum-2", nodes_per_su=32, ufm_slots=1, sus=(1, 2, 3, 4),
+    # One node slot of SU 1 holds the UFM appliance, cabled to the compute fabric with 4 ports
+    # (Table 4's "compute + UFM" cable counts are 8 x nodes + 4).
+    "h100": dict(gpu="H100", scaleout="quantum-2", nodes_per_su=32, ufm_slots=1, ufm_ports=4, sus=(1, 2, 3, 4),
                  source="[S23-H100] DGX SuperPOD H100 RA, network-fabrics, Table 4"),
     "b200": dict(gpu="B200", scaleout="quantum-2", nodes_per_su=32, ufm_slots=0, sus=(2, 4, 8, 16, 32, 64),
                  source="[S23-B200] DGX SuperPOD B200 RA"),
@@ -43,7 +45,8 @@ SUPERPODS = {
 }
 
 
-def _gpus_per_tray(gpu: catalog.GPU, n_gpus: int) -> int:
+def _gpus_per_tray(n_gpus: int) -> int:
+    """GPUs per compute tray: 4 in rack-scale NVL domains, the whole board in HGX nodes."""
     return 4 if n_gpus > 8 else n_gpus
 
 
@@ -99,7 +102,7 @@ def cluster(gpu_name: str, domains: int, scaleout: str, *, gpus_per_domain: int 
     port_Bps = min(nic_spec.line_rate_Bps, sw.port_Bps) / planes
     radix = sw.ports * planes
     n_gpus = gpu.domain_gpus if gpus_per_domain is None else int(gpus_per_domain)
-    tray = _gpus_per_tray(gpu, n_gpus)
+    tray = _gpus_per_tray(n_gpus)
     rails = tray
     per_rail = n_gpus // rails
     G = new_fabric(name or f"{gpu.name.lower()}-x{domains}-{scaleout}", gpu=gpu.name, domains=domains,
@@ -202,6 +205,6 @@ def superpod(kind: str, sus: int, *, aggregate: bool = False) -> nx.MultiDiGraph
                 spine_scope="rail" if kind == "gb200" else "all",
                 tiers=3 if (kind == "b200" and sus >= 16) or (kind == "gb200" and sus > 1) else None,
                 aggregate=aggregate, name=f"superpod-{kind}-{sus}su", _superpod=ref)
-    G.graph["meta"].update(superpod=kind, sus=sus, nodes=nodes, ufm_cables=4 * ref["ufm_slots"] * 1,
+    G.graph["meta"].update(superpod=kind, sus=sus, nodes=nodes, ufm_cables=ref.get("ufm_ports", 0),
                            source=ref["source"])
     return G
