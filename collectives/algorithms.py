@@ -35,7 +35,7 @@ and NCCL's tuning model (:mod:`collectives.nccl_model`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -138,8 +138,10 @@ class Planner:
         enabled = [e for e in ests if np.isfinite(e.time_s)]
         if enabled:
             return min(enabled, key=lambda e: e.time_s)
-        # NCCL would not run it (e.g. NVLS all-gather beyond 32 GPUs); keep its latency model anyway
-        usable = [e for e in ests if np.isfinite(e.latency_s)]
+        # NCCL would not run it on this group (e.g. NVLS all-gather beyond 32 GPUs, CollNet beyond 8 GPUs per
+        # node); keep its Simple-protocol latency, the one protocol every algorithm supports
+        usable = [e for e in ests if np.isfinite(e.latency_s) and e.protocol == "Simple"] or \
+            [e for e in ests if np.isfinite(e.latency_s)]
         if not usable:
             raise SpecError(f"algo: NCCL's model has no {algorithm} for {collective} on this group")
         return min(usable, key=lambda e: e.latency_s)
@@ -429,19 +431,22 @@ class Planner:
             fs = self.direct(op, ranks, np.roll(ranks, -1), float(size), pxn=op.options.get("pxn", False))
             return Plan(op, fs, "direct", "Simple", None, float(fs.latency_s.max(initial=0)))
         hier_opts = dict(op.options.get("hier", {}))
+        groups = self.groups_by_domain(ranks)
+        # across domains NVLS pairs with an inter-domain stage: SHARP or a tree for all-reduce (NCCL's NVLS +
+        # CollNet and NVLSTree), a ring for all-gather / reduce-scatter
+        cross = "ring" if coll != "all_reduce" else ("sharp" if self.has_sharp else "tree")
         if algo == "auto":
             best = nm.choose(self.system(ranks), coll, max(size, 1))
             algo, extra = NCCL_TO_OURS[best.algorithm]
             hier_opts = {**extra, **hier_opts}
-            if algo == "nvls" and len(self.groups_by_domain(ranks)) > 1:
-                algo, hier_opts = "hier", {"intra": "nvls", "inter": "sharp"}
+            if algo == "hier" and coll != "all_reduce":
+                hier_opts["inter"] = "ring"
         nccl_name = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS"}.get(algo)
-        groups = self.groups_by_domain(ranks)
         if algo == "nvls" and not all(self.nvls_domain[self.domain[g[0]]] and len(g) > 1 for g in groups):
             raise SpecError("algo: nvls needs two or more GPUs per NVLink domain on NVSwitches that reduce in the "
                             "switch (NVSwitch gen3+); use ring, tree or hier")
         if algo == "nvls" and len(groups) > 1:
-            algo, hier_opts = "hier", {"intra": "nvls", "inter": "sharp" if self.has_sharp else "tree", **hier_opts}
+            algo, hier_opts = "hier", {"intra": "nvls", "inter": cross, **hier_opts}
         if algo == "sharp" and max(len(g) for g in groups) > 1:
             algo, hier_opts = "hier", {"intra": "ring", "inter": "sharp", **hier_opts}
         if algo == "hier":
@@ -451,6 +456,8 @@ class Planner:
             nccl_name = {("nvls", "tree"): "NVLSTree", ("nvls", "sharp"): "NVLS", ("ring", "sharp"): "CollNetDirect",
                          ("nvls", "ring"): "NVLS", ("ring", "ring"): "Ring", ("ring", "tree"): "Tree"}[(intra, inter)]
             est = self.nccl_estimate(ranks, coll, size, nccl_name)
+            if nccl_name in ("NVLSTree", "NVLS", "CollNetDirect"):
+                est = replace(est, protocol="Simple")  # NCCL runs these with the Simple protocol only
             fs, name = self.hier(op, size, est, intra=intra, inter=inter)
             return Plan(op, fs, name, est.protocol, nccl_name, est.latency_s)
         if algo == "sharp":

@@ -105,6 +105,23 @@ def ecmp_pick(h: np.ndarray, hop: int, count) -> np.ndarray:
         return ((x * np.asarray(count).astype(np.uint64)) >> np.uint64(32)).astype(np.int64)
 
 
+def dmodk_keys(cf: CompiledFabric) -> np.ndarray:
+    """Destination index of every node for d-mod-k: NICs numbered leaf by leaf (as LIDs are).
+
+    D-mod-K spreads destinations over up-ports by their index; it balances when
+    the hosts under one leaf have consecutive indices, so NICs are numbered in
+    the order of the (lowest-plane) leaf they hang from, then by node id.
+    """
+    nic = np.flatnonzero(cf.node_role == _R["nic"])
+    up = cf.link_alive & (cf.link_tier == _T["nic-up"])
+    leaf_of = np.full(cf.n_nodes, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(leaf_of, cf.link_src[up], cf.link_dst[up].astype(np.int64))
+    order = np.lexsort((nic, leaf_of[nic]))
+    key = np.zeros(cf.n_nodes, np.int64)
+    key[nic[order]] = np.arange(len(nic))
+    return key
+
+
 @dataclass(frozen=True)
 class Routes:
     """Routed flows: a padded flow x resource incidence with fractional weights.
@@ -186,6 +203,11 @@ class Router:
         self._index_trunks()
         self._tables = None
         self._trunk_index = None
+        self._reach_cache: dict = {}
+        self.dmodk_key = dmodk_keys(cf)
+        #: tier level of every node (NIC 0, leaf 1, spine 2, core 3): a hop is "up" when the level rises
+        self.level = np.select([cf.node_role == _R["leaf"], cf.node_role == _R["spine"], cf.node_role == _R["core"]],
+                               [1, 2, 3], 0).astype(np.int8)
 
     # ------------------------------------------------------------------ setup
     def _index_endpoints(self) -> None:
@@ -749,54 +771,83 @@ class Router:
         return ups, ok & (d == best) & (best < _INF)
 
     @staticmethod
-    def _choose(cnt, policy, h, d_rank, hop, prod=None):
-        """Index in [0, cnt) per flow: ECMP hash or d-mod-k; 0 where there is one candidate."""
+    def _choose(cnt, policy, h, d_rank, hop, prod=None, up=None):
+        """Index in [0, cnt) per flow: ECMP hash or d-mod-k; 0 where there is one candidate.
+
+        d-mod-k picks up-ports by ``(dst // product of earlier up-port counts) mod count``
+        and, going down, parallel cables by ``dst mod count``.
+        """
         if not (cnt > 1).any():
             return np.zeros(len(cnt), np.int64)
         if policy == "ecmp":
             return ecmp_pick(h, hop, cnt)
-        return (d_rank // (1 if prod is None else prod)) % cnt
+        k_up = (d_rank // (1 if prod is None else prod)) % cnt
+        return k_up if up is None else np.where(up, k_up, d_rank % cnt)
 
     def _walk(self, idx, a_nic, b_nic, g, policy, seed, salt, s_rank, d_rank, rows, lat, col) -> None:
+        """ECMP / d-mod-k paths. A NIC with ports in several planes stripes every flow over the
+        planes in proportion to port capacity (as multiplane SuperNICs do); the policy picks
+        inside each plane."""
+        cf = self.cf
+        h = flow_hash(s_rank, d_rank, salt, seed) if policy == "ecmp" else None
+        if policy == "dmodk":
+            d_rank = self.dmodk_key[b_nic]
+        if self.nic_up.shape[1] == 1:
+            cols = self._walk_from(self.nic_up[a_nic, 0], b_nic, g, policy, h, d_rank)
+            for c in cols:
+                rows.add(col(c))
+                lat[idx] += np.where(c >= 0, cf.link_latency_s[np.maximum(c, 0)], 0.0)
+            return
+        ups, cand = self._first_hop(a_nic, g)
+        cap = np.where(cand, cf.link_capacity_Bps[np.maximum(ups, 0)], 0.0)
+        share = cap / cap.sum(axis=1, keepdims=True)
+        n = len(idx)
+        for j in range(ups.shape[1]):
+            sub = np.flatnonzero(cand[:, j])
+            if len(sub) == 0:
+                continue
+            cols = self._walk_from(ups[sub, j], b_nic[sub], g[sub], policy, None if h is None else h[sub],
+                                   d_rank[sub])
+            w = np.zeros(n)
+            w[sub] = share[sub, j]
+            for c in cols:
+                full = np.full(n, -1, np.int64)
+                full[sub] = c
+                rows.add(col(full), col(w, 0.0))
+                lat[idx] += np.where(full >= 0, cf.link_latency_s[np.maximum(full, 0)], 0.0) * w
+
+    def _walk_from(self, first, b_nic, g, policy, h, d_rank) -> list[np.ndarray]:
+        """Link columns of paths that leave their NIC on link ``first`` (one choice per hop)."""
         cf = self.cf
         t = self.tables
-        F = len(idx)
-        h = flow_hash(s_rank, d_rank, salt, seed) if policy == "ecmp" else None
-        if self.nic_up.shape[1] == 1:
-            first = self.nic_up[a_nic, 0]
-            prod = np.ones(F, np.int64)
-        else:
-            ups, cand = self._first_hop(a_nic, g)
-            cnt = cand.sum(axis=1)
-            pick = self._choose(cnt, policy, h, d_rank, 0)
-            prod = cnt.astype(np.int64)
-            order = np.argsort(~cand, axis=1, kind="stable")  # candidates first
-            first = np.take_along_axis(ups, order, axis=1)[np.arange(F), pick]
-        rows.add(col(first))
-        lat[idx] += cf.link_latency_s[first]
+        F = len(first)
+        cols = [first]
+        prod = np.ones(F, np.int64)
         loc = t["local"]
         cur = cf.link_dst[first]
         hop = 1
         dist, table, ptr, links = t["dist"].ravel(), t["table"].ravel(), t["set_ptr"], t["set_links"]
         ns, ng = t["dist"].shape[1], t["dist"].shape[0]
-        g32 = g.astype(np.int64)
+        g64 = g.astype(np.int64)
         while True:
             lc = loc[cur]
-            d = dist[g32 * ns + lc]
+            d = dist[g64 * ns + lc]
             active = d > 0
             if not active.any():
                 break
-            sets = table[lc * ng + g32]
+            sets = table[lc * ng + g64]
             if (active & (sets == 0)).any():
                 raise UnreachableError("route: forwarding tables have no next hop (inconsistent distances)")
             lo = ptr[sets]
             c = np.where(active, ptr[sets + 1] - lo, 1)
-            k = self._choose(c, policy, h, d_rank, hop, prod)
+            up = None
             if policy == "dmodk":
-                prod = np.where(active & (c > 1), prod * c, prod)
+                up = self.level[cf.link_dst[links[np.minimum(lo, len(links) - 1)]]] > self.level[cur]
+            k = self._choose(c, policy, h, d_rank, hop, prod, up)
+            if policy == "dmodk":
+                prod = np.where(active & up & (c > 1), prod * c, prod)
             link = np.where(active, links[np.minimum(lo + k, len(links) - 1)], -1)
-            rows.add(col(link))
-            lat[idx] += np.where(active, cf.link_latency_s[np.maximum(link, 0)], 0.0)
+            cols.append(link)
             cur = np.where(active, cf.link_dst[np.maximum(link, 0)], cur)
             hop += 1
             if hop > 64:
@@ -814,8 +865,8 @@ class Router:
             k = self._choose(match.sum(axis=1), policy, h, d_rank, 99)
             order = np.argsort(~match, axis=1, kind="stable")
             last = np.take_along_axis(downs, order, axis=1)[np.arange(F), k]
-        rows.add(col(last))
-        lat[idx] += cf.link_latency_s[last]
+        cols.append(last)
+        return cols
 
     def _spray_trunks(self, idx, a_nic, b_nic, rows, lat, col) -> None:
         """Pristine Clos: trunk entries per plane (exact for the equal split)."""
@@ -875,7 +926,12 @@ class Router:
         cf = self.cf
         t = self.tables
         ups, cand = self._first_hop(a_nic, g)
-        capu = np.where(cand, cf.link_capacity_Bps[np.maximum(ups, 0)], 0.0)
+        leaf = cf.link_dst[np.maximum(ups, 0)]
+        reach = np.zeros(ups.shape)
+        for gv in np.unique(g):
+            m = g == gv
+            reach[m] = self._reach(int(gv))[t["local"][leaf[m]]]
+        capu = np.where(cand, np.minimum(cf.link_capacity_Bps[np.maximum(ups, 0)], reach), 0.0)
         w_first = capu / capu.sum(axis=1, keepdims=True)
         # fabric part per (start leaf, group) pair, vectorised over pairs
         starts = np.where(cand, cf.link_dst[np.maximum(ups, 0)], -1)
@@ -941,6 +997,50 @@ class Router:
             rows.add(rr, ww)
             lat[idx] += (np.where(wl > 0, cf.link_latency_s[np.maximum(downs, 0)], 0) * wl).sum(axis=1)
 
+    def _reach(self, g: int) -> np.ndarray:
+        """Capacity each switch can still push toward group ``g`` along shortest paths.
+
+        ``R(u) = sum over next switches v of min(C(u, v), R(v))``, where ``C(u, v)`` is
+        the capacity of u's links to v, with ``R = inf`` at the group's own leaves. A
+        per-hop split that gives v the share ``min(C(u, v), R(v))`` (spread over the
+        parallel links in proportion to capacity) does not pour traffic into a branch
+        whose downstream links are degraded. On a fabric whose links are all equal this
+        is the plain capacity split.
+        """
+        cache = self._reach_cache
+        if g in cache:
+            return cache[g]
+        cf = self.cf
+        t = self.tables
+        dist = t["dist"][g]
+        loc = t["local"]
+        R = np.full(len(dist), np.inf)
+        finite = dist[dist < _INF]
+        for k in range(1, int(finite.max(initial=0)) + 1):
+            us = np.flatnonzero(dist == k)
+            sets = t["table"][us, g]
+            lo = t["set_ptr"][sets]
+            cnt = t["set_ptr"][sets + 1] - lo
+            rep = np.repeat(np.arange(len(us)), cnt)
+            pos = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+            links = t["set_links"][lo[rep] + pos]
+            share = self._branch_share(rep, links, R[loc[cf.link_dst[links]]])
+            R[us] = np.bincount(rep, weights=share, minlength=len(us))
+        cache[g] = R
+        return R
+
+    def _branch_share(self, row: np.ndarray, links: np.ndarray, reach_next: np.ndarray) -> np.ndarray:
+        """Per link ``c_l * min(1, R(v) / C(u, v))``: the branch to next switch v gets ``min(C(u, v), R(v))``."""
+        cf = self.cf
+        cap = cf.link_capacity_Bps[links]
+        key = row.astype(np.int64) * cf.n_nodes + cf.link_dst[links]
+        _, inv = np.unique(key, return_inverse=True)
+        inv = inv.ravel()
+        C = np.bincount(inv, weights=cap)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            factor = np.minimum(1.0, np.where(np.isinf(reach_next), 1.0, reach_next / C[inv]))
+        return cap * factor
+
     def _propagate(self, pairs: np.ndarray):
         """Per-hop split from start leaf to group, for many (leaf, group) pairs at once.
 
@@ -971,7 +1071,14 @@ class Router:
             rep = np.repeat(np.arange(len(f_pair)), cnt)
             pos = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
             links = t["set_links"][lo[rep] + pos]
-            w = f_w[rep] * t["set_w"][lo[rep] + pos]
+            gg = g_of[f_pair[rep]]
+            reach = np.empty(len(links))
+            for gv in np.unique(gg):
+                m = gg == gv
+                reach[m] = self._reach(int(gv))[loc[cf.link_dst[links[m]]]]
+            share = self._branch_share(rep, links, reach)
+            tot = np.bincount(rep, weights=share, minlength=len(f_pair))
+            w = f_w[rep] * share / tot[rep]
             out_p.append(f_pair[rep])
             out_l.append(links)
             out_w.append(w)

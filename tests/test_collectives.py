@@ -233,3 +233,24 @@ def test_hierarchical_dispatch_sends_one_network_copy_per_node():
     assert fs.size_bytes[net].sum() == pytest.approx(remote_pairs * tr.dispatch_bytes_per_token)
     # network copies stay on the sender's rail
     assert np.all(p.local[fs.src[net]] == p.local[fs.dst[net]])
+
+
+@pytest.mark.parametrize("collective", ["all_gather", "reduce_scatter", "all_reduce"])
+def test_auto_sweeps_across_domains_with_sharp(hgx4, collective):
+    sizes = [1 << 16, 1 << 20, 1 << 24, 1 << 28]
+    rows = [run(hgx4, [Collective(collective, tuple(range(32)), s)])[0] for s in sizes]
+    assert all(r.time_s > 0 for r in rows)
+    if collective != "all_reduce":
+        assert not any("sharp" in r.algorithm or "tree" in r.algorithm for r in rows)
+
+
+def test_collnet_beyond_8_gpus_per_node_keeps_the_simple_protocol():
+    r = Router(compile_fabric(build("gb200-nvl72", {"domains": 2, "scaleout": "quantum-2"})))
+    [res] = run(r, [Collective("all_reduce", tuple(range(144)), 1 << 30, "sharp")])
+    assert res.protocol == "Simple" and res.algorithm == "hier(ring+sharp)"
+
+
+def test_nvls_all_gather_across_domains_uses_an_inter_domain_ring():
+    r = Router(compile_fabric(build("gb200-nvl72", {"domains": 2, "scaleout": "quantum-x800"})))
+    [res] = run(r, [Collective("all_gather", tuple(range(144)), 1 << 28, "nvls")])
+    assert res.algorithm == "hier(nvls+ring)"

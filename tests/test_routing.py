@@ -99,13 +99,16 @@ CASES = [
     ("hgx-h100", {"domains": 3, "scaleout": "quantum-2", "planes": 2}, []),
     ("hgx-h100", {"domains": 2, "scaleout": "quantum-2"}, ["gpu 3 nvlink plane 1"]),
     ("superpod-h100", {"sus": 1}, ["spine 2"]),
+    ("fat-tree", {"hosts": 64, "radix": 16}, ["leaf 1 spine 0=10%", "spine 2 leaf 5=30%"]),
+    ("fat-tree", {"hosts": 64, "radix": 8, "tiers": 3}, ["core 0=25%", "leaf 3 spine 1=50%"]),
 ]
 
 
 @pytest.mark.parametrize("name, ov, fails", CASES)
 @pytest.mark.parametrize("policy", ["ecmp", "dmodk", "spray"])
 def test_table_router_agrees_with_networkx_router(name, ov, fails, policy):
-    cf = apply_failures(compile_fabric(build(name, ov)), fail=fails)
+    cf = apply_failures(compile_fabric(build(name, ov)), fail=[f for f in fails if "=" not in f],
+                        degrade=[f for f in fails if "=" in f])
     fast, ref = Router(cf), NxRouter(cf)
     rng = np.random.default_rng(1)
     n = cf.n_gpus
@@ -173,3 +176,53 @@ def test_selectors():
     degraded = apply_failures(cf, degrade=["gpu 17 nic=50%"])
     links = resolve(cf, "gpu 17 nic")
     assert np.allclose(degraded.link_capacity_Bps[links], cf.link_nominal_Bps[links] / 2)
+
+
+def test_dmodk_balances_every_tier_of_a_fat_tree_all_to_all():
+    from fabric import FlowSet, to_problem, simulate
+    cf = compile_fabric(fat_tree(64, 16))  # two parallel cables per leaf-spine pair
+    r = Router(cf)
+    s, d = np.meshgrid(np.arange(64), np.arange(64))
+    m = s != d
+    routes = r.route(s[m], d[m], policy="dmodk")
+    problem, used = to_problem(FlowSet.from_routes(routes, 1.0), r)
+    res = simulate(problem)
+    full = np.zeros(r.n_resources)
+    full[used] = res.resource_bytes
+    link_bytes = r.expand_to_links(full)
+    for tier in ("leaf-up", "spine-down"):
+        b = link_bytes[cf.tier_mask(tier)]
+        assert b.max() == pytest.approx(b.mean()), tier  # D-mod-K spreads destinations perfectly
+
+
+def test_dmodk_on_rail_optimized_numbering_is_not_worse_than_ecmp():
+    from collectives import Collective, run
+    r = Router(compile_fabric(build("gb300-nvl72", {"domains": 4, "scaleout": "quantum-x800"})))
+    op = Collective("all_to_all", tuple(range(288)), 1 << 26, options={"pxn": False})
+    dm = run(r, [op], policy="dmodk")[0].time_s
+    ec = run(r, [op], policy="ecmp")[0].time_s
+    assert dm <= ec * 1.01
+
+
+@pytest.mark.parametrize("policy", ["ecmp", "dmodk", "spray"])
+def test_multiplane_nics_stripe_over_their_planes(policy):
+    from collectives import Collective, run
+    one = Router(compile_fabric(build("hgx-h100", {"domains": 4, "scaleout": "quantum-2"})))
+    two = Router(compile_fabric(build("hgx-h100", {"domains": 4, "scaleout": "quantum-2", "planes": 2})))
+    op = Collective("all_reduce", tuple(range(32)), 1 << 30, "ring")
+    t1 = run(one, [op], policy=policy)[0].time_s
+    t2 = run(two, [op], policy=policy)[0].time_s
+    assert t2 == pytest.approx(t1, rel=1e-3)
+
+
+@pytest.mark.parametrize("collective", ["all_to_all", "all_reduce"])
+def test_spray_does_not_lose_to_ecmp_around_a_degraded_link(collective):
+    from collectives import Collective, run
+    cf = apply_failures(compile_fabric(fat_tree(64, 16)), degrade=["leaf 1 spine 0=10%"])
+    r = Router(cf)
+    op = Collective(collective, tuple(range(64)), 1 << 28, "ring" if collective == "all_reduce" else "auto")
+    spray = run(r, [op], policy="spray")[0].time_s
+    ecmp = run(r, [op], policy="ecmp")[0].time_s
+    healthy = run(Router(compile_fabric(fat_tree(64, 16))), [op], policy="spray")[0].time_s
+    assert spray <= ecmp * 1.001
+    assert spray < 1.3 * healthy  # the split steers around the degraded cables

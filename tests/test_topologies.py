@@ -183,3 +183,29 @@ def test_graph_is_networkx_multidigraph_with_standard_attributes():
         assert {"kind", "role", "domain"} <= set(d)
     for _, _, d in G.edges(data=True):
         assert {"capacity_Bps", "latency_s", "tier", "plane", "cable"} <= set(d)
+
+
+def test_cluster_nic_follows_the_gpu_platform():
+    G = build("hgx-h100", {"domains": 2, "scaleout": "spectrum-x"})
+    assert G.graph["meta"]["nic"] == "ConnectX-7"
+    e = next(d for _, _, d in G.out_edges("d0/nic0", data=True) if d["tier"] == "nic-up")
+    assert e["capacity_Bps"] == 50e9
+    assert build("gb300-nvl72", {"domains": 2, "scaleout": "quantum-2"}).graph["meta"]["nic"] == "ConnectX-8"
+
+
+@pytest.mark.parametrize("ratios", [[1, 2], [2, 2], [1, 3]])
+def test_three_tier_fat_tree_with_spine_oversubscription(ratios):
+    G = fat_tree(1024, 32, tiers=3, oversubscription=ratios)
+    for n, d in G.nodes(data=True):
+        if d["kind"] == "switch":
+            assert G.out_degree(n) <= 32
+    spine = next(n for n, d in G.nodes(data=True) if d["role"] == "spine")
+    tiers = [d["tier"] for _, _, d in G.out_edges(spine, data=True)]
+    down, up = tiers.count("spine-down"), tiers.count("spine-up")
+    assert down / up == pytest.approx(ratios[1], rel=0.1)
+
+
+def test_fat_tree_planes_may_not_exceed_the_nic():
+    with pytest.raises(SpecError, match="exceed"):
+        fat_tree(64, 16, planes=2, nic="cx7", link_Bps=50e9)
+    assert summarize(fat_tree(64, 16, planes=2, nic="cx7", link_Bps=25e9)).gpus == 64

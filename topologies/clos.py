@@ -175,9 +175,13 @@ def add_clos(G: nx.MultiDiGraph, leaf_nics: list[list[str]], *, radix: int, link
     spines = cores = a = c = spine_up = 0
     if tiers >= 2:
         pod_size = max(len(p) for p in pods)
-        up_factor = 1.0 + (1.0 / spine_oversubscription if tiers == 3 else 0.0)
+
+        def fits(down: int) -> bool:  # spine ports: down + up (up = down / ratio, rounded to the ports left)
+            up = max(1, math.floor(down / spine_oversubscription)) if tiers == 3 else 0
+            return down + up <= radix
+
         if spines_per_pod is None:
-            a = _smallest_divisor(leaf_up, lambda a: pod_size * (leaf_up // a) * up_factor <= radix)
+            a = _smallest_divisor(leaf_up, lambda a: fits(pod_size * (leaf_up // a)))
             if a is None:
                 raise SpecError(
                     f"tiers: {pod_size} leaves x {leaf_up} up-ports do not fit {tiers} tiers of radix-{radix} "
@@ -188,9 +192,11 @@ def add_clos(G: nx.MultiDiGraph, leaf_nics: list[list[str]], *, radix: int, link
                 raise SpecError(f"spines_per_pod: {a} must divide the {leaf_up} leaf up-ports")
         m1 = leaf_up // a
         spine_down = pod_size * m1
-        spine_up = math.ceil(spine_down / spine_oversubscription) if tiers == 3 else 0
-        if spine_down + spine_up > radix:
-            raise SpecError(f"spines_per_pod: {a} spines would need {spine_down + spine_up} ports > radix {radix}")
+        spine_up = min(math.ceil(spine_down / spine_oversubscription), radix - spine_down) if tiers == 3 else 0
+        if not fits(spine_down) or (tiers == 3 and spine_up < 1):
+            what = f"spines_per_pod: {a}" if spines_per_pod is not None else f"tiers: {tiers}"
+            raise SpecError(f"{what}: {pod_size} leaves x {leaf_up // a} cables per spine need "
+                            f"{spine_down} spine down-ports (+ up-ports) > radix {radix}")
         lu = lat("leaf")
         for p, members in enumerate(pods):
             for j in range(a):
@@ -278,6 +284,9 @@ def fat_tree(hosts: int, radix: int, *, tiers: int | None = None, oversubscripti
         raise SpecError(f"planes: {planes} must be >= 1")
     sw = catalog.switch(switch) if switch else None
     nic_spec = catalog.nic(nic) if nic else None
+    if nic_spec and planes * link_Bps > nic_spec.line_rate_Bps * (1 + 1e-9):
+        raise SpecError(f"link: {planes} plane(s) x {link_Bps * 8 / 1e9:g} Gb/s exceed the {nic_spec.name}'s "
+                        f"{nic_spec.line_rate_Bps * 8 / 1e9:g} Gb/s; use link={nic_spec.line_rate_Bps * 8 / 1e9 / planes:g}Gb/s")
     d1, u1 = split_ports(radix, r1)
     if tiers is None:
         tiers = _fewest_tiers(hosts, radix, r1, r2)

@@ -67,7 +67,8 @@ def cluster(gpu_name: str, domains: int, scaleout: str, *, gpus_per_domain: int 
     gpus_per_domain : int, optional
         GPUs per domain (NVL36 = 36); default the GPU's standard domain.
     nic : str, optional
-        NIC model (default: the fabric's).
+        NIC model (default: the GPU platform's, e.g. ConnectX-7 with H100, ConnectX-8 with
+        GB300); ports run at the lower of the NIC's and the switch's rate.
     tiers : {2, 3}, optional
         Default: the fewest that fit.
     oversubscription : float
@@ -97,8 +98,9 @@ def cluster(gpu_name: str, domains: int, scaleout: str, *, gpus_per_domain: int 
     planes = int(planes)
     if planes < 1:
         raise SpecError(f"planes: {planes} must be >= 1")
-    sw, default_nic = catalog.scaleout_switch(scaleout)
-    nic_spec = catalog.nic(nic) if nic else default_nic
+    sw, _ = catalog.scaleout_switch(scaleout)
+    # the NIC ships with the GPU platform (HGX H100: ConnectX-7, GB300: ConnectX-8), whatever the switches
+    nic_spec = catalog.nic(nic) if nic else catalog.default_nic(gpu.name)
     port_Bps = min(nic_spec.line_rate_Bps, sw.port_Bps) / planes
     radix = sw.ports * planes
     n_gpus = gpu.domain_gpus if gpus_per_domain is None else int(gpus_per_domain)
