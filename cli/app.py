@@ -21,6 +21,11 @@ def _stdout() -> Console:
     return Console(file=sys.stdout, highlight=False, soft_wrap=False, width=max(100, Console().width))
 
 
+def _progress() -> Console:
+    """Progress goes to stderr, and only to a terminal (scripts and pipes see data or one error line)."""
+    return Console(file=sys.stderr, highlight=False, quiet=not sys.stderr.isatty())
+
+
 def _fail(message: str) -> None:
     Console(file=sys.stderr, highlight=False).print(f"[red]error:[/red] {message}", markup=True, soft_wrap=True)
     sys.exit(2)
@@ -39,8 +44,19 @@ def handles_errors(f):
     return wrapper
 
 
+def _finite(obj):
+    """JSON has no NaN/Infinity: such values become null."""
+    if isinstance(obj, float):
+        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
 def _echo_json(obj) -> None:
-    click.echo(json.dumps(obj, indent=2, default=float))
+    click.echo(json.dumps(_finite(json.loads(json.dumps(obj, default=float))), indent=2))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -132,7 +148,8 @@ def bisect_cmd(topo: str, sets, fail, degrade, as_json: bool) -> None:
 @click.option("--algo", "algo", default="auto", show_default=True,
               type=click.Choice(["ring", "tree", "nvls", "sharp", "hier", "direct", "auto"]))
 @click.option("--routing", "routing", default="ecmp", show_default=True, type=click.Choice(["ecmp", "dmodk", "spray"]))
-@click.option("--seed", "seed", default=0, show_default=True, type=int, help="Seed of ECMP hashing and token routing.")
+@click.option("--seed", "seed", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Seed of ECMP hashing and token routing.")
 @click.option("--groups", "groups", default=1, show_default=True, type=int,
               help="Split the ranks into this many groups that run the collective at the same time.")
 @click.option("--layout", "layout", default="contiguous", show_default=True,
@@ -154,7 +171,7 @@ def run_cmd(collective, topo, sets, ranks, size, sizes, algo, routing, seed, gro
     """Simulate COLLECTIVE on a fabric and print nccl-tests-style results."""
     from cli.run import run_command
 
-    run_command(_stdout(), Console(file=sys.stderr, highlight=False), as_json=as_json, collective=collective,
+    run_command(_stdout(), _progress(), as_json=as_json, collective=collective,
                 topo=topo, sets=parse_sets(sets), ranks=ranks, size=size, sizes=sizes, algo=algo, routing=routing,
                 seed=seed, groups=groups, layout=layout, pxn=pxn, moe_routing=moe_routing, tokens=tokens,
                 hidden=hidden, experts=experts, topk=topk, fail=fail, degrade=degrade, report=report)
@@ -170,7 +187,7 @@ def validate_cmd(path, as_json) -> None:
     from cli.report import validation_table
     from collectives.validate import validate
 
-    err = Console(file=sys.stderr, highlight=False)
+    err = _progress()
     rep = validate(path, progress=lambda pid, k, n: err.print(f"[{k}/{n}] {pid}", highlight=False))
     if as_json:
         _echo_json(rep.as_dict())
@@ -184,4 +201,4 @@ def demo() -> None:
     """A tour: topology summaries and bisection bandwidth of reference systems."""
     from cli.demo import run_demo
 
-    run_demo(_stdout(), Console(file=sys.stderr, highlight=False))
+    run_demo(_stdout(), _progress())

@@ -42,7 +42,8 @@ def congestion_panel(rep: CongestionReport, top: int = 10) -> Group:
         hot.add_column(name, justify=just)
     for h in rep.hottest[:top]:
         groups = ", ".join(f"{g} {s:.0%}" for g, s in h.groups)
-        hot.add_row(h.name, h.tier, bar(h.utilization), f"{h.utilization:.0%}", f"{h.busy_s * 1e6:,.1f}",
+        name = h.name if h.parallel == 1 else f"{h.name} (x{h.parallel} parallel)"
+        hot.add_row(name, h.tier, bar(h.utilization), f"{h.utilization:.0%}", f"{h.busy_s * 1e6:,.1f}",
                     f"{h.flows:,}", groups)
     tiers = Table(title="per-tier utilization (links that carried traffic)", title_justify="left")
     for name, just in (("tier", "left"), ("links", "right"), ("GB", "right"), ("mean", "left"), ("", "right"),

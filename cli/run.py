@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
-import click
 from rich.console import Console
 
 from cli.report import congestion_panel, results_table
@@ -75,7 +72,8 @@ def run_command(out: Console, err: Console, *, as_json: bool, collective: str, t
         if len(size_list) > 1:
             err.print(f"[{k + 1}/{len(size_list)}] {s:,} bytes")
     if as_json:
-        click.echo(json.dumps([r.as_dict() for r in rows], indent=2, default=float))
+        from cli.app import _echo_json
+        _echo_json([r.as_dict() for r in rows])
         return
     title = (f"{collective} on {cf.name}: {len(rank_groups)} group(s) of {len(rank_groups[0])} ranks, "
              f"routing {routing}, seed {seed}" + (f", failed: {', '.join(fail)}" if fail else ""))

@@ -66,8 +66,14 @@ def time_s(planner, plan) -> float | None:
     eff_nv, _, eff_net = planner.calib.efficiency(kind)
     proto = PROTOCOL_EFFICIENCY.get(plan.protocol, 1.0)
     domains = np.unique(planner.domain[ranks])
+    cap = cf.link_capacity_Bps  # 0 for failed links, reduced for degraded ones
     if len(domains) == 1 and planner.router.domain_has_nvlink[domains[0]]:
-        B = planner.gpu.nvlink_Bps
+        g = cf.gpus[ranks]
+        out = np.bincount(cf.link_src[planner.router.nv_up_mask], weights=cap[planner.router.nv_up_mask],
+                          minlength=cf.n_nodes)[g]
+        into = np.bincount(cf.link_dst[planner.router.nv_down_mask], weights=cap[planner.router.nv_down_mask],
+                           minlength=cf.n_nodes)[g]
+        B = float(min(out.min(), into.min()))   # the slowest GPU port paces the collective
         eta = eff_nv * proto
     else:
         nics = planner.router.nic_of[cf.gpus[ranks]]
@@ -77,7 +83,8 @@ def time_s(planner, plan) -> float | None:
         leaves = np.unique(cf.link_dst[ups[ups >= 0]])
         if len(leaves) != 1 or len(domains) != len(ranks):
             return None
-        B = float(cf.link_capacity_Bps[ups[ups >= 0]].sum() / len(ranks))
+        per_nic = np.where(ups >= 0, cap[np.maximum(ups, 0)], 0.0).sum(axis=1)
+        B = float(per_nic.min())
         eta = eff_net * proto
     V = port_bytes(op.collective, plan.algorithm, op.n, float(op.size_bytes))
     if V is None:

@@ -80,6 +80,10 @@ class TokenRouting:
                 raise SpecError(f"moe {name}: {v!r} must be an integer >= 1")
         if self.topk > self.experts:
             raise SpecError(f"moe topk: {self.topk} exceeds the {self.experts} experts")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise SpecError(f"seed: {self.seed!r} must be an integer >= 0")
+        if not (self.skew_sigma >= 0):
+            raise SpecError(f"moe skew_sigma: {self.skew_sigma!r} must be >= 0")
 
     @property
     def dispatch_bytes_per_token(self) -> float:

@@ -29,7 +29,7 @@ from collectives.ops import Collective
 from collectives.runner import planner_for, run
 from fabric import Router, compile_fabric
 from topologies import build
-from topologies.errors import SpecError
+from topologies.errors import FabricEmuError, SpecError
 
 __all__ = ["ValidationRow", "ValidationReport", "validate", "default_points_path", "TOLERANCE",
            "crossover_bytes"]
@@ -87,6 +87,8 @@ def _router(preset: str, overrides: dict | None = None) -> Router:
 
 
 def _row(pid, kind, quantity, predicted, measured, note="") -> ValidationRow:
+    if isinstance(measured, bool) or not isinstance(measured, (int, float)) or not measured > 0:
+        raise SpecError(f"validation point {pid}: measured value {measured!r} must be a positive number")
     tol = TOLERANCE[kind]
     err = predicted / measured - 1.0
     return ValidationRow(pid, kind, quantity, predicted, measured, err, tol, abs(err) <= tol, note)
@@ -165,12 +167,19 @@ def validate(path: str | Path | None = None, *, ids: list[str] | None = None, pr
             continue
         if progress:
             progress(p.get("id", "?"), k + 1, len(items))
-        if kind == "collective":
-            rows += _collective(p)
-        elif kind == "moe_alltoall":
-            rows += _moe(p)
-        else:
-            rows.append(ValidationRow(p["id"], "training", "tokens/s/GPU", None,
+        try:
+            if kind == "collective":
+                rows += _collective(p)
+            elif kind == "moe_alltoall":
+                rows += _moe(p)
+        except FabricEmuError:
+            raise
+        except KeyError as exc:
+            raise SpecError(f"validation point {p.get('id', k)!r}: missing field {exc.args[0]!r}") from None
+        except (TypeError, ValueError, ZeroDivisionError) as exc:
+            raise SpecError(f"validation point {p.get('id', k)!r}: bad value ({exc})") from None
+        if kind == "training":
+            rows.append(ValidationRow(p.get("id", "?"), "training", "tokens/s/GPU", None,
                                       p.get("tokens_per_s_per_gpu"), None, None, None,
                                       "step-time estimator not built yet"))
     errs = [abs(r.rel_error) for r in rows if r.rel_error is not None and math.isfinite(r.rel_error)]

@@ -140,6 +140,14 @@ def _codes(values, table, what):
         raise TopologyError(f"{what}: {exc.args[0]!r} is not one of {', '.join(t for t in table if t)}") from None
 
 
+def _is_int(x) -> bool:
+    try:
+        int(x)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
 def compile_fabric(G: nx.MultiDiGraph) -> CompiledFabric:
     """Compile fabric graph ``G`` into a :class:`CompiledFabric`.
 
@@ -158,8 +166,13 @@ def compile_fabric(G: nx.MultiDiGraph) -> CompiledFabric:
         roles = _codes([a["role"] for a in attrs], ROLES, "node role")
     except KeyError as exc:
         raise TopologyError(f"node attribute {exc.args[0]!r} is missing; every node needs kind and role") from None
-    ints = {k: np.fromiter((int(a.get(k, -1)) for a in attrs), dtype=np.int32, count=len(attrs))
-            for k in ("domain", "local", "rail", "plane", "pod")}
+    ints = {}
+    for k in ("domain", "local", "rail", "plane", "pod"):
+        try:
+            ints[k] = np.fromiter((int(a.get(k, -1)) for a in attrs), dtype=np.int32, count=len(attrs))
+        except (TypeError, ValueError):
+            bad = next(n for n, a in zip(names, attrs) if not _is_int(a.get(k, -1)))
+            raise TopologyError(f"node {bad!r}: attribute {k}={G.nodes[bad].get(k)!r} must be an integer") from None
     reduce = _codes([a.get("reduce", "") or "" for a in attrs], REDUCE_KINDS, "node reduce")
     models = tuple(a.get("model", "") for a in attrs)
 
@@ -184,6 +197,9 @@ def compile_fabric(G: nx.MultiDiGraph) -> CompiledFabric:
             tiers.append(d.get("tier", "other"))
     except KeyError as exc:
         raise TopologyError(f"edge attribute {exc.args[0]!r} is missing on {u!r} -> {v!r}") from None
+    except (TypeError, ValueError):
+        raise TopologyError(f"edge {u!r} -> {v!r}: capacity_Bps, latency_s, plane and cable must be numbers, got "
+                            f"{ {k: d.get(k) for k in ('capacity_Bps', 'latency_s', 'plane', 'cable')} }") from None
     if m and (not np.all(np.isfinite(cap)) or cap.min() <= 0):
         bad = int(np.argmin(np.where(np.isfinite(cap), cap, -1)))
         raise TopologyError(f"capacity_Bps: edge {names[src[bad]]!r} -> {names[dst[bad]]!r} has {cap[bad]!r}; "

@@ -22,7 +22,7 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -47,11 +47,12 @@ class LinkStat:
     utilization: float
     flows: int
     groups: tuple  # ((label, share of the link's bytes), ...) largest first
+    parallel: int = 1  # equally loaded parallel links between the same two nodes it stands for
 
     def as_dict(self) -> dict:
         return {"link": self.link, "name": self.name, "tier": self.tier, "capacity_GBps": self.capacity_Bps / 1e9,
                 "bytes": self.bytes, "busy_s": self.busy_s, "utilization": self.utilization, "flows": self.flows,
-                "groups": [{"group": g, "share": s} for g, s in self.groups]}
+                "groups": [{"group": g, "share": s} for g, s in self.groups], "parallel": self.parallel}
 
 
 @dataclass(frozen=True)
@@ -117,15 +118,21 @@ def _link_busy(router: Router, busy_res: np.ndarray) -> np.ndarray:
 def _groups_on(router: Router, fs: FlowSet, link: int, top: int = 4) -> tuple[int, tuple]:
     L = router.n_links
     owners = [link]
+    per_member = [1.0]  # a trunk of k links puts 1/k of its weight on each member
     if len(router.trunk_links):
         t = np.flatnonzero(router.trunk_links == link)
-        owners += list(np.searchsorted(router.trunk_ptr, t, side="right") - 1 + L)
+        tid = np.searchsorted(router.trunk_ptr, t, side="right") - 1
+        owners += list(tid + L)
+        per_member += list(1.0 / np.diff(router.trunk_ptr)[tid])
     hit = np.isin(fs.res, owners)
     rows = np.flatnonzero(hit.any(axis=1))
     if len(rows) == 0:
         return 0, ()
     w = fs.weight[rows] if fs.weight is not None else np.ones(fs.res[rows].shape)
-    share = (np.where(hit[rows], w, 0.0).sum(axis=1)) * fs.size_bytes[rows]
+    scale = np.zeros(fs.res[rows].shape)
+    for o, f in zip(owners, per_member):
+        scale[fs.res[rows] == o] = f
+    share = (w * scale).sum(axis=1) * fs.size_bytes[rows]
     by = np.bincount(fs.group[rows], weights=share, minlength=len(fs.labels))
     order = np.argsort(-by)[:top]
     total = by.sum()
@@ -149,11 +156,18 @@ def congestion(router: Router, fs: FlowSet, result: FlowResult, used: np.ndarray
     carried = link_bytes > 0
     u = util[carried & cf.link_alive]
     order = np.argsort(-np.nan_to_num(util, nan=-1.0), kind="stable")
-    hottest = []
-    for l in order[:top]:
-        if not carried[l]:
+    hottest, seen = [], {}
+    for l in order:
+        if len(hottest) >= top or not carried[l]:
             break
+        pair = (int(cf.link_src[l]), int(cf.link_dst[l]))
+        if pair in seen:  # a parallel cable between the same nodes at the same load: count it, list it once
+            k = seen[pair]
+            if np.isclose(util[l], hottest[k].utilization, rtol=1e-6):
+                hottest[k] = replace(hottest[k], parallel=hottest[k].parallel + 1)
+                continue
         n, groups = _groups_on(router, fs, int(l))
+        seen[pair] = len(hottest)
         hottest.append(LinkStat(link=int(l), name=cf.link_name(int(l)), tier=cf.tier_of(int(l)),
                                 capacity_Bps=float(cap[l]), bytes=float(link_bytes[l]), busy_s=float(link_busy[l]),
                                 utilization=float(util[l]), flows=n, groups=groups))

@@ -184,13 +184,13 @@ def parse_degradation(text: str) -> tuple[str, float | None, float | None]:
     if not isinstance(text, str) or "=" not in text:
         raise SelectorError(f"degradation {text!r}: expected 'SELECTOR=VALUE' with VALUE like '50%', '0.5' or '200Gb/s'")
     sel, value = (s.strip() for s in text.rsplit("=", 1))
-    if value.endswith("%"):
-        try:
-            frac = float(value[:-1]) / 100.0
-        except ValueError:
-            frac = -1.0
-    elif re.fullmatch(r"[0-9.]+", value):
+    number = r"(?:\d+(?:\.\d*)?|\.\d+)"
+    if re.fullmatch(number + "%", value):
+        frac = float(value[:-1]) / 100.0
+    elif re.fullmatch(number, value):
         frac = float(value)
+    elif value.endswith("%") or re.fullmatch(r"[0-9.]+", value):
+        raise SelectorError(f"degradation {text!r}: {value!r} is not a number; use e.g. '50%', '0.5' or '200Gb/s'")
     else:
         return sel, None, parse_bandwidth(value, field=f"degradation {sel!r}")
     if not 0.0 < frac < 1.0:
@@ -221,6 +221,10 @@ def apply_failures(cf: CompiledFabric, fail=(), degrade=()) -> CompiledFabric:
         sel, frac, absolute = parse_degradation(item) if isinstance(item, str) else item
         links = resolve(cf, sel)
         new = cf.link_nominal_Bps[links] * frac if frac is not None else np.full(len(links), absolute)
+        if (new >= cf.link_nominal_Bps[links]).any():
+            raise SelectorError(f"degradation {sel!r}: {absolute / 1e9 * 8 if absolute else 0:g} Gb/s is not below the "
+                                f"links' {cf.link_nominal_Bps[links].min() * 8 / 1e9:g} Gb/s; a degradation must "
+                                f"lower the capacity")
         keep = alive[links]
         cap[links[keep]] = np.minimum(cap[links[keep]], new[keep])
         degs.append((sel, tuple(int(x) for x in links), float(new.min()) if len(new) else 0.0))

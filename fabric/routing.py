@@ -734,10 +734,10 @@ class Router:
         reach = self._reachable(a_nic, b_nic)
         if not reach.all():
             i = int(np.flatnonzero(~reach)[0])
+            hint = "failed links" if cf.failures else "rails that only meet over NVLink"
             raise UnreachableError(
                 f"route: no network path from GPU rank {src[idx][i]} to rank {dst[idx][i]} "
-                f"({cf.node_names[a_nic[i]]} -> {cf.node_names[b_nic[i]]}); failed links or rails that only "
-                f"meet over NVLink (try pxn)")
+                f"({cf.node_names[a_nic[i]]} -> {cf.node_names[b_nic[i]]}): {hint} cut every path between them")
 
         def col(vals_sub, fill=-1):
             if everyone:

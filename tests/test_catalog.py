@@ -45,7 +45,7 @@ def test_tags_mentioned_in_notes_are_cited(entry):
 def test_catalog_contents():
     assert set(GPUS) == {"A100", "H100", "H200", "H800", "B200", "B300", "GB200", "GB300"}
     assert set(NICS) == {"ConnectX-7", "ConnectX-8"}
-    assert set(SWITCHES) == {"NVSwitch3", "NVLink5-switch", "QM9700", "Q3400", "SN5600"}
+    assert set(SWITCHES) == {"NVSwitch2", "NVSwitch3", "NVLink5-switch", "QM9700", "Q3400", "SN5600"}
 
 
 @pytest.mark.parametrize(

@@ -161,3 +161,28 @@ def test_run_errors(args, needle):
     assert r.exit_code == 2
     lines = [l for l in r.stderr.splitlines() if l.startswith("error")]
     assert len(lines) == 1 and needle in lines[0]
+
+
+@pytest.mark.parametrize("content, name", [("not xml", "g.graphml"), ("[1, 2]", "g.json")])
+def test_malformed_graph_files_are_one_line_errors(tmp_path, content, name):
+    path = tmp_path / name
+    path.write_text(content)
+    r = CliRunner().invoke(cli, ["topo", "show", str(path)])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "cannot read graph" in r.stderr
+
+
+@pytest.mark.parametrize("degrade", ["gpu 0 nvlink=.", "gpu 0 nvlink=1.2.3", "gpu 0 nvlink=900GB/s", "spine0"])
+def test_bad_degradations(degrade):
+    r = CliRunner().invoke(cli, ["bisect", "hgx-h100", "--degrade", degrade])
+    assert r.exit_code == 2 and r.stderr.startswith("error: degradation")
+
+
+def test_json_never_carries_nan(run):
+    r = run("run", "all_reduce", "--topo", "hgx-h100", "--size", "0B", "--report", "--json")
+    assert r.exit_code == 0 and "NaN" not in r.stdout and "Infinity" not in r.stdout
+    json.loads(r.stdout)
+
+
+def test_report_lists_parallel_cables_once(run):
+    out = run("run", "all_reduce", "--topo", "hgx-h100", "--algo", "ring", "--size", "64MiB", "--report").stdout
+    assert "parallel" in out

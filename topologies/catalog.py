@@ -345,6 +345,12 @@ _NIC_LIST = (
 )
 
 _SWITCH_LIST = (
+    Switch("NVSwitch2", "nvswitch", 36, 25e9, 150e-9, None, False,
+           sources=_src("S1-net", "S27"),
+           notes="Second-generation NVSwitch (HGX/DGX A100: 6 chips, each GPU 12 NVLink3 links spread over "
+                 "them [S1-net]). 36 ports of 25 GB/s per direction is the NVIDIA A100 whitepaper figure, not "
+                 "in the notes' sources (UNVERIFIED). No in-switch reduction: NVLS starts with NVSwitch3. "
+                 "hop_latency_s = 150 ns is an UNVERIFIED parameter, as for NVSwitch3."),
     Switch("NVSwitch3", "nvswitch", 64, 25e9, 150e-9, "nvls", False,
            sources=_src("S27", "S9", "S13", "S29"),
            notes="Third-generation NVSwitch (HGX H100/H200/H800): 64 NVLink4 ports, 3.2 TB/s full duplex "
@@ -385,6 +391,7 @@ _NIC_ALIASES = {
     a: "ConnectX-7" for a in ("cx7", "cx-7", "connectx-7", "connectx7", "cx7-400g")
 } | {a: "ConnectX-8" for a in ("cx8", "cx-8", "connectx-8", "connectx8", "cx8-supernic")}
 _SWITCH_ALIASES = {
+    "nvswitch2": "NVSwitch2", "nvswitch-2": "NVSwitch2", "nvswitch-gen2": "NVSwitch2",
     "nvswitch3": "NVSwitch3", "nvswitch-3": "NVSwitch3", "nvswitch-gen3": "NVSwitch3",
     "nvlink5-switch": "NVLink5-switch", "nvlink5": "NVLink5-switch", "nvlink-switch": "NVLink5-switch",
     "qm9700": "QM9700", "qm9790": "QM9700", "quantum-2": "QM9700",

@@ -104,6 +104,10 @@ def cluster(gpu_name: str, domains: int, scaleout: str, *, gpus_per_domain: int 
     port_Bps = min(nic_spec.line_rate_Bps, sw.port_Bps) / planes
     radix = sw.ports * planes
     n_gpus = gpu.domain_gpus if gpus_per_domain is None else int(gpus_per_domain)
+    if n_gpus < 1:
+        raise SpecError(f"gpus_per_domain: {n_gpus} must be >= 1")
+    if n_gpus > 8 and n_gpus % 4:
+        raise SpecError(f"gpus_per_domain: {n_gpus} must be a multiple of 4 (GPUs per compute tray) above 8")
     tray = _gpus_per_tray(n_gpus)
     rails = tray
     per_rail = n_gpus // rails

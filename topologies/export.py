@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import networkx as nx
@@ -81,8 +82,9 @@ def read(path: str | Path) -> nx.MultiDiGraph:
                         pass
         else:
             raise SpecError(f"{path}: unknown graph format; use .json or .graphml")
-    except (OSError, ValueError, KeyError) as exc:
-        raise SpecError(f"{path}: cannot read graph ({exc})") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ET.ParseError, nx.NetworkXError) as exc:
+        raise SpecError(f"{path}: cannot read graph ({type(exc).__name__}: {exc}); expected a file written by "
+                        f"'fabric-emu topo export'") from None
     if not isinstance(G, nx.MultiDiGraph):
         G = nx.MultiDiGraph(G)
     G.graph.setdefault("meta", {})

@@ -37,7 +37,8 @@ def nvswitch_node(domain: int, chip: int) -> str:
 
 
 def _switch_for(gpu: catalog.GPU) -> catalog.Switch:
-    return catalog.switch("NVLink5-switch" if gpu.nvlink_gen >= 5 else "NVSwitch3")
+    """The NVSwitch generation that serves the GPU's NVLink generation."""
+    return catalog.switch({3: "NVSwitch2", 4: "NVSwitch3"}.get(gpu.nvlink_gen, "NVLink5-switch"))
 
 
 def add_nvlink_domain(G: nx.MultiDiGraph, domain: int, gpu: catalog.GPU, *, n_gpus: int | None = None,

@@ -123,6 +123,8 @@ def _domain_builder(gpu_name: str, default_gpus: int | None = None):
 
 def _single_domain(gpu_name: str, n: int | None, aggregate: bool) -> nx.MultiDiGraph:
     gpu = catalog.gpu(gpu_name)
+    if n is not None and n < 2:
+        raise SpecError(f"gpus_per_domain: {n} must be >= 2")
     if gpu.domain_gpus == 72 or (n and n != gpu.domain_gpus):
         return nvl(n or 72, gpu.name, aggregate=aggregate)
     return nvlink_domain(gpu.name, aggregate=aggregate, name=f"hgx-{gpu.name.lower()}")

@@ -93,6 +93,12 @@ def loads(text: str, *, source: str = "<spec>") -> nx.MultiDiGraph:
     if len(ways) != 1:
         raise SpecError(f"spec: give exactly one of 'preset', '[domain]' or '[fat_tree]' (got {ways or 'none'})")
     way = ways[0]
+    stray = {"preset": ("scaleout",), "domain": ("set",), "fat_tree": ("set", "scaleout")}[way]
+    for key in stray:
+        if key in doc:
+            raise SpecError(f"spec.{key}: does not apply with '{way}'; use "
+                            + ("[set] overrides with a preset" if way == "preset" else
+                               "[scaleout] with [domain]" if way == "domain" else "keys inside [fat_tree]"))
     if way == "preset":
         if not isinstance(doc["preset"], str):
             raise SpecError("preset: must be a preset name string")
@@ -105,6 +111,9 @@ def loads(text: str, *, source: str = "<spec>") -> nx.MultiDiGraph:
             raise SpecError("domain.gpu: required (a catalog GPU such as 'H100' or 'GB300')")
         from topologies import catalog
         gpu = catalog.gpu(dom["gpu"])
+        supported = ("H100", "H200", "H800", "B200", "B300", "GB200", "GB300")
+        if gpu.name not in supported:
+            raise SpecError(f"domain.gpu: {gpu.name} domains are not modelled; use one of {', '.join(supported)}")
         name = f"{gpu.name.lower()}-nvl72" if gpu.domain_gpus == 72 else f"hgx-{gpu.name.lower()}"
         overrides = {_DOMAIN[k]: v for k, v in dom.items() if k != "gpu"}
         overrides.update({_SCALEOUT[k]: v for k, v in so.items()})

@@ -166,6 +166,8 @@ def parse_size(text: str | int, *, field: str | None = None) -> int:
     if m.group("unit") == "b":
         raise UnitError(f"{_where(field)}{text!r} is in bits; sizes are bytes: {_SIZE_FORMS}")
     value = _finite(_scaled(m.group("num"), m.group("prefix")), text, field, _SIZE_FORMS, allow_zero=True)
+    if abs(value - round(value)) > 1e-6 * max(1.0, value):
+        raise UnitError(f"{_where(field)}{text!r} is {value:g} bytes; a size must be a whole number of bytes")
     return int(round(value))
 
 
