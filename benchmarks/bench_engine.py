@@ -1,102 +1,90 @@
-"""Benchmark of the max-min solver and the flow engine on a 2-tier leaf/spine all-to-all.
+"""Benchmark of the flow engine on all-to-alls routed by the project's router.
 
-Run as ``python -m benchmarks.bench_engine [--n 1024 4096] [--skewed] [--eps 0.01]``.
+Run as ``python -m benchmarks.bench_engine [--n 1024 4096] [--cases equal lognormal moe] [--repeat 3]``
+(``--skewed`` adds lognormal and moe; ``--eps`` sets epsilon for them, default 0.01).  Every run is a
+fresh process, so the peak RSS is the run's own; results are in docs/flow-engine.md §5.
 
-Fabric: non-blocking 2-tier leaf/spine, H = 32 hosts per leaf, S = 32 spines,
-one link per (leaf, spine) pair and direction, every link c = 400 Gb/s
-= 50e9 B/s, one NIC per GPU.  Workload: uniform all-to-all over all N GPUs,
-N (N - 1) flows, static ECMP (a seeded splitmix64 hash of (src, dst, seed)
-picks the spine).  Routing is a small arithmetic generator in this file and is
-included in the timings.
+Fabric: ``topologies.fat_tree(hosts=N, radix=R, tiers=2, link_Bps=50e9)``, the
+two-tier non-blocking fat-tree (R = 64 for N <= 2048: 32 hosts per leaf and 32
+spines at N = 1024; R = 128 above: 64 hosts per leaf, 64 leaves and 64 spines at
+N = 4096), compiled with :func:`fabric.compile_fabric` and routed with
+:meth:`fabric.Router.route` (policy ``"ecmp"``).  Every path has six entries:
+GPU -> NIC host link, NIC -> leaf, leaf -> spine, spine -> leaf, leaf -> NIC,
+NIC -> GPU (intra-leaf flows pad the two spine hops with -1).
 
-Resource ids: host up-links [0, N), host down-links [N, 2N), leaf->spine
-2N + a*S + k, spine->leaf 2N + L*S + k*L + b (L = N / H leaves).
+Workload: uniform all-to-all over all N GPUs, N (N - 1) flows starting at 0;
+1 MiB per flow (equal case) or skewed sizes with mean 1 MiB (lognormal sigma 1;
+MoE: destination popularity lognormal(0, 0.5) x per-flow noise lognormal(0, 0.3)).
+
+The engine problem is built straight from the router's resource ids
+(``FlowProblem(capacity_Bps=router.resource_capacity_Bps(), res=routes.res,
+latency_s=routes.latency_s, ...)``): this is what :func:`fabric.flowset.to_problem`
+produces up to a renumbering of the used resources (``--to-problem`` uses it:
+0.05 s at N = 1024, 1.6 s at N = 4096).  "routing s" is fabric build +
+compile + router + route + problem build, with the route call alone in
+parentheses; "total s" adds the simulation.  Peak RSS is ``getrusage``'s, with
+its value right after routing in parentheses.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import platform
-import resource
+import gc
+import subprocess
 import sys
 import time
-import tracemalloc
 
 import numpy as np
-import scipy
 
+import topologies
+from benchmarks._util import machine, peak_rss_MB
+from fabric import Router, compile_fabric
 from fabric.engine import FlowProblem, simulate
-from fabric.maxmin import maxmin_rates
+from fabric.flowset import FlowSet, to_problem
 
-__all__ = ["leaf_spine_alltoall", "skewed_sizes", "main"]
+__all__ = ["routed_alltoall", "skewed_sizes", "run_case", "main"]
 
-HOSTS_PER_LEAF = 32
-SPINES = 32
 LINK_BPS = 50e9
-
-_M1 = np.uint64(0x9E3779B97F4A7C15)
-_M2 = np.uint64(0xBF58476D1CE4E5B9)
-_M3 = np.uint64(0x94D049BB133111EB)
-
-
-def _splitmix64(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser, vectorised (uint64 arithmetic wraps)."""
-    x = x + _M1
-    x ^= x >> np.uint64(30)
-    x *= _M2
-    x ^= x >> np.uint64(27)
-    x *= _M3
-    x ^= x >> np.uint64(31)
-    return x
+TARGETS = {  # (case kind, N) -> (seconds, MB or None)
+    ("equal", 1024): (0.5, 300.0),
+    ("equal", 4096): (5.0, 2000.0),
+    ("lognormal", 1024): (10.0, None),
+    ("moe", 1024): (10.0, None),
+}
 
 
-def leaf_spine_alltoall(n: int, *, seed: int = 0, hosts_per_leaf: int = HOSTS_PER_LEAF, spines: int = SPINES,
-                        link_Bps: float = LINK_BPS, chunk: int = 256):
-    """Resources and ECMP paths of a uniform all-to-all on a 2-tier leaf/spine.
+def radix_for(n: int) -> int:
+    return 64 if n <= 2048 else 128
 
-    Returns ``(capacity_Bps, res, src, dst)`` with ``res`` int32[N (N - 1), 4]
-    (intra-leaf flows are padded with -1).  Flows are ordered by source, then
-    destination.
+
+def routed_alltoall(n: int, *, seed: int = 0, radix: int | None = None, via_to_problem: bool = False,
+                    size_bytes: float = float(1 << 20)):
+    """Route an all-to-all on the 2-tier fat-tree; returns ``(problem, src, dst, timings)``.
+
+    ``problem`` has 1 MiB per flow; callers replace ``size_bytes`` for skewed cases.
     """
-    hpl, s_ = hosts_per_leaf, spines
-    if n % hpl:
-        raise ValueError(f"n={n} must be a multiple of {hpl}")
-    n_leaf = n // hpl
-    n_res = 2 * n + 2 * n_leaf * s_
-    cap = np.full(n_res, float(link_Bps))
-    f_total = n * (n - 1)
-    res = np.empty((f_total, 4), dtype=np.int32)
-    src_all = np.empty(f_total, dtype=np.int32)
-    dst_all = np.empty(f_total, dtype=np.int32)
-    up0 = 2 * n
-    dn0 = 2 * n + n_leaf * s_
-    seed_mix = _splitmix64(np.array([seed], dtype=np.uint64))[0]
-    jj = np.arange(n, dtype=np.int64)
-    for i0 in range(0, n, chunk):
-        i1 = min(n, i0 + chunk)
-        ii = np.repeat(np.arange(i0, i1, dtype=np.int64), n - 1)
-        # destinations j != i: for source i take 0..n-2 and shift those >= i by one
-        d = np.tile(jj[: n - 1], i1 - i0)
-        d += d >= ii
-        a = ii // hpl
-        b = d // hpl
-        key = (ii.astype(np.uint64) * np.uint64(n) + d.astype(np.uint64)) ^ seed_mix
-        k = (_splitmix64(key) % np.uint64(s_)).astype(np.int64)
-        lo = i0 * (n - 1)
-        hi = i1 * (n - 1)
-        out = res[lo:hi]
-        out[:, 0] = ii
-        out[:, 1] = up0 + a * s_ + k
-        out[:, 2] = dn0 + k * n_leaf + b
-        out[:, 3] = n + d
-        same = a == b
-        out[same, 1] = n + d[same]
-        out[same, 2] = -1
-        out[same, 3] = -1
-        src_all[lo:hi] = ii
-        dst_all[lo:hi] = d
-    return cap, res, src_all, dst_all
+    tm = {}
+    t0 = time.perf_counter()
+    g = topologies.fat_tree(hosts=n, radix=radix or radix_for(n), tiers=2, link_Bps=LINK_BPS)
+    cf = compile_fabric(g)
+    router = Router(cf)
+    t1 = time.perf_counter()
+    tm["fabric"] = t1 - t0
+    src = np.repeat(np.arange(n, dtype=np.int64), n - 1)
+    dst = np.tile(np.arange(n - 1, dtype=np.int64), n)
+    dst += dst >= src
+    routes = router.route(src, dst, policy="ecmp", seed=seed)
+    t2 = time.perf_counter()
+    tm["route"] = t2 - t1
+    size = np.full(len(src), float(size_bytes))
+    if via_to_problem:
+        prob, _ = to_problem(FlowSet.from_routes(routes, size), router)
+    else:
+        prob = FlowProblem(capacity_Bps=router.resource_capacity_Bps(), res=routes.res, weight=routes.weight,
+                           size_bytes=size, latency_s=routes.latency_s)
+    t3 = time.perf_counter()
+    tm["problem"] = t3 - t2
+    return prob, src, dst, tm
 
 
 def skewed_sizes(src: np.ndarray, dst: np.ndarray, n: int, kind: str, *, mean_bytes: float = 1 << 20,
@@ -114,102 +102,87 @@ def skewed_sizes(src: np.ndarray, dst: np.ndarray, n: int, kind: str, *, mean_by
     return s
 
 
-def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def _load_bound(cap, res, size):
-    r1 = cap.shape[0] + 1
-    rows = np.where(res < 0, cap.shape[0], res)
-    b = np.bincount(rows.reshape(-1), weights=np.repeat(size, res.shape[1]), minlength=r1)[:-1]
-    return float((b / cap).max())
-
-
-def run_equal(n: int, seed: int = 0, trace: bool = False) -> dict:
-    size = float(1 << 20)
-    if trace:
-        tracemalloc.start()
+def run_case(n: int, kind: str, *, eps: float = 0.01, mode: str = "auto", seed: int = 0,
+             via_to_problem: bool = False) -> dict:
+    gc.collect()
     t0 = time.perf_counter()
-    cap, res, _, _ = leaf_spine_alltoall(n, seed=seed)
-    t1 = time.perf_counter()
-    prob = FlowProblem(capacity_Bps=cap, res=res, weight=None, size_bytes=np.full(res.shape[0], size),
-                       release_s=None, latency_s=None, phase=None, phase_deps=None, phase_delay_s=None,
-                       multiplicity=None)
-    out = simulate(prob)
-    t2 = time.perf_counter()
-    peak_tm = tracemalloc.get_traced_memory()[1] / 2**20 if trace else float("nan")
-    if trace:
-        tracemalloc.stop()
-    return dict(case=f"equal ECMP N={n}", flows=res.shape[0], mode=out.mode_used, events=out.events,
-                rounds=out.rounds, route_s=t1 - t0, total_s=t2 - t0, T=out.makespan_s, lb=out.lower_bound_s,
-                ideal=(n - 1) * size / LINK_BPS, rss=_rss_mb(), tm=peak_tm)
-
-
-def run_skewed(n: int, kind: str, eps: float, mode: str = "epoch", seed: int = 0) -> dict:
-    t0 = time.perf_counter()
-    cap, res, src, dst = leaf_spine_alltoall(n, seed=seed)
-    size = skewed_sizes(src, dst, n, kind)
+    prob, src, dst, tm = routed_alltoall(n, seed=seed, via_to_problem=via_to_problem)
+    if kind != "equal":
+        t = time.perf_counter()
+        sizes = skewed_sizes(src, dst, n, kind)
+        prob = FlowProblem(capacity_Bps=prob.capacity_Bps, res=prob.res, weight=prob.weight, size_bytes=sizes,
+                           latency_s=prob.latency_s)
+        tm["problem"] += time.perf_counter() - t
     del src, dst
+    rss_route = peak_rss_MB()
     t1 = time.perf_counter()
-    prob = FlowProblem(capacity_Bps=cap, res=res, weight=None, size_bytes=size, release_s=None, latency_s=None,
-                       phase=None, phase_deps=None, phase_delay_s=None, multiplicity=None)
-    out = simulate(prob, mode=mode, epsilon=eps)
+    out = simulate(prob, mode=mode if kind != "equal" else "auto", epsilon=eps)
     t2 = time.perf_counter()
-    return dict(case=f"{kind} ECMP N={n} eps={eps:g}", flows=res.shape[0], mode=out.mode_used, events=out.events,
-                rounds=out.rounds, route_s=t1 - t0, total_s=t2 - t0, T=out.makespan_s, lb=out.lower_bound_s,
-                ideal=float("nan"), rss=_rss_mb(), tm=float("nan"))
+    target = TARGETS.get((kind, n))
+    total = t2 - t0
+    rss = peak_rss_MB()
+    met = "-"
+    if target is not None:
+        met = "met" if total <= target[0] and (target[1] is None or rss <= target[1]) else "NOT met"
+    label = {"equal": "equal 1 MiB", "lognormal": "lognormal", "moe": "MoE"}[kind]
+    return dict(case=f"{label} N={n}" + ("" if kind == "equal" else f" eps={eps:g}"),
+                flows=prob.res.shape[0], mode=out.mode_used, events=out.events, solves=out.solves,
+                rounds=out.rounds, route_s=t1 - t0, route_only_s=tm["route"], sim_s=t2 - t1, total_s=total,
+                T=out.makespan_s, lb=out.lower_bound_s, rss=rss, rss_route=rss_route, target=target, met=met)
 
 
-def machine() -> str:
-    model = "?"
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    import os
-
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return (f"{model}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Python {platform.python_version()}, "
-            f"numpy {np.__version__}, scipy {scipy.__version__}, {datetime.date.today().isoformat()}")
+HEAD = ("| case | flows | mode | events (solves) | rounds | routing s (route) | engine s | total s | T ms | "
+        "bound ms | T/bound | peak RSS MB (after routing) | target |")
 
 
-def _table(rows: list[dict]) -> str:
-    head = "| case | flows | mode | events | rounds | routing s | total s | T ms | bound ms | T/bound | peak RSS MB | tracemalloc MB |"
-    lines = [head, "|" + "---|" * 12]
-    for r in rows:
-        lines.append(
-            f"| {r['case']} | {r['flows']:,} | {r['mode']} | {r['events']} | {r['rounds']:,} | {r['route_s']:.2f} | "
-            f"{r['total_s']:.2f} | {r['T'] * 1e3:.3f} | {r['lb'] * 1e3:.3f} | {r['T'] / r['lb']:.4f} | "
-            f"{r['rss']:.0f} | {r['tm']:.0f} |"
-        )
-    return "\n".join(lines)
+def row(r: dict) -> str:
+    tg = r["target"]
+    tgt = "-" if tg is None else (f"<= {tg[0]:g} s" + ("" if tg[1] is None else f", <= {tg[1]:g} MB")
+                                  + f": {r['met']}")
+    return (f"| {r['case']} | {r['flows']:,} | {r['mode']} | {r['events']} ({r['solves']}) | {r['rounds']:,} | "
+            f"{r['route_s']:.2f} ({r['route_only_s']:.2f}) | {r['sim_s']:.2f} | {r['total_s']:.2f} | "
+            f"{r['T'] * 1e3:.3f} | {r['lb'] * 1e3:.3f} | {r['T'] / r['lb']:.4f} | {r['rss']:.0f} ({r['rss_route']:.0f}) | "
+            f"{tgt} |")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, nargs="*", default=[1024], help="numbers of GPUs (multiples of 32)")
-    ap.add_argument("--skewed", action="store_true", help="also run the skewed (lognormal, MoE) all-to-alls in epoch mode")
-    ap.add_argument("--skewed-only", action="store_true", help="run only the skewed cases")
+    ap.add_argument("--n", type=int, nargs="*", default=[1024], help="numbers of GPUs")
+    ap.add_argument("--cases", nargs="*", default=["equal"], choices=["equal", "lognormal", "moe"],
+                    help="workloads (default: equal)")
+    ap.add_argument("--skewed", action="store_true", help="also run lognormal and moe")
     ap.add_argument("--eps", type=float, default=0.01, help="epoch-mode tolerance")
-    ap.add_argument("--mode", default="epoch", help="mode for the skewed cases")
-    ap.add_argument("--tracemalloc", action="store_true", help="also measure peak traced allocations (slower)")
+    ap.add_argument("--mode", default="epoch", help="engine mode for the skewed cases")
+    ap.add_argument("--to-problem", action="store_true", help="build the problem with fabric.flowset.to_problem")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeat", type=int, default=1, help="runs per case (fresh processes); prints the range")
+    ap.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    rows = []
+    cases = list(args.cases) + (["lognormal", "moe"] if args.skewed else [])
     print(machine())
+    print(HEAD)
+    print("|" + "---|" * (HEAD.count("|") - 1))
     for n in args.n:
-        if not args.skewed_only:
-            rows.append(run_equal(n, seed=args.seed, trace=args.tracemalloc))
-            print(_table(rows[-1:]).splitlines()[-1], flush=True)
-        if args.skewed or args.skewed_only:
-            for kind in ("moe", "lognormal"):
-                rows.append(run_skewed(n, kind, args.eps, mode=args.mode, seed=args.seed))
-                print(_table(rows[-1:]).splitlines()[-1], flush=True)
-    print(_table(rows))
+        for kind in cases:
+            if args.in_process:
+                r = run_case(n, kind, eps=args.eps, mode=args.mode, seed=args.seed, via_to_problem=args.to_problem)
+                print(row(r), flush=True)
+                continue
+            # one fresh process per run, so that the peak RSS is the run's own
+            cmd = [sys.executable, "-m", "benchmarks.bench_engine", "--in-process", "--n", str(n), "--cases", kind,
+                   "--eps", str(args.eps), "--mode", args.mode, "--seed", str(args.seed)]
+            if args.to_problem:
+                cmd.append("--to-problem")
+            totals = []
+            for _ in range(max(1, args.repeat)):
+                out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                lines = [ln for ln in out.stdout.splitlines() if ln.startswith("| ") and "flows" not in ln]
+                print(lines[-1] if lines else f"| {kind} N={n} | failed: {out.stderr.strip()[-300:]} |", flush=True)
+                if lines:
+                    totals.append(float(lines[-1].split(" | ")[7]))
+            if len(totals) > 1:
+                print(f"|   {kind} N={n}: total s over {len(totals)} runs: {min(totals):.2f} - {max(totals):.2f} |",
+                      flush=True)
     return 0
 
 

@@ -15,14 +15,23 @@ Modes (see docs/flow-engine.md for the proofs and measured errors):
   completion (ties within 1e-9 relative are batched), arrival and phase start;
   after pure departures the solve is warm-started (flows slower than every
   departed flow keep their rates).  Exact.
-* ``"epoch"``: rates are held for an epoch and re-solved at its end.  An epoch
-  ends (besides arrivals) when, on some resource saturated at the last solve,
-  the capacity idled by flows that finished inside the epoch would exceed the
-  budget ``epsilon * capacity * (time the resource has been saturated at a
-  solve)``.  Proven: every resource that is saturated at every solve while it
-  carries flows delivers at least ``(1 - epsilon)`` of its capacity, so a
-  single-bottleneck phase ends within ``T_exact / (1 - epsilon)``; measured:
-  makespan within about ``epsilon`` of exact on skewed all-to-alls.
+* ``"epoch"``: max-min rates are held for an epoch; between two max-min
+  solves the engine may also *rescale* (every flow's rate times the smallest
+  ``capacity / load`` over its resources: feasible, and it gives back most of
+  the freed capacity when resources empty at similar rates).  An epoch ends (besides
+  arrivals) when a budget runs out: (a) the idled flow-time, ``sum over
+  saturated resources of idle capacity x (flows bottlenecked there) / capacity``,
+  exceeds ``epsilon`` times the elapsed flow-time; (b) on a saturated resource,
+  idled capacity exceeds ``eps_l * capacity * busy time``, with ``eps_l =
+  epsilon`` on the critical resources (byte load / capacity within 1 % of the
+  largest) and ``min(5 epsilon, 0.5)`` elsewhere.  An aggregate-budget end is
+  followed by a rescale (at most 20 in a row), a per-resource one by a solve.
+  Proven: the budgets hold (so a persistent critical bottleneck delivers at
+  least ``(1 - epsilon)`` of its capacity and a single-bottleneck phase ends
+  within ``T_exact / (1 - epsilon)``); measured on skewed all-to-alls:
+  makespan within ``T_exact / (1 - epsilon)`` (epsilon <= 2 %) and mean flow
+  completion time within ``1.25 epsilon`` of exact; single flows can be off by
+  much more (docs/flow-engine.md §4).
 * ``"auto"``: one-solve when eligible, exact when the problem is small
   (``flows * (entries + 64 * resources) <= 5e8``), epoch otherwise.
 """
@@ -30,7 +39,7 @@ Modes (see docs/flow-engine.md for the proofs and measured errors):
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -40,7 +49,11 @@ from topologies.errors import FlowError, ProblemTooLargeError
 __all__ = ["FlowProblem", "FlowResult", "simulate", "estimate_memory_bytes"]
 
 _TIE = 1e-9
-_SLACK_THETA = 0.0  # static idle allowance per resource, as a share of its slack c*lb - bytes: 0 keeps the proven bound (docs)
+# epoch mode (docs/flow-engine.md §4)
+_CRITICAL = 0.99  # resources with bytes / capacity >= 0.99 x the largest keep the per-resource budget epsilon
+_GUARD = 5.0  # every other saturated resource: min(5 epsilon, 0.5)
+_GUARD_MAX = 0.5
+_MAX_RESCALES = 20  # at most this many rescales between two max-min solves
 _ULP = float(np.finfo(np.float64).eps)
 _INF = np.inf
 
@@ -260,6 +273,13 @@ class _Prob:
             raise FlowError(f"phase_deps: dependency cycle {' -> '.join(map(str, _find_cycle(ptr, idx, left > 0)))}; "
                             "phase dependencies must be acyclic")
 
+    def reduced(self, red) -> "_Prob":
+        """A shallow copy that solves on the merged columns (see :func:`_reduce_columns`)."""
+        q = object.__new__(_Prob)
+        q.__dict__.update(self.__dict__)
+        q.res, q.weight, q.cap = red.res, red.weight, red.cap
+        return q
+
     def deps(self, p):
         return self.dep_idx[self.dep_ptr[p]:self.dep_ptr[p + 1]]
 
@@ -328,18 +348,128 @@ def _resource_bytes(pr: _Prob) -> np.ndarray:
     return _slot_reduce(pr.res, w, pr.weight, pr.R)[1:]
 
 
+def _earliest(tc: np.ndarray, k: int) -> np.ndarray:
+    """Indices of at least the ``k + 1`` smallest values of ``tc`` (unordered, all values below any left out).
+
+    A threshold estimated on a strided sample selects them with one comparison
+    pass; ``argpartition`` is the fallback when the estimate misses.
+    """
+    n = tc.shape[0]
+    if n > 16 * k and n > 65536:
+        step = n // 4096
+        samp = np.sort(tc[::step])
+        q = min(samp.shape[0] - 1, int(1.5 * (k + 1) / n * samp.shape[0]) + 2)
+        thr = samp[q]
+        sel = np.flatnonzero(tc <= thr)
+        if k + 1 <= sel.shape[0] <= 4 * (k + 1):
+            return sel
+    return np.argpartition(tc, k)[: k + 1]
+
+
+def _argsort_slots(keys: np.ndarray, n_res: int) -> np.ndarray:
+    """Stable argsort of slot ids (numpy radix-sorts 16-bit keys, 6x faster than int64)."""
+    if n_res < 65535:
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    return np.argsort(keys, kind="stable")
+
+
 def _unconstrained(pr: _Prob) -> np.ndarray:
     """Flows that cross no finite-capacity resource (their rate is infinite)."""
     fin = np.concatenate([[False], np.isfinite(pr.cap)])
     return ~np.take(fin, np.add(pr.res, 1, dtype=np.intp)).any(axis=1)
 
 
+class _Reduced:
+    """The problem the solver sees after merging duplicate hop columns (internal).
+
+    Two adjacent hop columns ``j, j + 1`` are duplicates when every flow that
+    has an entry in one has one in the other, the resources of each column
+    appear in no other column, the map ``res[f, j] -> res[f, j + 1]`` is a
+    bijection between them and the weights are equal.  Then resources ``u``
+    and ``v = map(u)`` carry exactly the same flows with the same coefficients,
+    so their constraints are the same up to capacity and only
+    ``min(c_u, c_v)`` can bind: column ``j + 1`` is dropped and ``u`` gets the
+    smaller capacity.  Exact (same rates, same events); it removes the host
+    link that sits beside every NIC port in the router's six-hop paths.
+    ``rep[v] = u`` maps every resource to the one that carries its flows.
+    """
+
+    __slots__ = ("res", "weight", "cap", "rep")
+
+    def __init__(self, res, weight, cap, rep):
+        self.res, self.weight, self.cap, self.rep = res, weight, cap, rep
+
+
+def _reduce_columns(pr: _Prob) -> _Reduced:
+    res, w, cap = pr.res, pr.weight, pr.cap
+    F, h = res.shape if res.ndim == 2 else (0, 0)
+    R = pr.R
+    rep = np.arange(R, dtype=np.int64)
+    if F == 0 or h < 2 or R == 0:
+        return _Reduced(res, w, cap, rep)
+    cols = [res[:, j] for j in range(h)]
+    # resources present in each column (the padding -1 marks the extra last entry)
+    present, pad = [], []
+    for c in cols:
+        m = np.zeros(R + 1, dtype=np.bool_)
+        m[c] = True
+        pad.append(bool(m[R]))
+        present.append(m[:R])
+    keep = list(range(h))
+    pairs = [(j, j + 1) for j in range(h - 1)]
+    cap_eff = None
+    i = 0
+    while i < len(pairs):
+        a, b = pairs[i]
+        i += 1
+        pa, pb = present[a], present[b]
+        if not pa.any() or pad[a] != pad[b]:
+            continue
+        # each column's resources appear in no other column
+        if any((pa & present[c]).any() or (pb & present[c]).any() for c in keep if c not in (a, b)):
+            continue
+        if (pa & pb).any():
+            continue
+        u, v = cols[a], cols[b]
+        if pad[a]:
+            if not np.array_equal(u < 0, v < 0):
+                continue
+            m = u >= 0
+            u, v = u[m], v[m]
+        else:
+            m = slice(None)
+        if w is not None and not np.array_equal(w[m, a], w[m, b]):
+            continue
+        v_of = np.full(R, -1, dtype=res.dtype)
+        v_of[u] = v
+        if not np.array_equal(np.take(v_of, u), v):
+            continue  # not a function u -> v
+        vals = v_of[v_of >= 0]
+        if np.unique(vals).shape[0] != vals.shape[0]:
+            continue  # not one-to-one
+        if cap_eff is None:
+            cap_eff = cap.copy()
+        su = np.flatnonzero(v_of >= 0)
+        cap_eff[su] = np.minimum(cap_eff[su], cap[v_of[su]])
+        rep[v_of[su]] = rep[su]
+        keep.remove(b)
+        present[a] = pa | pb
+        # a chain a, b, c of duplicates: the pair (b, c) becomes (a, c)
+        pairs[i:] = [(a, q) if p == b else (p, q) for p, q in pairs[i:]]
+    if len(keep) == h:
+        return _Reduced(res, w, cap, rep)
+    res2 = np.take(res, keep, axis=1)
+    w2 = None if w is None else np.take(w, keep, axis=1)
+    return _Reduced(res2, w2, cap_eff, rep)
+
+
 def estimate_memory_bytes(problem: FlowProblem, *, time_series_events: int = 0) -> int:
     """Rough peak memory of :func:`simulate` for ``problem``, in bytes.
 
     Counts the adjacency (int32 per entry, built with one temporary copy), the
-    coefficients when weighted, about 120 bytes of per-flow state and, when a
-    time series is requested, ``events x resources`` float32 + bool values.
+    slot keys of epoch mode, the coefficients when weighted, about 140 bytes of
+    per-flow state and, when a time series is requested, ``events x
+    resources`` float32 + bool values.
 
     Examples
     --------
@@ -354,8 +484,9 @@ def estimate_memory_bytes(problem: FlowProblem, *, time_series_events: int = 0) 
     h = res.shape[1] if res.ndim == 2 else 0
     R = np.asarray(problem.capacity_Bps).shape[0]
     nnz = F * h
-    per_entry = 4 * 3 + (16 if problem.weight is not None else 0)
-    return int(nnz * per_entry + F * 120 + R * 64 + time_series_events * R * 5)
+    # index (int32 rows + CSC) and epoch mode's intp slot keys; per-entry coefficients when weighted
+    per_entry = 4 * 3 + 8 + (24 if problem.weight is not None else 0)
+    return int(nnz * per_entry + F * 140 + R * 64 + time_series_events * R * 5)
 
 
 # --------------------------------------------------------------------------- simulation
@@ -374,7 +505,9 @@ def simulate(problem: FlowProblem, *, mode: str = "auto", epsilon: float = 0.01,
         epochs (tolerance ``epsilon``); ``"auto"``: the one-solve shortcut when
         it is exact, exact when small, epoch otherwise (rule in the module doc).
     epsilon : float
-        Epoch tolerance in (0, 1): capacity-idling budget per saturated resource.
+        Epoch tolerance in (0, 1): budget of idled flow-time (a share of the
+        elapsed flow-time) and of idled capacity on the critical resources;
+        other saturated resources get ``min(5 epsilon, 0.5)`` (module doc).
     memory_limit_bytes : int
         Raise :class:`ProblemTooLargeError` when the estimate exceeds it.
     time_series : bool
@@ -415,12 +548,6 @@ def simulate(problem: FlowProblem, *, mode: str = "auto", epsilon: float = 0.01,
             f"{pr.R:,} resources), over memory_limit_bytes = {memory_limit_bytes / 2**30:.2f} GiB; aggregate "
             "identical flows into classes (multiplicity), merge parallel links into trunks, simulate fewer ranks, "
             "or raise memory_limit_bytes")
-    rbytes = _resource_bytes(pr)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lb_r = rbytes / pr.cap
-    lb = float(np.nanmax(lb_r)) if lb_r.size else 0.0
-    if not np.isfinite(lb):
-        lb = 0.0
     one = _one_solve_ok(pr)
     if mode == "auto":
         if one:
@@ -430,11 +557,35 @@ def simulate(problem: FlowProblem, *, mode: str = "auto", epsilon: float = 0.01,
             chosen = "exact" if pr.F * (nnz + 64 * pr.R) <= 5e8 else "epoch"
     else:
         chosen = mode
+    red = _reduce_columns(pr)
+    prs = pr if red.res is pr.res else pr.reduced(red)
+    rbytes = _resource_bytes(prs)[red.rep]  # a merged resource carries exactly its representative's bytes
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lb_r = rbytes / pr.cap
+    lb = float(np.nanmax(lb_r)) if lb_r.size else 0.0
+    if not np.isfinite(lb):
+        lb = 0.0
     if chosen == "one-solve" and not time_series:
-        return _one_solve(pr, rbytes, lb)
-    sim = _EventLoop(pr, exact=(chosen != "epoch"), epsilon=float(epsilon), time_series=time_series,
+        return _expand(_one_solve(prs, rbytes, lb), pr, red)
+    sim = _EventLoop(prs, exact=(chosen != "epoch"), epsilon=float(epsilon), time_series=time_series,
                      memory_limit_bytes=memory_limit_bytes, base_bytes=est)
-    return sim.run(rbytes, lb)
+    return _expand(sim.run(rbytes, lb), pr, red)
+
+
+def _expand(r: FlowResult, pr: _Prob, red: _Reduced) -> FlowResult:
+    """Per-resource statistics of the merged resources, from the resource that carried their flows."""
+    if red.res is pr.res:
+        return r
+    rep = red.rep
+    scale = red.cap[rep] / pr.cap  # utilisation was measured against the merged (smaller) capacity
+    scale = np.where(np.isfinite(scale), scale, 0.0)
+    kw = dict(resource_busy_s=r.resource_busy_s[rep])
+    if r.resource_peak_utilization is not None:
+        kw["resource_peak_utilization"] = r.resource_peak_utilization[rep] * scale
+    if r.series_utilization is not None:
+        kw["series_utilization"] = (r.series_utilization[:, rep] * scale.astype(np.float32)).astype(np.float32)
+        kw["series_saturated"] = r.series_saturated[:, rep] & (pr.cap <= red.cap[rep])[None, :]
+    return replace(r, **kw)
 
 
 def _one_solve_ok(pr: _Prob) -> bool:
@@ -467,12 +618,12 @@ def _one_solve(pr: _Prob, rbytes, lb) -> FlowResult:
     else:
         tend[flows] += dur
     fin = tend if pr.lat is None else tend + pr.lat
-    # busy: a resource is busy from t0 until its slowest flow ends
+    # busy: a resource is busy from t0 until its slowest flow ends (max over each resource's flow list)
+    busy = np.zeros(pr.R)
     if ix.size:
-        busy = _slot_reduce(ix.res, np.where(np.isfinite(dur), dur, 0.0), None, pr.R, op="max")[1:]
+        np.copyto(dur, 0.0, where=~np.isfinite(dur))
+        busy = _slot_reduce(ix.res, dur, None, pr.R, op="max")[1:]
         np.maximum(busy, 0.0, out=busy)
-    else:
-        busy = np.zeros(pr.R)
     mk = float(fin.max()) if F else float(pr.delay[0])
     return FlowResult(start_s=start, transfer_end_s=tend, finish_s=fin, makespan_s=mk, resource_bytes=rbytes,
                       resource_busy_s=busy, resource_peak_utilization=None, lower_bound_s=lb,
@@ -499,8 +650,19 @@ class _EventLoop:
         self.lat = pr.lat
         self.busy = np.zeros(R + 1)
         self.nact = np.zeros(R + 1, dtype=np.int64)  # active flows per slot
+        self.cntw = np.zeros(R + 1)  # sum of the coefficients m_f * w_fl of the active flows per slot
         self.lost = np.zeros(R + 1)  # epoch budget: idled capacity x time while saturated
-        self.slack = np.zeros(R + 1)  # static idle allowance: theta * (c * lb - bytes), set in run()
+        self.capx = np.concatenate([[0.0], pr.cap])
+        self.eps_slot = np.full(R + 1, epsilon)  # per-resource budget fraction (set in run())
+        self.members = np.zeros(R + 1)  # flows (x multiplicity) whose bottleneck is the slot, since the last solve
+        self.agg_lost = 0.0  # sum over slots of the idled flow-time: int idle_l * members_l / c_l dt
+        self.idle0 = np.zeros(R + 1)  # idle capacity per slot right after the last solve or rescale
+        self.load = np.zeros(R + 1)  # epoch mode: load per slot (set by solves, lowered by departures)
+        self._curve = None  # aggregate budget curve of the current epoch (from _epoch_end)
+        self._kguess = 256  # completions to examine first when looking for the epoch end
+        self._by_aggregate = False  # the last epoch ended on the aggregate budget
+        self.rescales = 0
+        self.agg_time = 0.0  # elapsed flow-time: int (active flows x multiplicity) dt
         self.events = self.solves = self.rounds = 0
         # phases: flows grouped by phase, sorted by release within a phase
         P = pr.P
@@ -589,8 +751,13 @@ class _EventLoop:
         self.L_act = st[flows] == 2
         self.L_rem = self.remb[flows]
         self.L_rate = np.zeros(flows.shape[0])
-        self.L_keys = None
+        self.L_mm = np.zeros(flows.shape[0])  # max-min rates of the last solve (rescales change L_rate only)
+        self.L_bneck = np.zeros(flows.shape[0], dtype=np.int64)
+        self.L_mult = None if pr.mult is None else pr.mult[flows]
+        # slot ids (resource + 1) of the indexed flows as intp, for the per-event gathers of epoch mode
+        self.L_keys = None if self.exact else np.add(self.ix.res, 1, dtype=np.intp)
         self.n_pending = int((st[flows] == 1).sum())
+        self.n_listed = flows.shape[0]
         est = self.base_bytes + self.ix.nbytes()
         if self.ts:
             est += len(self.series_t) * (pr.R * 5)
@@ -600,14 +767,40 @@ class _EventLoop:
                 f"(about {est / 2**30:.2f} GiB so far); use mode='epoch', turn time_series off, aggregate flows "
                 "into classes (multiplicity) or simulate fewer ranks")
 
+    def _compact_lists(self):
+        """Drop finished flows from the resource -> flow lists (local ids and rows stay).
+
+        The filling walks these lists; finished flows in them are skipped one by
+        one, so they are removed once they are a quarter of the lists.  Cheaper
+        than a rebuild: one mask over the entries.
+        """
+        ix = self.ix
+        keep = self.L_act | (self.status[self.ix_flows] == 1)
+        ke = keep[ix.indices]
+        r1 = ix.indptr.shape[0] - 1
+        slot = np.repeat(np.arange(r1), np.diff(ix.indptr))
+        counts = np.bincount(slot[ke], minlength=r1)
+        indptr = np.zeros(r1 + 1, dtype=ix.indptr.dtype)
+        np.cumsum(counts, out=indptr[1:])
+        ix.indices = ix.indices[ke]
+        ix.indptr = indptr
+        if ix.ecoef is not None:
+            ix.ecoef = ix.ecoef[ke]
+        self.n_listed = int(np.count_nonzero(keep))
+
     # ---------------------------------------------------------------- main loop
 
     def run(self, rbytes, lb) -> FlowResult:
         pr = self.pr
         if not self.exact:
-            with np.errstate(invalid="ignore"):
-                s = _SLACK_THETA * (pr.cap * lb - rbytes)
-            self.slack[1:] = np.where(np.isfinite(s) & (s > 0), s, 0.0)
+            # critical resources (largest byte load for their capacity) keep the per-resource budget eps;
+            # every other resource a looser guard; the aggregate flow-time budget covers the rest (docs §4)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lbr = np.where(np.isfinite(pr.cap), rbytes / pr.cap, 0.0)
+            top = float(lbr.max()) if lbr.size else 0.0
+            crit = lbr >= _CRITICAL * top
+            self.eps_slot[1:] = np.where(crit, self.eps, min(_GUARD * self.eps, _GUARD_MAX))
+            self.eps_slot[0] = 0.0
         P = pr.P
         for q in range(P):
             if self.deps_left[q] == 0 and np.isnan(self.ph_start[q]):
@@ -615,8 +808,9 @@ class _EventLoop:
         t = 0.0
         if self.heap:
             t = self.heap[0][0]
-        last_departed_min = None  # warm start: min rate of the flows that left since the last solve
+        last_departed_min = None  # warm start: min max-min rate of the flows that left since the last solve
         need_cold = True
+        n_resc = 0  # rescales since the last solve (the warm start needs max-min rates)
         while True:
             # ---- admit arrivals at t
             admitted = self._admit(t)
@@ -628,6 +822,8 @@ class _EventLoop:
             elif self.ix.size and (self.L_act.sum() + self.n_pending) * 2 < self.ix.size:
                 self._rebuild()
                 need_cold = True
+            elif (self.L_act.sum() + self.n_pending) * 4 < 3 * self.n_listed:
+                self._compact_lists()
             n_act = int(self.L_act.sum()) if self.ix is not None else 0
             if n_act == 0:
                 if not self.heap:
@@ -637,14 +833,24 @@ class _EventLoop:
             self.events += 1
             # ---- solve
             aidx = np.flatnonzero(self.L_act)
-            rates, level = self._solve(aidx, None if (need_cold or not self.exact) else last_departed_min)
+            rates = None
+            if not self.exact and not need_cold and n_resc < _MAX_RESCALES and self._by_aggregate:
+                # the aggregate budget ran out (flows finishing everywhere): a rescale first
+                rates = self._rescale(aidx)
+            if rates is None:
+                rates = self._solve(aidx, None if need_cold else last_departed_min)
+                self.L_mm[aidx] = rates
+                last_departed_min = None
+                self.idle0[:] = 0.0
+                n_resc = 0
+            else:
+                n_resc += 1
             need_cold = False
             rem = self.L_rem[aidx]
             with np.errstate(divide="ignore"):
                 tc = t + rem / rates
             t_arr = self.heap[0][0] if self.heap else _INF
-            sat = np.isfinite(level)
-            sat[0] = False
+            sat = self.members > 0
             if self.exact:
                 tmin = float(tc.min())
                 t1 = min(tmin, t_arr)
@@ -661,14 +867,16 @@ class _EventLoop:
             gd = aidx[done]
             tcd = tc[done]
             self._account(t, t1, aidx, rates, tc, done, sat)
-            keep = ~done
-            ak = aidx[keep]
-            left = rem[keep] - rates[keep] * (t1 - t)
+            left = rem - rates * (t1 - t)
             np.maximum(left, 0.0, out=left)
-            self.L_rem[ak] = left
+            self.L_rem[aidx] = left
             self.L_rate[aidx] = rates
+            if gd.size and not self.exact:
+                self._depart(gd, rates[done])
             if gd.size:
-                last_departed_min = float(rates[done].min())
+                # the warm start holds on the max-min rates of the last solve, whatever rescales did since
+                mn = float(self.L_mm[gd].min())
+                last_departed_min = mn if last_departed_min is None else min(last_departed_min, mn)
                 self.L_act[gd] = False
                 self.L_rem[gd] = 0.0
                 self._complete(self.ix_flows[gd], tcd)
@@ -711,7 +919,22 @@ class _EventLoop:
             self.n_pending -= int(ok.sum())
         keys = np.add(self.pr.res[new], 1, dtype=np.intp).reshape(-1)
         self.nact += np.bincount(keys, minlength=self.pr.R + 1)
+        self.cntw += self._coef_counts(new, keys)
         return new
+
+    def _coef_counts(self, gids, keys):
+        """Per-slot sum of the coefficients m_f * w_fl of the flows ``gids`` (``keys``: their slots, flattened)."""
+        pr = self.pr
+        w = None
+        if pr.weight is not None:
+            w = pr.weight[gids].reshape(-1)
+            if pr.mult is not None:
+                w = w * np.repeat(pr.mult[gids], pr.res.shape[1])
+        elif pr.mult is not None:
+            w = np.repeat(pr.mult[gids], pr.res.shape[1])
+        c = np.bincount(keys, weights=w, minlength=pr.R + 1).astype(np.float64, copy=False)
+        c[0] = 0.0
+        return c
 
     def _complete(self, gids: np.ndarray, tend: np.ndarray):
         """Mark flows done at their transfer ends; finish phases and schedule dependents."""
@@ -724,12 +947,19 @@ class _EventLoop:
             ga = gids[was_active]
             keys = np.add(self.pr.res[ga], 1, dtype=np.intp).reshape(-1)
             self.nact -= np.bincount(keys, minlength=self.pr.R + 1)
-        ph = self.ph[gids]
-        o = np.argsort(ph, kind="stable")
-        phs, first, cnt = np.unique(ph[o], return_index=True, return_counts=True)
-        mx = np.maximum.reduceat(fin[o], first)
+            self.cntw -= self._coef_counts(ga, keys)
+            if not self.nact.any():
+                self.cntw[:] = 0.0  # no rounding residue once nothing is active
+        if self.pr.P == 1:
+            phs, cnt, mx = [0], [gids.shape[0]], [float(fin.max())]
+        else:
+            ph = self.ph[gids]
+            o = np.argsort(ph, kind="stable")
+            phs, first, cnt = np.unique(ph[o], return_index=True, return_counts=True)
+            mx = np.maximum.reduceat(fin[o], first)
+            phs, cnt, mx = phs.tolist(), cnt.tolist(), mx.tolist()
         finished = []
-        for p, c, m in zip(phs.tolist(), cnt.tolist(), mx.tolist()):
+        for p, c, m in zip(phs, cnt, mx):
             if m > self.ph_maxfin[p]:
                 self.ph_maxfin[p] = m
             self.ph_left[p] -= c
@@ -740,8 +970,8 @@ class _EventLoop:
 
     def _truncate(self, aidx, done, tc, t1, cut):
         """Cut the epoch at the first arrival caused by a phase finishing inside it."""
-        if not done.any():
-            return t1, cut, False
+        if self.pr.dep_idx.size == 0 or not done.any():
+            return t1, cut, False  # no phase waits on another: finishing phases schedule nothing
         gd = self.ix_flows[aidx[done]]
         ph = self.ph[gd]
         o = np.argsort(ph, kind="stable")
@@ -760,32 +990,53 @@ class _EventLoop:
     # ---------------------------------------------------------------- solve
 
     def _solve(self, aidx, warm_x):
+        """Max-min rates of the active flows; warm-started (exact) when ``warm_x`` is given.
+
+        Also records every active flow's bottleneck slot (``L_bneck``) and the
+        number of flows (x multiplicity) bottlenecked at each slot (``members``).
+        """
         ix = self.ix
         n = ix.size
         all_active = aidx.shape[0] == n
+        fixed = None
         if warm_x is not None:
-            prev = self.L_rate
+            prev = self.L_mm
             fixed = self.L_act & (prev < warm_x * (1.0 - _mm.TIE_RTOL))
-        else:
-            fixed = None
-        if fixed is not None and fixed.any():
-            state = np.where(self.L_act & ~fixed, _mm._ALIVE, _mm._DONE).astype(np.uint8)
-            out = _mm._fill(ix, self.pr.cap, state, _mm._counts(ix, state), _mm._fixed_load(ix, fixed, prev))
-            r = out.level[out.bneck]
-            rates_full = np.where(fixed, prev, r)
-            rates = rates_full[aidx]
-            # saturation flags are only needed for the time series here
-            level = self._sat_level(aidx, rates, out.level) if self.ts else out.level
+            if not fixed.any():
+                fixed = None
+        if fixed is not None:
+            refill = self.L_act & ~fixed
+            state = np.where(refill, _mm._ALIVE, _mm._DONE).astype(np.uint8)
+            nfix = int(np.count_nonzero(fixed))
+            if 2 * nfix < aidx.shape[0]:
+                cnt = self.cntw - _mm._counts(ix, np.where(fixed, _mm._ALIVE, _mm._DONE).astype(np.uint8))
+            else:
+                cnt = _mm._counts(ix, state)
+            out = _mm._fill(ix, self.pr.cap, state, cnt, _mm._fixed_load(ix, fixed, prev))
+            rates = np.where(fixed[aidx], prev[aidx], out.level[out.bneck[aidx]])
+            ri = np.flatnonzero(refill)
+            self.L_bneck[ri] = out.bneck[ri]
         else:
             if all_active:
                 state = np.full(n, _mm._ALIVE, dtype=np.uint8)
-                cnt = _mm._counts(ix, None)
             else:
                 state = np.where(self.L_act, _mm._ALIVE, _mm._DONE).astype(np.uint8)
-                cnt = _mm._counts(ix, state)
+            cnt = self.cntw.copy()  # maintained on arrivals and departures
             out = _mm._fill(ix, self.pr.cap, state, cnt)
-            rates = out.level[out.bneck[aidx]]
-            level = out.level
+            b = out.bneck[aidx]
+            rates = out.level[b]
+            self.L_bneck[aidx] = b
+        if not self.exact or self.ts:
+            bn = self.L_bneck[aidx]
+            mult = None if self.L_mult is None else self.L_mult[aidx]
+            self.members = np.bincount(bn, weights=mult, minlength=self.pr.R + 1).astype(np.float64)
+            self.members[0] = 0.0
+        if not self.exact:
+            # load per slot, for rescales: slots that froze flows are full, the others carry c - rem
+            with np.errstate(invalid="ignore"):
+                self.load = np.where(np.isinf(out.rem), self.capx, self.capx - out.rem)
+            self.load[~np.isfinite(self.capx)] = 0.0  # never a bottleneck; its load is not needed
+            self.load[0] = 0.0
         self.solves += 1
         self.rounds += out.rounds
         if self.peak is not None:
@@ -793,16 +1044,81 @@ class _EventLoop:
             with np.errstate(divide="ignore", invalid="ignore"):
                 u = load[1:] / self.pr.cap
             np.maximum(self.peak[1:], np.nan_to_num(u), out=self.peak[1:])
-        return rates, level
+        return rates
 
-    def _sat_level(self, aidx, rates, level):
-        """Saturation flags after a warm start: recompute from the load."""
-        load = self._load(aidx, rates)
-        capx = np.concatenate([[_INF], self.pr.cap])
-        sat = load >= capx * (1.0 - 1e-7)
-        lv = np.full_like(level, _INF)
-        lv[sat] = 0.0
-        return lv
+    def _depart(self, gd, rd):
+        """Maintained per-slot load and members after the local flows ``gd`` (rates ``rd``) finished."""
+        ix = self.ix
+        keys = np.take(self.L_keys, gd, axis=0)
+        h = keys.shape[1]
+        w = np.repeat(rd, h)
+        if ix.coef is not None:
+            c = np.take(ix.coef, gd, axis=0)
+            w = w * (np.repeat(c, h) if c.ndim == 1 else c.reshape(-1))
+        self.load -= np.bincount(keys.reshape(-1), weights=w, minlength=self.pr.R + 1)
+        self.load[0] = 0.0
+        mult = None if self.L_mult is None else self.L_mult[gd]
+        self.members -= np.bincount(self.L_bneck[gd], weights=mult, minlength=self.pr.R + 1)
+        self.members[0] = 0.0
+
+    def _rescale(self, aidx):
+        """Cheap update between solves (epoch mode): every flow's rate times ``min over its slots of c / load``.
+
+        Feasible (no slot ends above capacity); it gives back most of the freed
+        capacity when slots empty at similar rates, but it is not max-min.
+        Returns None when a budget would run out again at once (then a solve
+        follows).
+        """
+        ix = self.ix
+        keys = np.take(self.L_keys, aidx, axis=0)
+        h = keys.shape[1]
+        r = self.L_rate[aidx]
+        coef = None
+        if ix.coef is not None:
+            c = np.take(ix.coef, aidx, axis=0)
+            coef = np.repeat(c, h) if c.ndim == 1 else c.reshape(-1)
+        load = self.load.copy()  # maintained: set by the solve, lowered by departures
+        capx = self.capx
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sig = np.where((load > 0.0) & np.isfinite(capx), capx / load, _INF)
+        sig[0] = _INF
+        bn = self.L_bneck[aidx]
+        mult = None if self.L_mult is None else self.L_mult[aidx]
+        members = self.members
+        g = np.take(sig, keys)
+        s = g[:, 0].copy()
+        for j in range(1, h):
+            np.minimum(s, g[:, j], out=s)
+        s[~(s < _INF)] = 1.0
+        np.maximum(s, 1.0, out=s)
+        d = r * (s - 1.0)
+        new = r + d
+        w = np.repeat(d, h) if coef is None else np.repeat(d, h) * coef
+        load += np.bincount(keys.reshape(-1), weights=w, minlength=self.pr.R + 1)
+        with np.errstate(invalid="ignore"):
+            idle = np.maximum(capx - load, 0.0)
+        idle[0] = 0.0
+        sat = members > 0
+        # would a budget run out again right away?
+        eps_c = self.eps_slot * capx
+        with np.errstate(invalid="ignore"):
+            budget = eps_c * self.busy - self.lost
+        if (sat & (budget <= 1e-9 * eps_c * self.busy) & (idle > eps_c)).any():
+            return None
+        N0 = float(aidx.shape[0]) if mult is None else float(mult.sum())
+        with np.errstate(divide="ignore", invalid="ignore"):
+            H0 = float(np.where(sat, idle * members / capx, 0.0).sum())
+        G0 = self.agg_lost - self.eps * self.agg_time
+        if G0 >= -1e-9 * self.eps * self.agg_time and H0 > self.eps * N0:
+            return None
+        self.load = load
+        self.idle0 = np.where(sat, idle, 0.0)
+        self.rescales += 1
+        if self.peak is not None:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                u = load[1:] / self.pr.cap
+            np.maximum(self.peak[1:], np.nan_to_num(u), out=self.peak[1:])
+        return new
 
     def _load(self, aidx, rates):
         ix = self.ix
@@ -818,65 +1134,144 @@ class _EventLoop:
     # ---------------------------------------------------------------- epochs
 
     def _epoch_end(self, t0, aidx, rates, tc, sat) -> float:
-        """First time the idled-capacity budget of a saturated resource is exceeded."""
+        """First time a budget runs out (docs/flow-engine.md §4), or the last completion.
+
+        Per resource: on a saturated slot ``l`` (one that is some flow's
+        bottleneck), the capacity idled inside epochs exceeds
+        ``eps_slot[l] * c_l * busy_l``.  Aggregate: the idled flow-time
+        ``sum_l int idle_l * members_l / c_l dt`` exceeds ``eps`` times the elapsed
+        flow-time ``int (active flows) dt``.  Both are piecewise linear between
+        completions; the k earliest completions are walked in windows of growing
+        size (one partial sort).  The aggregate curve is kept for ``_account``.
+        """
         n = tc.shape[0]
+        self._curve = None
         if not sat.any():
             return float(tc.min())
         ix = self.ix
+        capx = self.capx
+        eps_l = self.eps_slot
         eps = self.eps
-        capx = np.concatenate([[0.0], self.pr.cap])
+        idle0 = self.idle0
+        members = self.members
         with np.errstate(invalid="ignore"):
-            budget0 = eps * capx * self.busy + self.slack - self.lost  # >= 0 on saturated slots
-        k = min(n, 256)
+            budget0 = eps_l * capx * self.busy - self.lost  # >= 0 on saturated slots
+        np.maximum(budget0, 0.0, out=budget0)
+        ec_all = eps_l * capx
+        r0 = None
+        grow = sat & (idle0 > ec_all)
+        if grow.any():
+            # before the first completion on a slot: the idle a rescale left on it
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r0 = np.where(grow, t0 + budget0 / (idle0 - ec_all), _INF)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            wagg = np.where(sat, members / capx, 0.0)  # aggregate weight of the idle of a slot
+        H0 = float((idle0 * wagg).sum())
+        G0 = min(self.agg_lost - eps * self.agg_time, 0.0)
+        mult_a = None if self.L_mult is None else self.L_mult[aidx]
+        N0 = float(n) if mult_a is None else float(mult_a.sum())
+        k = max(256, min(self._kguess, n))
         while True:
             if k < n:
-                part = np.argpartition(tc, k)[: k + 1]
-                o = np.argsort(tc[part], kind="stable")
-                sel = part[o]
+                sel = _earliest(tc, k)
+                sel = sel[np.argsort(tc[sel])]
                 t_next = float(tc[sel[-1]])
                 sel = sel[:-1]
+                k = sel.shape[0]
             else:
+                k = n
                 sel = np.argsort(tc, kind="stable")
                 t_next = _INF
-            rows = np.take(ix.res, aidx[sel], axis=0)
-            h = rows.shape[1]
-            keys = np.add(rows, 1, dtype=np.intp).reshape(-1)
+            lidx = aidx[sel]
+            tcs = tc[sel]
+            keys2 = np.take(self.L_keys, lidx, axis=0)
+            h = keys2.shape[1]
             ar = np.repeat(rates[sel], h)
             if ix.coef is not None:
-                c = np.take(ix.coef, aidx[sel], axis=0)
+                c = np.take(ix.coef, lidx, axis=0)
                 ar = ar * (np.repeat(c, h) if c.ndim == 1 else c.reshape(-1))
-            te = np.repeat(tc[sel], h)
+            memb = (keys2 == self.L_bneck[lidx][:, None]).reshape(-1)
+            keys = keys2.reshape(-1)
             m = sat[keys]
-            keys, ar, te = keys[m], ar[m], te[m]
-            if keys.size:
-                o = np.argsort(keys, kind="stable")  # by slot, time order kept
-                keys, ar, te = keys[o], ar[o], te[o]
+            nm = int(np.count_nonzero(m))
+            wH = np.zeros(k)
+            best = _INF
+            if r0 is not None:
+                firstc = np.full(capx.shape[0], t_next)
+            if nm:
+                # entries of saturated slots, by slot, completion order kept (the others sort last)
+                o = _argsort_slots(np.where(m, keys, capx.shape[0]), capx.shape[0])[:nm]
+                jj = o // h
+                keys, ar, memb = keys[o], ar[o], memb[o]
+                te = tcs[jj]
                 A = np.cumsum(ar)
                 B = np.cumsum(ar * te)
                 newgrp = np.ones(keys.shape[0], dtype=np.bool_)
                 newgrp[1:] = keys[1:] != keys[:-1]
                 gstart = np.flatnonzero(newgrp)
                 glen = np.diff(np.append(gstart, keys.shape[0]))
-                offA = np.repeat(np.concatenate([[0.0], A[gstart[1:] - 1]]), glen)
-                offB = np.repeat(np.concatenate([[0.0], B[gstart[1:] - 1]]), glen)
-                A -= offA
-                B -= offB
+                A -= np.repeat(np.concatenate([[0.0], A[gstart[1:] - 1]]), glen)
+                B -= np.repeat(np.concatenate([[0.0], B[gstart[1:] - 1]]), glen)
+                # ---- per resource: g(t) = lost + idle0 (t - t0) + A t - B - eps_l c (busy + t - t0)
                 tnext = np.empty_like(te)
                 tnext[:-1] = te[1:]
                 last = np.append(gstart[1:] - 1, keys.shape[0] - 1)
                 tnext[last] = t_next
-                ec = eps * capx[keys]
-                # g(t) = lost + A t - B - eps c (busy + t - t0) on [te, tnext)
-                slope = A - ec
+                ec = ec_all[keys]
+                i0 = idle0[keys]
+                slope = A - ec + i0
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    root = (B + budget0[keys] - ec * t0) / slope
+                    root = (B + budget0[keys] - (ec - i0) * t0) / slope
                 ok = (slope > 0) & (root <= tnext)
                 if ok.any():
-                    r = np.maximum(root[ok], te[ok])
-                    return float(r.min())
-            if k >= n:
-                return float(tc.max())
-            k = min(n, k * 4)
+                    best = min(best, float(np.maximum(root[ok], te[ok]).min()))
+                if r0 is not None:
+                    firstc[keys[gstart]] = te[gstart]
+                # ---- aggregate: H = sum_l (idle0_l + A_l) * (members_l - M_l) / c_l
+                mw = memb.astype(np.float64)
+                if mult_a is not None:
+                    mw *= mult_a[sel][jj]
+                M = np.cumsum(mw)
+                M -= np.repeat(np.concatenate([[0.0], M[gstart[1:] - 1]]), glen)
+                prod = (i0 + A) * np.maximum(members[keys] - M, 0.0) / capx[keys]
+                before = np.empty_like(prod)
+                before[1:] = prod[:-1]
+                before[gstart] = i0[gstart] * wagg[keys[gstart]]
+                wH = np.bincount(jj, weights=prod - before, minlength=k)
+            if r0 is not None:
+                v = r0 <= firstc
+                if v.any():
+                    best = min(best, float(r0[v].min()))
+            H = np.empty(k + 1)
+            H[0] = H0
+            np.cumsum(wH, out=H[1:])
+            H[1:] += H0
+            Nd = np.empty(k + 1)
+            Nd[0] = 0.0
+            np.cumsum(np.ones(k) if mult_a is None else mult_a[sel], out=Nd[1:])
+            tb = np.concatenate([[t0], tcs])
+            slope = H - eps * (N0 - Nd)
+            G = np.empty(k + 1)
+            G[0] = G0
+            np.cumsum(slope[:-1] * np.diff(tb), out=G[1:])
+            G[1:] += G0
+            tend = np.concatenate([tcs, [t_next]])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                root = tb - G / slope
+            ok = (slope > 0) & (root <= tend)
+            self._by_aggregate = False
+            if ok.any():
+                i = int(np.flatnonzero(ok)[0])
+                ta = float(max(root[i], tb[i]))
+                if ta < best:
+                    best = ta
+                    self._by_aggregate = True
+            if best <= t_next or k >= n:
+                t1 = best if best <= t_next else float(tc.max())
+                self._curve = (tb, H, N0 - Nd)
+                self._kguess = 2 * int(np.searchsorted(tcs, t1, side="right")) + 1
+                return t1
+            k *= 8
 
     def _account(self, t0, t1, aidx, rates, tc, done, sat):
         """Busy time, epoch budget and time series for the interval [t0, t1)."""
@@ -920,6 +1315,18 @@ class _EventLoop:
                 lost_all = lost
             if need_lost:
                 self.lost[sat] += lost[sat]
+                if self.idle0.any():
+                    self.lost += np.where(sat & busy_all, self.idle0 * add, 0.0)
+                # aggregate: idled and elapsed flow-time over [t0, t1), from the curve of _epoch_end
+                if self._curve is not None:
+                    tb, H, Nact = self._curve
+                    j = int(np.searchsorted(tb, t1, side="right"))  # segments 0..j-1 start before t1
+                    seg = np.diff(np.append(tb[:j], t1))
+                    self.agg_lost += float((H[:j] * seg).sum())
+                    self.agg_time += float((Nact[:j] * seg).sum())
+                else:
+                    N0 = float(aidx.shape[0]) if self.L_mult is None else float(self.L_mult[aidx].sum())
+                    self.agg_time += N0 * dt
             if self.ts:
                 load = self._load(aidx, rates)
                 carried = load * dt - lost_all

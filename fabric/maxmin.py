@@ -14,13 +14,17 @@ Algorithm (docs/flow-engine.md, section 2): build the resource -> flows
 adjacency once (scipy's O(nnz) CSR -> CSC counting sort), keep per resource the
 remaining capacity ``rem`` and the unfrozen coefficient sum ``cnt``, and in each
 round freeze the flows of the resources whose fair share ``rem / cnt`` is
-smallest.  A round takes every resource whose share lies in a small window
-above the minimum, sorted by share, and freezes at once every candidate that
-no unfrozen flow of an earlier candidate crosses, each at its own share.  Such
-a candidate is a local minimum of the share (its flows touch only resources of
-larger or equal share), and shares never decrease during filling, so it would
-be the minimum when progressive filling reaches its level: the batched round
-is exact, it only needs fewer Python-level iterations.
+smallest.  A round takes up to 64 resources whose share lies in a small window
+above the minimum, sorted by share, and processes them in that order as
+progressive filling would: candidate ``j`` freezes its unfrozen flows at its
+share *after* the earlier candidates froze theirs (the shares of the whole
+window solve one small triangular system), provided it is then still the
+smallest share left; the first candidate that is not ends the ordered prefix.
+Past it, a candidate none of whose flows crosses an earlier candidate is a
+local minimum of the share (its flows touch only resources of larger or equal
+share, and shares never decrease during filling) and freezes at its own share
+too.  Every round is therefore exact; it only needs fewer Python-level
+iterations (135 instead of 998 on a 1,024-GPU ECMP all-to-all).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import lapack as _lapack
 
 from topologies.errors import FlowError
 
@@ -142,6 +147,16 @@ def _check_active(active, n_flows: int) -> np.ndarray | None:
 _ALIVE = np.uint8(255)  # flow state: unfrozen, to be filled
 _DONE = np.uint8(254)  # flow state: frozen, inactive or fixed
 _MAXPOS = 250  # candidate positions per round are stored in the uint8 state
+_MAXCAND = 64  # candidates per round (the round solves a k x k triangular system)
+_UPPER: dict = {}
+
+
+def _upper(k: int) -> np.ndarray:
+    """bool[k, k], True on and above the diagonal (cached)."""
+    u = _UPPER.get(k)
+    if u is None:
+        u = _UPPER[k] = np.triu(np.ones((k, k), dtype=np.bool_))
+    return u
 
 
 class _Index:
@@ -151,12 +166,13 @@ class _Index:
     ``res`` holds the resource ids of the local flows (-1 padding, unshifted);
     ``indptr`` / ``indices`` list, per slot, the local flows crossing it (CSC,
     sorted by flow).  ``coef`` is ``None`` (all coefficients 1), float64[n]
-    (per flow) or float64[n, h] (per entry).
+    (per flow) or float64[n, h] (per entry); in the last case ``ecoef`` holds
+    the coefficient of every CSC entry (aligned with ``indices``).
     """
 
-    __slots__ = ("flows", "res", "coef", "indptr", "indices", "n_res", "ceps")
+    __slots__ = ("flows", "res", "coef", "indptr", "indices", "n_res", "ceps", "ecoef")
 
-    def __init__(self, flows, res, coef, indptr, indices, n_res, ceps):
+    def __init__(self, flows, res, coef, indptr, indices, n_res, ceps, ecoef=None):
         self.flows = flows
         self.res = res
         self.coef = coef
@@ -164,6 +180,7 @@ class _Index:
         self.indices = indices
         self.n_res = n_res
         self.ceps = ceps
+        self.ecoef = ecoef
 
     @property
     def size(self) -> int:
@@ -171,42 +188,51 @@ class _Index:
 
     def nbytes(self) -> int:
         c = 0 if self.coef is None else self.coef.nbytes
+        c += 0 if self.ecoef is None else self.ecoef.nbytes
         return int(self.indices.nbytes + self.indptr.nbytes + c + (0 if self.flows is None else self.res.nbytes))
 
 
-def _csc(rows: np.ndarray, n_res: int) -> tuple[np.ndarray, np.ndarray]:
-    """(indptr, indices) of the slot -> local-flow incidence of ``rows``.
+def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
+    """(indptr, indices[, ecoef]) of the slot -> local-flow incidence of ``rows``.
 
     One O(n) counting sort (scipy's CSR -> CSC) per hop column, which keeps
-    the scatter cache-friendlier than one sort over all entries, then one
-    concatenation of the per-column runs of every slot.
+    the scatter cache-friendlier than one sort over all entries; each column's
+    runs are written straight to their place in the output, so only one
+    column's temporaries are alive at a time.  Within a slot, entries are
+    ordered by column, then by flow.  With ``coef2d`` (float64[n, h]) the
+    coefficient of every entry is returned too, in the same order.
     """
     n, h = rows.shape
     nnz = n * h
     r1 = n_res + 1
     idx_t = np.int32 if nnz < 2**31 - 1 else np.int64
     if nnz == 0:
-        return np.zeros(r1 + 1, dtype=idx_t), np.zeros(0, dtype=idx_t)
+        empty = (np.zeros(r1 + 1, dtype=idx_t), np.zeros(0, dtype=idx_t))
+        return empty if coef2d is None else empty + (np.zeros(0),)
+    # entries per (slot, column), then where each column's run of a slot starts in the output
+    counts = np.zeros((h, r1), dtype=np.int64)
+    for j in range(h):
+        counts[j] = np.bincount(np.add(rows[:, j], 1, dtype=np.intp), minlength=r1)
+    indptr = np.zeros(r1 + 1, dtype=idx_t)
+    np.cumsum(counts.sum(axis=0), out=indptr[1:])
+    start = indptr[:-1].astype(np.int64) + np.cumsum(counts, axis=0) - counts  # [j, slot]
+    indices = np.empty(nnz, dtype=idx_t)
+    ecoef = None if coef2d is None else np.empty(nnz)
     ones = np.ones(n, dtype=np.bool_)
     iptr = np.arange(n + 1, dtype=idx_t)
-    ptrs, inds = [], []
     for j in range(h):
         keys = np.add(rows[:, j], 1, dtype=idx_t)
         csc = sp.csr_array((ones, keys, iptr), shape=(n, r1)).tocsc()
         del keys
-        ptrs.append(csc.indptr.astype(np.int64))
-        inds.append(csc.indices.astype(idx_t, copy=False))
-        del csc
-    del ones, iptr
-    if h == 1:
-        return ptrs[0].astype(idx_t), inds[0]
-    counts = sum(np.diff(p) for p in ptrs)
-    indptr = np.zeros(r1 + 1, dtype=idx_t)
-    np.cumsum(counts, out=indptr[1:])
-    pl = [p.tolist() for p in ptrs]
-    pieces = [inds[j][pl[j][s]:pl[j][s + 1]] for s in range(r1) for j in range(h) if pl[j][s + 1] > pl[j][s]]
-    indices = np.concatenate(pieces) if pieces else np.zeros(0, dtype=idx_t)
-    return indptr, indices
+        cj = counts[j]
+        # destination of the k-th entry of column j: start of its slot's run + its rank in the run
+        dest = np.repeat((start[j] - np.cumsum(cj) + cj).astype(idx_t), cj)
+        dest += np.arange(n, dtype=idx_t)
+        indices[dest] = csc.indices
+        if ecoef is not None:
+            ecoef[dest] = coef2d[csc.indices, j]
+        del csc, dest
+    return (indptr, indices) if coef2d is None else (indptr, indices, ecoef)
 
 
 def _has_duplicates(rows: np.ndarray) -> bool:
@@ -238,9 +264,13 @@ def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | 
         coef = None if m is None else np.array(m, dtype=np.float64)
     if _has_duplicates(rows):
         rows, coef = _merge_duplicates(rows, coef)
-    indptr, indices = _csc(rows, n_res)
+    ecoef = None
+    if coef is not None and coef.ndim == 2:
+        indptr, indices, ecoef = _csc(rows, n_res, coef)
+    else:
+        indptr, indices = _csc(rows, n_res)
     ceps = 0.5 if coef is None or coef.size == 0 else 0.5 * float(coef.min())
-    return _Index(flows, rows, coef, indptr, indices, n_res, ceps)
+    return _Index(flows, rows, coef, indptr, indices, n_res, ceps, ecoef)
 
 
 def _merge_duplicates(rows: np.ndarray, coef: np.ndarray | None):
@@ -348,7 +378,7 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
         rem -= fixed_load
         rem[0] = _INF
     cnt[0] = 0.0
-    res, coef, indptr, indices = ix.res, ix.coef, ix.indptr, ix.indices
+    res, coef, indptr, indices, ecoef = ix.res, ix.coef, ix.indptr, ix.indices, ix.ecoef
     h = res.shape[1]
     ceps = ix.ceps
     weighted = coef is not None
@@ -392,21 +422,20 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                 cnt[j0] = 0.0
                 window = min(window * 2.0, 0.25)
             else:
-                # ---- several candidates in the window: freeze every local minimum
-                if cand.shape[0] > _MAXPOS:
+                # ---- several candidates in the window (see the module docstring)
+                capped = cand.shape[0] > _MAXCAND
+                if capped:
                     sc = share[cand]
-                    keep = np.argpartition(sc, _MAXPOS - 1)[:_MAXPOS]
+                    keep = np.argpartition(sc, _MAXCAND - 1)[:_MAXCAND]
                     cand = cand[keep]
                 sc = share[cand]
                 order = np.argsort(sc, kind="stable")
                 cand = cand[order]
                 sc = sc[order]
                 k = cand.shape[0]
+                # non-candidates have shares >= bound, and shares only grow while flows at lower rates leave
+                bound = float(sc[-1]) if capped else s0 * (1.0 + window)
                 ng0 = int(np.searchsorted(sc, s0 * (1.0 + TIE_RTOL), side="right"))
-                posv = np.arange(k, dtype=np.uint8)
-                posv[:ng0] = 0
-                sc[:ng0] = s0
-                np.maximum(sc, 0.0, out=sc)
                 starts = indptr[cand].tolist()
                 ends = indptr[cand + 1].tolist()
                 fl = np.concatenate([indices[a:b] for a, b in zip(starts, ends)])
@@ -415,34 +444,78 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                 m = take(state, fl) == _ALIVE
                 fl = fl[m]
                 pidx = pidx[m]
-                p = posv[pidx]
-                # smallest candidate position crossed by each gathered flow, via the state array
-                put(state, fl, p)
+                if ecoef is not None:
+                    ew = np.concatenate([ecoef[a:b] for a, b in zip(starts, ends)])[m]
+                # first candidate (smallest position) crossed by each gathered flow: the entries are in
+                # candidate order, so writing them in reverse leaves the smallest position; checked
+                put(state, fl[::-1], pidx[::-1])
                 mn = take(state, fl)
-                multi = mn != p
-                bad = np.zeros(k, dtype=np.bool_)
-                if multi.any():
-                    np.minimum.at(state, fl[multi], p[multi])
+                viol = mn > pidx
+                if viol.any():
+                    np.minimum.at(state, fl[viol], pidx[viol])
                     mn = take(state, fl)
-                    bad[p[mn < p]] = True
-                    sel = (p == mn) & ~bad[p]
-                    ff = fl[sel]
-                    pi = pidx[sel]
-                else:
-                    ff = fl
-                    pi = pidx
                 put(state, fl, _ALIVE)
-                if ng0 > 1 and ff.shape[0]:
-                    # a flow crossing several tied group-0 slots appears once per slot
-                    ff, first = np.unique(ff, return_index=True)
-                    pi = pi[first]
-                acc_m = ~bad[posv]
-                acc = cand[acc_m]
+                first = pidx == mn
+                ff = fl[first]
+                pf = pidx[first].astype(intp)
+                later = pidx > mn
+                rc = rem[cand]
+                cc = cnt[cand]
+                s = sc.copy()
+                s[:ng0] = s0
+                if later.any():
+                    # W[j, i]: coefficient on candidate j of the flows that candidate i < j freezes first
+                    li = np.add(np.multiply(pidx[later], k, dtype=intp), mn[later])
+                    if not weighted:
+                        wl = None
+                    elif ecoef is not None:
+                        wl = ew[later]
+                    else:
+                        wl = take(coef, fl[later])
+                    W = bincount(li, weights=wl, minlength=k * k).reshape(k, k)
+                    rowsum = W.sum(axis=1)
+                    diag = cc - rowsum
+                    live = diag >= ceps
+                    if ng0 < k:
+                        # shares after the earlier candidates froze their flows: a triangular system
+                        L = W[ng0:, ng0:]
+                        L[np.diag_indices(k - ng0)] = np.where(live[ng0:], diag[ng0:], 1.0)
+                        rhs = rc[ng0:] - W[ng0:, :ng0] @ s[:ng0]
+                        rhs[~live[ng0:]] = 0.0
+                        s[ng0:] = _lapack.dtrtrs(L, rhs, lower=1)[0]
+                        L[np.diag_indices(k - ng0)] = 0.0
+                    # candidate j may freeze at s[j] only if it is then the smallest share left:
+                    # SH[m, j] is the share of candidate m once candidates 0..j-1 have frozen
+                    CW = np.zeros((k, k))
+                    CWS = np.zeros((k, k))
+                    np.cumsum(W[:, :-1], axis=1, out=CW[:, 1:])
+                    np.cumsum(W[:, :-1] * s[None, :-1], axis=1, out=CWS[:, 1:])
+                    den = cc[:, None] - CW
+                    SH = (rc[:, None] - CWS) / den
+                    SH[den < ceps] = _INF
+                    SH[_upper(k)] = _INF  # only later candidates m > j
+                    ok = (s <= SH.min(axis=0) * (1.0 + 1e-12)) & (s <= bound * (1.0 + 1e-12))
+                    ok[:ng0] = True
+                    ok |= ~live
+                    bad = np.flatnonzero(~ok)
+                    J = int(bad[0]) if bad.shape[0] else k
+                    accp = np.arange(k) < J
+                    if J < k:
+                        # beyond the valid prefix: candidates none of whose flows crosses an earlier
+                        # candidate are local minima of the share and freeze at their own share
+                        accp |= (rowsum == 0.0) & live
+                else:
+                    live = cc >= ceps
+                    accp = np.ones(k, dtype=np.bool_)
+                np.maximum(s, 0.0, out=s)
+                acc = take(accp, pf)
+                if not acc.all():
+                    ff = ff[acc]
+                    pf = pf[acc]
                 if ff.shape[0]:
                     put(state, ff, _DONE)
-                    put(bneck, ff, take(cand, pi))
-                    level[acc] = sc[acc_m]
-                    rr = take(sc, pi)
+                    put(bneck, ff, take(cand, pf))
+                    rr = take(s, pf)
                     rows = add(take(res, ff, axis=0), 1, dtype=intp).reshape(-1)
                     if weighted:
                         w = take(coef, ff, axis=0)
@@ -457,9 +530,12 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                         dr = bincount(rows, weights=np.repeat(rr, h), minlength=r1)
                     cnt -= dc
                     rem -= dr
-                rem[acc] = _INF
-                cnt[acc] = 0.0
-                na = acc.shape[0]
+                accs = cand[accp]
+                lv = live[accp]
+                level[accs[lv]] = s[accp][lv]
+                rem[accs] = _INF
+                cnt[accs] = 0.0
+                na = int(accp.sum())
                 if na == k:
                     window = min(window * 2.0, 0.25)
                 elif 2 * na < k:
@@ -468,6 +544,7 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
             less(cnt, ceps, out=dead)
             copyto(share, _INF, where=dead)
     out.rounds = rounds
+    out.rem = rem  # remaining capacity per slot; inf on the slots that froze flows (they are full)
     return out
 
 

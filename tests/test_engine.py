@@ -236,16 +236,23 @@ def skewed_alltoall(n, hpl, spines, kind, seed):
 
 
 # --------------------------------------------------------------------------- epoch mode bound
+#
+# docs/flow-engine.md §4.  Proven (checked exactly below): the per-resource budgets (eps on the
+# critical resources, min(5 eps, 0.5) elsewhere), the aggregate flow-time budget, feasibility, and
+# for a persistent critical bottleneck T_exact <= T_eps <= T_exact / (1 - eps).  Measured (checked
+# against the exact mode on seeded skewed all-to-alls): T_exact <= T_eps <= T_exact / (1 - eps) and
+# 0 <= mean FCT error <= 1.25 eps.
 
 
 @pytest.mark.parametrize("seed", range(10))
 def test_epoch_single_bottleneck_within_proven_bound(seed):
-    # incast: every flow crosses link 0; private links are wider, so link 0 is
-    # saturated at every solve while it carries flows (persistent bottleneck).
+    # incast: every flow crosses link 0; private links are at least as wide, so link 0 carries the
+    # largest byte load for its capacity (critical) and is saturated at every solve while it carries
+    # flows (a persistent bottleneck)
     rng = np.random.default_rng(seed)
     F = int(rng.integers(5, 60))
     eps = float(rng.choice([0.01, 0.05, 0.2]))
-    cap = np.r_[10.0, rng.uniform(5.0, 30.0, F)]
+    cap = np.r_[10.0, rng.uniform(10.0, 30.0, F)]
     res = np.c_[np.zeros(F, int), 1 + np.arange(F)]
     size = rng.lognormal(0, 1.5, F)
     p = problem(cap, res, size)
@@ -257,24 +264,106 @@ def test_epoch_single_bottleneck_within_proven_bound(seed):
     assert ep.makespan_s >= ep.lower_bound_s * (1 - 1e-12)
 
 
-@pytest.mark.parametrize("kind,seed", [("lognormal", 0), ("lognormal", 1), ("moe", 2), ("moe", 3)])
-def test_epoch_skewed_alltoall_within_stated_bound(kind, seed):
-    eps = 0.02
-    p = skewed_alltoall(32, 8, 4, kind, seed)
-    ex = simulate(p, mode="exact")
-    ep = simulate(p, mode="epoch", epsilon=eps, time_series=True)
-    assert ep.events < ex.events / 3
-    # stated (measured) bound: makespan within eps / (1 - eps), one-sided; mean FCT within eps
-    assert ex.makespan_s * (1 - 1e-9) <= ep.makespan_s <= ex.makespan_s / (1 - eps) * (1 + 1e-9)
-    assert abs(ep.finish_s.mean() / ex.finish_s.mean() - 1) <= eps
-    # proven budget: on every resource, capacity idled while saturated <= eps * busy time
-    # (counted over the intervals after which the resource still carries traffic)
+def _budgets_hold(p, ep, eps):
+    """The proven per-resource budgets and feasibility, from the time series."""
     dt = np.diff(ep.series_time_s)
     u = ep.series_utilization.astype(float)
+    assert u.max() <= 1.0 + 1e-6  # rescales and held rates never overload a resource
+    # capacity idled while saturated (at the solve that opened the epoch), counted while it still carries flows
     still = np.zeros_like(ep.series_saturated)
     still[:-1] = u[1:] > 0
     idle = ((1.0 - u) * (ep.series_saturated & still) * dt[:, None]).sum(axis=0)
-    assert np.all(idle <= eps * ep.resource_busy_s * (1 + 1e-6) + 1e-15)
+    lbr = ep.resource_bytes / np.asarray(p.capacity_Bps)
+    eps_l = np.where(lbr >= 0.99 * lbr.max(), eps, min(5 * eps, 0.5))
+    assert np.all(idle <= eps_l * ep.resource_busy_s * (1 + 1e-5) + 1e-15)
+
+
+@pytest.mark.parametrize("kind,seed", [("lognormal", 0), ("lognormal", 1), ("moe", 2), ("moe", 3)])
+@pytest.mark.parametrize("eps", [0.01, 0.02])
+def test_epoch_skewed_alltoall_within_stated_bound(kind, seed, eps):
+    p = skewed_alltoall(32, 8, 4, kind, seed)
+    ex = simulate(p, mode="exact")
+    ep = simulate(p, mode="epoch", epsilon=eps, time_series=True)
+    assert ep.events < ex.events / 4
+    assert ep.solves < ep.events  # some epochs ended in a rescale rather than a solve
+    # stated (measured) bounds: makespan one-sided within eps / (1 - eps); mean FCT within [0, 1.25 eps]
+    assert ex.makespan_s * (1 - 1e-9) <= ep.makespan_s <= ex.makespan_s / (1 - eps) * (1 + 1e-9)
+    err = ep.finish_s.mean() / ex.finish_s.mean() - 1
+    assert 0.0 <= err <= 1.25 * eps
+    _budgets_hold(p, ep, eps)
+    # same inputs, same outputs
+    again = simulate(p, mode="epoch", epsilon=eps, time_series=True)
+    assert np.array_equal(again.finish_s, ep.finish_s) and again.events == ep.events
+
+
+def test_epoch_weights_multiplicity_and_infinite_resources():
+    eps = 0.01
+    p = skewed_alltoall(32, 8, 4, "lognormal", 3)
+    rng = np.random.default_rng(3)
+    q = FlowProblem(capacity_Bps=p.capacity_Bps, res=p.res, size_bytes=p.size_bytes,
+                    weight=rng.choice([0.5, 1.0], p.res.shape), multiplicity=rng.integers(1, 3, len(p.res)) * 1.0)
+    ex = simulate(q, mode="exact")
+    ep = simulate(q, mode="epoch", epsilon=eps, time_series=True)
+    assert ep.solves < ep.events
+    assert ex.makespan_s * (1 - 1e-9) <= ep.makespan_s <= ex.makespan_s / (1 - eps) * (1 + 1e-9)
+    assert 0.0 <= ep.finish_s.mean() / ex.finish_s.mean() - 1 <= 1.25 * eps
+    _budgets_hold(q, ep, eps)
+    # a resource of infinite capacity crossed by every flow changes nothing
+    R = len(p.capacity_Bps)
+    inf = FlowProblem(capacity_Bps=np.r_[p.capacity_Bps, np.inf], res=np.c_[p.res, np.full(len(p.res), R)],
+                      size_bytes=p.size_bytes)
+    a = simulate(p, mode="epoch", epsilon=eps)
+    b = simulate(inf, mode="epoch", epsilon=eps)
+    np.testing.assert_array_equal(a.finish_s, b.finish_s)
+
+
+def test_epoch_aggregate_budget_invariant():
+    # internals: the idled flow-time never exceeds eps x the elapsed flow-time
+    from fabric import engine as E
+
+    eps = 0.02
+    p = skewed_alltoall(32, 8, 4, "moe", 7)
+    pr = E._Prob(p)
+    red = E._reduce_columns(pr)
+    seen = []
+    loop = E._EventLoop(pr.reduced(red) if red.res is not pr.res else pr, exact=False, epsilon=eps,
+                        time_series=False, memory_limit_bytes=8 << 30, base_bytes=0)
+    orig = loop._account
+
+    def account(*a):
+        orig(*a)
+        seen.append((loop.agg_lost, loop.agg_time))
+
+    loop._account = account
+    rb = E._resource_bytes(pr)
+    loop.run(rb, float((rb / pr.cap).max()))
+    lost, elapsed = np.array(seen).T
+    assert elapsed[-1] > 0 and lost[-1] > 0.2 * eps * elapsed[-1]  # the budget is used, not vacuous
+    assert np.all(lost <= eps * elapsed * (1 + 1e-9) + 1e-18)
+
+
+def test_duplicate_columns_are_merged_exactly():
+    # column 1 repeats column 0 under another numbering (a host link beside its NIC port), with a
+    # smaller capacity on some of the copies: same schedule as without the copy
+    rng = np.random.default_rng(4)
+    F, R0 = 300, 12
+    base = rng.integers(0, R0, (F, 2))
+    base[:, 1] += R0
+    res = np.c_[base[:, 0], base[:, 0] + 2 * R0, base[:, 1]]
+    cap = rng.uniform(1.0, 2.0, 3 * R0)
+    size = rng.lognormal(0, 1, F)
+    full = simulate(problem(cap, res, size), mode="exact", time_series=True)
+    cap2 = cap[:2 * R0].copy()
+    cap2[:R0] = np.minimum(cap[:R0], cap[2 * R0:])
+    ref = simulate(problem(cap2, res[:, [0, 2]], size), mode="exact")
+    np.testing.assert_allclose(full.finish_s, ref.finish_s, rtol=1e-12)
+    copy_of = np.arange(R0)  # resource 2 R0 + i carries the flows of resource i
+    np.testing.assert_allclose(full.resource_busy_s[2 * R0 + copy_of], full.resource_busy_s[copy_of], rtol=1e-12)
+    np.testing.assert_allclose(full.resource_bytes[2 * R0 + copy_of], full.resource_bytes[copy_of], rtol=1e-12)
+    # utilisation is measured against each resource's own capacity
+    np.testing.assert_allclose(full.resource_peak_utilization[2 * R0 + copy_of] * cap[2 * R0:],
+                               full.resource_peak_utilization[copy_of] * cap[:R0], rtol=1e-9)
+    assert full.resource_peak_utilization.max() <= 1.0 + 1e-9
 
 
 def test_auto_picks_epoch_for_large_problems_and_exact_for_small():

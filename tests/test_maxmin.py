@@ -206,6 +206,31 @@ def test_many_levels_batched_rounds_exact():
     np.testing.assert_allclose(r.rates_Bps, ref_maxmin(cap, res), rtol=1e-9)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_ordered_rounds_with_shared_flows_are_exact(weighted):
+    # close levels and flows shared between the candidates of a round: each round freezes the ordered
+    # prefix of candidates at their updated shares, plus the later ones that no earlier flow touches
+    rng = np.random.default_rng(21 + weighted)
+    for _ in range(8):
+        R, F = 30, 150
+        cap = rng.uniform(1.0, 1.1, R)
+        res = rng.integers(-1, R, (F, 4))
+        res[:, 0] = rng.integers(0, R, F)
+        weight = rng.choice([0.25, 0.5, 1.0], (F, 4)) if weighted else None
+        r = maxmin_rates(cap, res, weight)
+        np.testing.assert_allclose(r.rates_Bps, ref_maxmin(cap, res, weight), rtol=1e-9)
+        check_maxmin(cap, res, weight, None, None, r.rates_Bps)
+
+
+def test_rounds_batch_many_levels():
+    # ECMP all-to-all, N = 512: about a thousand distinct bottleneck levels in a few dozen rounds
+    cap, res = leaf_spine(512)
+    r = maxmin_rates(cap, res)
+    levels = len(np.unique(r.rates_Bps))
+    assert levels > 500
+    assert r.rounds < levels / 5
+
+
 def test_refill_matches_cold_solve():
     rng = np.random.default_rng(11)
     for _ in range(100):
