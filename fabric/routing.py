@@ -95,13 +95,14 @@ def flow_hash(src, dst, salt, seed: int) -> np.ndarray:
 def ecmp_pick(h: np.ndarray, hop: int, count) -> np.ndarray:
     """Candidate index in [0, count) for hop ``hop`` from the flow hash ``h``.
 
-    Each switch re-mixes the flow hash with its hop index (as switches with
-    different hash seeds do) and maps it onto the candidates by Lemire's
-    multiply-shift, so hops are independent and the choice is uniform.
+    Each pair of hops reads one 64-bit re-mix of the flow hash (hops 0-1 the hash
+    itself), even hops its high and odd hops its low 32 bits, as switches with
+    different hash seeds would; the 32-bit value maps onto the candidates by
+    Lemire's multiply-shift, so the choice is uniform and hops are independent.
     """
     with np.errstate(over="ignore"):
-        x = (h ^ np.uint64((hop * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF)) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x >> np.uint64(32)) & np.uint64(0xFFFFFFFF)
+        base = h if hop < 2 else splitmix64(h ^ np.uint64(((hop // 2) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF))
+        x = (base >> np.uint64(32)) if hop % 2 == 0 else (base & np.uint64(0xFFFFFFFF))
         return ((x * np.asarray(count).astype(np.uint64)) >> np.uint64(32)).astype(np.int64)
 
 
@@ -165,21 +166,23 @@ class _Rows:
         self.res.append(res.astype(np.int32, copy=False))
         self.w.append(w)
 
-    def build(self) -> tuple[np.ndarray, np.ndarray | None]:
-        if not self.res:
-            return np.full((self.n, 1), -1, np.int32), None
-        res = self.res[0] if len(self.res) == 1 else np.concatenate(self.res, axis=1)
-        keep = (res >= 0).any(axis=0)
-        if not keep.any():
-            return np.full((self.n, 1), -1, np.int32), None
-        if any(w is not None for w in self.w):
-            w = np.concatenate([np.where(r >= 0, 1.0, 0.0) if w is None else np.where(r >= 0, w, 0.0)
-                                for r, w in zip(self.res, self.w)], axis=1)[:, keep]
-            res = res[:, keep]
-            if np.all((w == 1.0) | (res < 0)):
-                w = None
-            return res, w
-        return (res if keep.all() else res[:, keep]), None
+    @property
+    def width(self) -> int:
+        return sum(r.shape[1] for r in self.res)
+
+    @property
+    def weighted(self) -> bool:
+        return any(w is not None for w in self.w)
+
+    def write(self, res_out: np.ndarray, w_out: np.ndarray | None) -> None:
+        """Write the columns into preallocated ``res_out`` (-1 filled) and ``w_out`` (0 filled) row blocks."""
+        j = 0
+        for r, w in zip(self.res, self.w):
+            k = r.shape[1]
+            res_out[:, j:j + k] = r
+            if w_out is not None:
+                w_out[:, j:j + k] = np.where(r >= 0, 1.0 if w is None else w, 0.0)
+            j += k
 
 
 class Router:
@@ -194,7 +197,7 @@ class Router:
         :class:`ProblemTooLargeError` says how to shrink the problem.
     """
 
-    def __init__(self, cf: CompiledFabric, *, max_entries: int = 200_000_000, chunk_flows: int = 1 << 20):
+    def __init__(self, cf: CompiledFabric, *, max_entries: int = 200_000_000, chunk_flows: int = 1 << 18):
         self.cf = cf
         self.max_entries = max_entries
         self.chunk_flows = chunk_flows
@@ -204,6 +207,7 @@ class Router:
         self._tables = None
         self._trunk_index = None
         self._reach_cache: dict = {}
+        self._cache: dict = {}
         self.dmodk_key = dmodk_keys(cf)
         #: tier level of every node (NIC 0, leaf 1, spine 2, core 3): a hop is "up" when the level rises
         self.level = np.select([cf.node_role == _R["leaf"], cf.node_role == _R["spine"], cf.node_role == _R["core"]],
@@ -218,12 +222,12 @@ class Router:
         n = cf.n_nodes
         # GPU <-> NIC host links (one NIC per GPU)
         up = alive & (tier == _T["host-up"])
-        self.host_up = np.full(n, -1, np.int64)
+        self.host_up = np.full(n, -1, np.int32)
         self.host_up[src[up]] = np.flatnonzero(up)
-        self.nic_of = np.full(n, -1, np.int64)
+        self.nic_of = np.full(n, -1, np.int32)
         self.nic_of[src[up]] = dst[up]
         down = alive & (tier == _T["host-down"])
-        self.host_down = np.full(n, -1, np.int64)
+        self.host_down = np.full(n, -1, np.int32)
         self.host_down[dst[down]] = np.flatnonzero(down)
         # NIC <-> leaf links, padded per NIC
         self.nic_up = self._padded(alive & (tier == _T["nic-up"]), by=src)
@@ -250,7 +254,7 @@ class Router:
         ids, owner = ids[order], owner[order]
         counts = np.bincount(owner, minlength=self.cf.n_nodes)
         width = max(1, int(counts.max(initial=0)))
-        out = np.full((self.cf.n_nodes, width), -1, np.int64)
+        out = np.full((self.cf.n_nodes, width), -1, np.int32)
         start = np.r_[0, np.cumsum(counts)[:-1]]
         col = np.arange(len(ids)) - start[owner]
         out[owner, col] = ids
@@ -546,8 +550,10 @@ class Router:
         # every NIC can reach every destination group when each leaf reaches every group
         leaf_rows = local[leaves]
         connected = bool((dist[:, leaf_rows] < _INF).all())
-        self._tables = dict(dist=dist, local=local, ng=ng, table=table, set_ptr=ptr, set_links=flat,
-                            set_w=wts, leaf_sets=uniq, connected=connected)
+        flat_table = table.ravel()
+        self._tables = dict(dist=dist, local=local, ng=ng, table=table, set_ptr=ptr, set_links=flat.astype(np.int32),
+                            set_w=wts, leaf_sets=uniq, connected=connected,
+                            set_lo=ptr[flat_table], set_cnt=(ptr[flat_table + 1] - ptr[flat_table]).astype(np.int32))
 
     @property
     def tables(self) -> dict:
@@ -592,23 +598,47 @@ class Router:
                 raise RoutingError(f"{name}: rank {bad} is not a GPU of {cf.name!r} (ranks 0..{cf.n_gpus - 1})")
         F = len(src)
         salt = np.arange(F, dtype=np.int64) if salt is None else np.broadcast_to(np.asarray(salt, np.int64), (F,))
-        if F > self.chunk_flows:
-            parts = [self._route_chunk(src[a:a + self.chunk_flows], dst[a:a + self.chunk_flows],
-                                       salt[a:a + self.chunk_flows], policy, seed, pxn)
-                     for a in range(0, F, self.chunk_flows)]
-            width = max(p[0].shape[1] for p in parts)
-            res = np.full((F, width), -1, np.int32)
-            w = None if all(p[1] is None for p in parts) else np.zeros((F, width))
-            a = 0
-            for r_, w_, _, _ in parts:
-                res[a:a + len(r_), :r_.shape[1]] = r_
-                if w is not None:
-                    w[a:a + len(r_), :r_.shape[1]] = np.where(r_ >= 0, 1.0, 0.0) if w_ is None else w_
-                a += len(r_)
-            return Routes(src=src, dst=dst, res=res, weight=w, latency_s=np.concatenate([p[2] for p in parts]),
-                          policy=policy, pxn=np.concatenate([p[3] for p in parts]))
-        res, w, lat, used_pxn = self._route_chunk(src, dst, salt, policy, seed, pxn)
+        res = w = None
+        used_pxn = np.zeros(F, bool)
+        lat = np.zeros(F)
+        keep = np.zeros(0, bool)
+        for a in range(0, max(F, 1), self.chunk_flows):
+            b = min(a + self.chunk_flows, F)
+            rows, pxn_part = self._route_chunk(src[a:b], dst[a:b], salt[a:b], policy, seed, pxn)
+            used_pxn[a:b] = pxn_part
+            width = max(rows.width, 1)
+            if res is None or width > res.shape[1] or (rows.weighted and w is None):
+                res, w = self._grow(res, w, F, width, rows.weighted)
+                keep = np.r_[keep, np.zeros(res.shape[1] - len(keep), bool)]
+            part_w = w[a:b] if w is not None else None
+            rows.write(res[a:b], part_w)
+            lat[a:b] = self._path_latency(res[a:b], part_w)   # chunk by chunk: small temporaries
+            keep |= (res[a:b] >= 0).any(axis=0)
+        if not keep.any():
+            keep[0] = True
+        if not keep.all():
+            res = res[:, keep]
+            w = None if w is None else w[:, keep]
+        if w is not None and np.all((w == 1.0) | (res < 0)):
+            w = None
         return Routes(src=src, dst=dst, res=res, weight=w, latency_s=lat, policy=policy, pxn=used_pxn)
+
+    @staticmethod
+    def _grow(res, w, F, width, weighted):
+        new_res = np.full((F, width), -1, np.int32)
+        new_w = np.zeros((F, width)) if (weighted or w is not None) else None
+        if res is not None:
+            new_res[:, :res.shape[1]] = res
+            if new_w is not None:
+                new_w[:, :res.shape[1]] = w if w is not None else np.where(res >= 0, 1.0, 0.0)
+        return new_res, new_w
+
+    def _path_latency(self, res: np.ndarray, w: np.ndarray | None) -> np.ndarray:
+        """Weighted sum of the latencies of every resource a flow crosses (the mean path latency)."""
+        if "latency_ext" not in self._cache:
+            self._cache["latency_ext"] = np.append(self.resource_latency_s(), 0.0)  # index -1 -> 0
+        lat = self._cache["latency_ext"][res]
+        return (lat if w is None else lat * w).sum(axis=1)
 
     def _route_chunk(self, src, dst, salt, policy, seed, pxn):
         cf = self.cf
@@ -621,10 +651,9 @@ class Router:
             same &= self.domain_has_nvlink[np.maximum(da, 0)]
         inter = differ & ~same
         rows = _Rows(F)
-        lat = np.zeros(F)
         used_pxn = np.zeros(F, bool)
         if same.any():
-            self._route_nvlink(np.flatnonzero(same), ga, gb, rows, lat)
+            self._route_nvlink(np.flatnonzero(same), ga, gb, rows)
         if inter.any():
             idx = np.flatnonzero(inter) if not inter.all() else np.arange(F)
             send = ga
@@ -643,28 +672,24 @@ class Router:
                     send = ga.copy()
                     send[k] = cf.gpus[prox[use]]
                     used_pxn[k] = True
-                    self._route_nvlink(k, ga, send, rows, lat)
-            self._route_scaleout(idx, send, gb, policy, seed, salt, src, dst, rows, lat)
-        res, w = rows.build()
-        return res, w, lat, used_pxn
+                    self._route_nvlink(k, ga, send, rows)
+            self._route_scaleout(idx, send, gb, policy, seed, salt, src, dst, rows)
+        return rows, used_pxn
 
     # -- NVLink segment
-    def _route_nvlink(self, idx: np.ndarray, ga: np.ndarray, gb: np.ndarray, rows: _Rows, lat: np.ndarray) -> None:
+    def _route_nvlink(self, idx: np.ndarray, ga: np.ndarray, gb: np.ndarray, rows: _Rows) -> None:
         cf = self.cf
         a, b = ga[idx], gb[idx]
         pristine = self.domain_pristine[cf.node_domain[a]]
-        res_lat = None
         n = len(ga)
         if pristine.any():
             k = idx[pristine]
-            up = np.full(n, -1, np.int64)
-            down = np.full(n, -1, np.int64)
+            up = np.full(n, -1, np.int32)
+            down = np.full(n, -1, np.int32)
             up[k] = self.nv_trunk_up[ga[k]]
             down[k] = self.nv_trunk_down[gb[k]]
             rows.add(up)
             rows.add(down)
-            res_lat = self.resource_latency_s()
-            lat[k] += res_lat[up[k]] + res_lat[down[k]]
         if (~pristine).any():
             k = idx[~pristine]
             pairs = np.stack([ga[k], gb[k]], axis=1)
@@ -681,7 +706,6 @@ class Router:
             full_r[k] = pr[inv.ravel()]
             full_w[k] = pw[inv.ravel()]
             rows.add(full_r, full_w)
-            lat[k] += (np.where(pr >= 0, cf.link_latency_s[np.maximum(pr, 0)], 0) * pw).sum(axis=1)[inv.ravel()]
 
     def _nvlink_pair(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
         """Capacity-proportional striping a -> chips -> b over alive links (non-pristine domains)."""
@@ -721,7 +745,7 @@ class Router:
         d = np.where(leaves >= 0, t["dist"][g[:, None], t["local"][np.maximum(leaves, 0)]], _INF)
         return ok & (d.min(axis=1) < _INF) & (g >= 0)
 
-    def _route_scaleout(self, idx, send, gb, policy, seed, salt, src, dst, rows: _Rows, lat: np.ndarray) -> None:
+    def _route_scaleout(self, idx, send, gb, policy, seed, salt, src, dst, rows: _Rows) -> None:
         cf = self.cf
         n = len(send)
         everyone = len(idx) == n
@@ -749,16 +773,14 @@ class Router:
         up_host = self.host_up[send[idx]]
         down_host = self.host_down[gb[idx]]
         rows.add(col(up_host))
-        lat[idx] += cf.link_latency_s[up_host]
         if policy == "spray" and self.clos_pristine:
-            self._spray_trunks(idx, a_nic, b_nic, rows, lat, col)
+            self._spray_trunks(idx, a_nic, b_nic, rows, col)
         elif policy == "spray":
-            self._spray_explicit(idx, a_nic, b_nic, self.group_of[b_nic], rows, lat)
+            self._spray_explicit(idx, a_nic, b_nic, self.group_of[b_nic], rows)
         else:
             self._walk(idx, a_nic, b_nic, self.group_of[b_nic], policy, seed, salt[idx], src[idx], dst[idx], rows,
-                       lat, col)
+                       col)
         rows.add(col(down_host))
-        lat[idx] += cf.link_latency_s[down_host]
 
     def _first_hop(self, a_nic, g):
         """Candidate NIC up-links (padded) toward group g: those whose leaf is closest."""
@@ -784,7 +806,7 @@ class Router:
         k_up = (d_rank // (1 if prod is None else prod)) % cnt
         return k_up if up is None else np.where(up, k_up, d_rank % cnt)
 
-    def _walk(self, idx, a_nic, b_nic, g, policy, seed, salt, s_rank, d_rank, rows, lat, col) -> None:
+    def _walk(self, idx, a_nic, b_nic, g, policy, seed, salt, s_rank, d_rank, rows, col) -> None:
         """ECMP / d-mod-k paths. A NIC with ports in several planes stripes every flow over the
         planes in proportion to port capacity (as multiplane SuperNICs do); the policy picks
         inside each plane."""
@@ -793,10 +815,8 @@ class Router:
         if policy == "dmodk":
             d_rank = self.dmodk_key[b_nic]
         if self.nic_up.shape[1] == 1:
-            cols = self._walk_from(self.nic_up[a_nic, 0], b_nic, g, policy, h, d_rank)
-            for c in cols:
+            for c in self._walk_from(self.nic_up[a_nic, 0], b_nic, g, policy, h, d_rank):
                 rows.add(col(c))
-                lat[idx] += np.where(c >= 0, cf.link_latency_s[np.maximum(c, 0)], 0.0)
             return
         ups, cand = self._first_hop(a_nic, g)
         cap = np.where(cand, cf.link_capacity_Bps[np.maximum(ups, 0)], 0.0)
@@ -811,10 +831,9 @@ class Router:
             w = np.zeros(n)
             w[sub] = share[sub, j]
             for c in cols:
-                full = np.full(n, -1, np.int64)
+                full = np.full(n, -1, np.int32)
                 full[sub] = c
                 rows.add(col(full), col(w, 0.0))
-                lat[idx] += np.where(full >= 0, cf.link_latency_s[np.maximum(full, 0)], 0.0) * w
 
     def _walk_from(self, first, b_nic, g, policy, h, d_rank) -> list[np.ndarray]:
         """Link columns of paths that leave their NIC on link ``first`` (one choice per hop)."""
@@ -826,29 +845,29 @@ class Router:
         loc = t["local"]
         cur = cf.link_dst[first]
         hop = 1
-        dist, table, ptr, links = t["dist"].ravel(), t["table"].ravel(), t["set_ptr"], t["set_links"]
-        ns, ng = t["dist"].shape[1], t["dist"].shape[0]
+        set_lo, set_cnt, links = t["set_lo"], t["set_cnt"], t["set_links"]
+        ng = t["dist"].shape[0]
         g64 = g.astype(np.int64)
         while True:
-            lc = loc[cur]
-            d = dist[g64 * ns + lc]
-            active = d > 0
+            key = loc[cur] * ng + g64
+            c = set_cnt[key]           # 0 once the flow stands on a leaf of its destination group
+            active = c > 0
             if not active.any():
                 break
-            sets = table[lc * ng + g64]
-            if (active & (sets == 0)).any():
-                raise UnreachableError("route: forwarding tables have no next hop (inconsistent distances)")
-            lo = ptr[sets]
-            c = np.where(active, ptr[sets + 1] - lo, 1)
+            lo = set_lo[key]
             up = None
             if policy == "dmodk":
                 up = self.level[cf.link_dst[links[np.minimum(lo, len(links) - 1)]]] > self.level[cur]
-            k = self._choose(c, policy, h, d_rank, hop, prod, up)
+            k = self._choose(np.maximum(c, 1), policy, h, d_rank, hop, prod, up)
             if policy == "dmodk":
                 prod = np.where(active & up & (c > 1), prod * c, prod)
-            link = np.where(active, links[np.minimum(lo + k, len(links) - 1)], -1)
+            if active.all():
+                link = links[lo + k]
+                cur = cf.link_dst[link]
+            else:
+                link = np.where(active, links[np.minimum(lo + k, len(links) - 1)], -1)
+                cur = np.where(active, cf.link_dst[np.maximum(link, 0)], cur)
             cols.append(link)
-            cur = np.where(active, cf.link_dst[np.maximum(link, 0)], cur)
             hop += 1
             if hop > 64:
                 raise RoutingError("route: path longer than 64 hops; the switch graph has a loop")
@@ -868,11 +887,10 @@ class Router:
         cols.append(last)
         return cols
 
-    def _spray_trunks(self, idx, a_nic, b_nic, rows, lat, col) -> None:
+    def _spray_trunks(self, idx, a_nic, b_nic, rows, col) -> None:
         """Pristine Clos: trunk entries per plane (exact for the equal split)."""
         cf = self.cf
         tr = self.clos_trunk
-        res_lat = self.resource_latency_s()
         ups = self.nic_up[a_nic]
         downs = self.nic_down[b_nic]
         planes = (ups >= 0).sum(axis=1)
@@ -881,7 +899,6 @@ class Router:
         up_t = np.array([tr[("nic-up", int(x))] for x in a_nic], np.int64)
         dn_t = np.array([tr[("nic-down", int(x))] for x in b_nic], np.int64)
         rows.add(col(up_t))
-        lat[idx] += res_lat[up_t]
         width = ups.shape[1]
         la = np.where(ups >= 0, cf.link_dst[np.maximum(ups, 0)], -1)
         lb = np.where(downs >= 0, cf.link_src[np.maximum(downs, 0)], -1)
@@ -917,11 +934,9 @@ class Router:
                                                f"without cores); use pxn") from None
                     r[sel] = mapped[inv.ravel()]
                 rows.add(col(r), col(w, 0.0))
-                lat[idx] += np.where(r >= 0, res_lat[np.maximum(r, 0)] * w, 0.0)
         rows.add(col(dn_t))
-        lat[idx] += res_lat[dn_t]
 
-    def _spray_explicit(self, idx, a_nic, b_nic, g, rows, lat) -> None:
+    def _spray_explicit(self, idx, a_nic, b_nic, g, rows) -> None:
         """General spray: per-hop capacity-proportional split, every link listed."""
         cf = self.cf
         t = self.tables
@@ -965,7 +980,6 @@ class Router:
         full_first[idx] = np.where(cand, ups, -1)
         full_wf[idx] = np.where(cand, w_first, 0.0)
         rows.add(full_first, full_wf)
-        lat[idx] += (np.where(cand, cf.link_latency_s[np.maximum(ups, 0)], 0) * np.where(cand, w_first, 0)).sum(axis=1)
         downs = self.nic_down[b_nic]
         for j in range(starts.shape[1]):
             p = pair_of[:, j]
@@ -975,8 +989,6 @@ class Router:
             rr[idx[ok]] = pr[p[ok]]
             ww[idx[ok]] = pw[p[ok]] * w_first[ok, j:j + 1]
             rows.add(rr, ww)
-            lat[idx[ok]] += (np.where(pr[p[ok]] >= 0, cf.link_latency_s[np.maximum(pr[p[ok]], 0)], 0)
-                             * pw[p[ok]]).sum(axis=1) * w_first[ok, j]
             # last hop: arrival fraction at each leaf of the group -> that leaf's link to the NIC
             arr = np.zeros(downs.shape)
             leaf_of_down = np.where(downs >= 0, cf.link_src[np.maximum(downs, 0)], -1)
@@ -995,7 +1007,6 @@ class Router:
             rr[idx] = np.where(wl > 0, downs, -1)
             ww[idx] = wl
             rows.add(rr, ww)
-            lat[idx] += (np.where(wl > 0, cf.link_latency_s[np.maximum(downs, 0)], 0) * wl).sum(axis=1)
 
     def _reach(self, g: int) -> np.ndarray:
         """Capacity each switch can still push toward group ``g`` along shortest paths.
