@@ -630,6 +630,15 @@ def _one_solve(pr: _Prob, rbytes, lb) -> FlowResult:
                       mode_used="one-solve", events=1, solves=1, rounds=out.rounds, exact=True, epsilon=0.0)
 
 
+def _row_bincount(keys: np.ndarray, rates: np.ndarray, coef: np.ndarray | None, minlength: int) -> np.ndarray:
+    """Per-slot sum of ``rate x coefficient`` over the entries of the rows ``keys`` (slot ids)."""
+    h = keys.shape[1]
+    w = np.repeat(rates, h)
+    if coef is not None:
+        w = w * (np.repeat(coef, h) if coef.ndim == 1 else coef.reshape(-1))
+    return np.bincount(keys.reshape(-1), weights=w, minlength=minlength)
+
+
 class _EventLoop:
     """Exact and epoch event loops (internal)."""
 
@@ -1050,12 +1059,8 @@ class _EventLoop:
         """Maintained per-slot load and members after the local flows ``gd`` (rates ``rd``) finished."""
         ix = self.ix
         keys = np.take(self.L_keys, gd, axis=0)
-        h = keys.shape[1]
-        w = np.repeat(rd, h)
-        if ix.coef is not None:
-            c = np.take(ix.coef, gd, axis=0)
-            w = w * (np.repeat(c, h) if c.ndim == 1 else c.reshape(-1))
-        self.load -= np.bincount(keys.reshape(-1), weights=w, minlength=self.pr.R + 1)
+        coef = None if ix.coef is None else np.take(ix.coef, gd, axis=0)
+        self.load -= _row_bincount(keys, rd, coef, self.pr.R + 1)
         self.load[0] = 0.0
         mult = None if self.L_mult is None else self.L_mult[gd]
         self.members -= np.bincount(self.L_bneck[gd], weights=mult, minlength=self.pr.R + 1)
@@ -1122,14 +1127,9 @@ class _EventLoop:
 
     def _load(self, aidx, rates):
         ix = self.ix
-        rows = np.take(ix.res, aidx, axis=0)
-        h = rows.shape[1]
-        w = np.repeat(rates, h)
-        if ix.coef is not None:
-            c = np.take(ix.coef, aidx, axis=0)
-            w = w * (np.repeat(c, h) if c.ndim == 1 else c.reshape(-1))
-        keys = np.add(rows, 1, dtype=np.intp).reshape(-1)
-        return np.bincount(keys, weights=w, minlength=self.pr.R + 1)
+        keys = np.add(np.take(ix.res, aidx, axis=0), 1, dtype=np.intp)
+        coef = None if ix.coef is None else np.take(ix.coef, aidx, axis=0)
+        return _row_bincount(keys, rates, coef, self.pr.R + 1)
 
     # ---------------------------------------------------------------- epochs
 

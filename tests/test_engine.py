@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from synthetic import leaf_spine
 import pytest
 
 from fabric.engine import FlowProblem, FlowResult, estimate_memory_bytes, simulate
@@ -187,33 +188,9 @@ def test_one_solve_shortcut_equals_event_loop(seed):
 # --------------------------------------------------------------------------- leaf/spine all-to-all
 
 
-def leaf_spine(n, hpl, spines, seed=0, spray=False):
-    L = n // hpl
-    i, j = np.divmod(np.arange(n * n), n)
-    keep = i != j
-    i, j = i[keep], j[keep]
-    a, b = i // hpl, j // hpl
-    res = np.full((i.size, 4), -1, dtype=np.int64)
-    res[:, 0] = i
-    res[:, 3] = n + j
-    if spray:
-        cap = np.r_[np.ones(2 * n), np.full(2 * L, float(spines))]
-        res[:, 1] = 2 * n + a
-        res[:, 2] = 2 * n + L + b
-    else:
-        cap = np.ones(2 * n + 2 * L * spines)
-        k = (i * 7 + j * 13 + seed * 31 + (i * j) % 5) % spines
-        res[:, 1] = 2 * n + a * spines + k
-        res[:, 2] = 2 * n + L * spines + k * L + b
-    same = a == b
-    res[same, 1] = n + j[same]
-    res[same, 2:] = -1
-    return cap * 50e9, res
-
-
 def test_spray_alltoall_finishes_at_the_ideal_time():
     n, size = 256, 1 << 20
-    cap, res = leaf_spine(n, 32, 32, spray=True)
+    cap, res = leaf_spine(n, 32, 32, spray=True, link_Bps=50e9)
     r = simulate(problem(cap, res, np.full(len(res), float(size))))
     assert r.mode_used == "one-solve"
     assert r.makespan_s == pytest.approx((n - 1) * size / 50e9, rel=1e-12)
@@ -222,7 +199,7 @@ def test_spray_alltoall_finishes_at_the_ideal_time():
 
 
 def skewed_alltoall(n, hpl, spines, kind, seed):
-    cap, res = leaf_spine(n, hpl, spines, seed=seed)
+    cap, res = leaf_spine(n, hpl, spines, seed=seed, link_Bps=50e9)
     rng = np.random.default_rng(seed)
     F = len(res)
     if kind == "lognormal":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from synthetic import leaf_spine
 import pytest
 from scipy.stats import norm
 
@@ -268,37 +269,6 @@ def test_errors_name_the_field():
 
 
 # --------------------------------------------------------------------------- leaf/spine all-to-all
-
-
-def leaf_spine(n, hpl=32, spines=32, seed=0, spray=False):
-    """Uniform all-to-all on a 2-tier leaf/spine; ECMP by a seeded hash, or spray over trunks."""
-    L = n // hpl
-    i, j = np.divmod(np.arange(n * n), n)
-    keep = i != j
-    i, j = i[keep], j[keep]
-    a, b = i // hpl, j // hpl
-    res = np.full((i.size, 4), -1, dtype=np.int64)
-    res[:, 0] = i
-    res[:, 3] = n + j
-    if spray:
-        # trunk model: leaf a's uplinks as one resource of capacity S c, same downwards
-        cap = np.r_[np.ones(2 * n), np.full(2 * L, float(spines))]
-        res[:, 1] = 2 * n + a
-        res[:, 2] = 2 * n + L + b
-    else:
-        cap = np.ones(2 * n + 2 * L * spines)
-        x = (i.astype(np.uint64) * np.uint64(n) + j.astype(np.uint64)) ^ np.uint64(seed * 0x5851F42D + 1)
-        for shift, mul in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):  # splitmix64 finaliser
-            x ^= x >> np.uint64(shift)
-            x *= np.uint64(mul)
-        x ^= x >> np.uint64(31)
-        k = (x % np.uint64(spines)).astype(np.int64)
-        res[:, 1] = 2 * n + a * spines + k
-        res[:, 2] = 2 * n + L * spines + k * L + b
-    same = a == b
-    res[same, 1] = n + j[same]
-    res[same, 2:] = -1
-    return cap, res
 
 
 def test_spray_alltoall_gets_exact_fair_share():
