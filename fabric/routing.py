@@ -539,20 +539,13 @@ class Router:
             table[i] = ids[inv2.ravel()]
         ptr = np.zeros(len(set_links) + 1, np.int64)
         np.cumsum([len(s) for s in set_links], out=ptr[1:])
-        flat = np.concatenate(set_links).astype(np.int64)
-        cap = cf.link_capacity_Bps[flat]
-        tot = np.add.reduceat(cap, ptr[:-1][np.diff(ptr) > 0]) if len(flat) else np.zeros(0)
-        wts = np.zeros(len(flat))
-        nonempty = np.flatnonzero(np.diff(ptr) > 0)
-        wts_tot = np.zeros(len(ptr) - 1)
-        wts_tot[nonempty] = tot
-        wts[:] = cap / np.repeat(wts_tot, np.diff(ptr)) if len(flat) else wts
+        flat = np.concatenate(set_links).astype(np.int32)
         # every NIC can reach every destination group when each leaf reaches every group
         leaf_rows = local[leaves]
         connected = bool((dist[:, leaf_rows] < _INF).all())
         flat_table = table.ravel()
-        self._tables = dict(dist=dist, local=local, ng=ng, table=table, set_ptr=ptr, set_links=flat.astype(np.int32),
-                            set_w=wts, leaf_sets=uniq, connected=connected,
+        self._tables = dict(dist=dist, local=local, ng=ng, table=table, set_ptr=ptr, set_links=flat,
+                            leaf_sets=uniq, connected=connected,
                             set_lo=ptr[flat_table], set_cnt=(ptr[flat_table + 1] - ptr[flat_table]).astype(np.int32))
 
     @property
