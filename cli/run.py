@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from cli.report import congestion_panel, results_table
-from collectives import COLLECTIVES, Collective, TokenRouting, planner_for, run
+from collectives import COLLECTIVES, TokenRouting, planner_for, sweep
 from fabric import Router, compile_with_failures
 from topologies import load_topology
 from topologies.errors import SpecError
@@ -60,17 +60,14 @@ def run_command(out: Console, err: Console, *, as_json: bool, collective: str, t
         options["moe"] = TokenRouting(kind, tokens_per_rank=tokens, hidden=hidden, experts=experts, topk=topk,
                                       seed=seed)
     planner = planner_for(router, policy=routing, seed=seed)
-    rows, last = [], None
-    for k, s in enumerate(size_list):
-        ops = [Collective(collective, g, int(s), algo, label=f"{collective}[{i}]" if len(rank_groups) > 1 else "",
-                          options=options) for i, g in enumerate(rank_groups)]
-        want_report = report and k == len(size_list) - 1
-        results = run(router, ops, planner=planner, report=want_report)
-        rows.extend(results)
-        if want_report:
-            last = results[0].report
-        if len(size_list) > 1:
-            err.print(f"[{k + 1}/{len(size_list)}] {s:,} bytes")
+
+    def progress(k, n, s):
+        if n > 1:
+            err.print(f"[{k}/{n}] {s:,} bytes")
+
+    rows = sweep(router, collective, rank_groups, size_list, algorithm=algo, report=report, options=options,
+                 planner=planner, progress=progress)
+    last = rows[-len(rank_groups)].report if report else None
     if as_json:
         from cli.app import _echo_json
         _echo_json([r.as_dict() for r in rows])

@@ -111,14 +111,22 @@ def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: in
     return out
 
 
-def sweep(router: Router, collective: str, ranks, sizes, *, algorithm: str = "auto", policy: str = "ecmp",
-          seed: int = 0, report: bool = False, options: dict | None = None, progress=None) -> list[CollectiveResult]:
-    """One result per size (each size simulated on its own), like an nccl-tests sweep."""
-    planner = planner_for(router, policy=policy, seed=seed)
+def sweep(router: Router, collective: str, groups, sizes, *, algorithm: str = "auto", policy: str = "ecmp",
+          seed: int = 0, report: bool = False, options: dict | None = None, planner: Planner | None = None,
+          progress=None) -> list[CollectiveResult]:
+    """An nccl-tests-style sweep: for every size, ``collective`` on every rank group at the same time.
+
+    ``groups`` is a list of rank tuples (one tuple for a single group). Each size is
+    simulated on its own; with ``report`` the largest size carries the congestion
+    report. Returns one result per (size, group), sizes in order.
+    """
+    planner = planner or planner_for(router, policy=policy, seed=seed)
+    groups = [tuple(g) for g in groups]
     out = []
     for k, size in enumerate(sizes):
-        op = Collective(collective, tuple(ranks), int(size), algorithm, options=dict(options or {}))
-        out.extend(run(router, [op], report=report, planner=planner))
+        ops = [Collective(collective, g, int(size), algorithm, label=f"{collective}[{i}]" if len(groups) > 1 else "",
+                          options=dict(options or {})) for i, g in enumerate(groups)]
+        out.extend(run(router, ops, report=report and k == len(sizes) - 1, planner=planner))
         if progress:
-            progress(k + 1, len(sizes))
+            progress(k + 1, len(sizes), size)
     return out
