@@ -26,7 +26,7 @@ there the flow-level simulation is the answer.
 Examples
 --------
 >>> round(ring_allreduce_s(8, 2**30, 450e9, 0.824, 0.0) * 1e3, 3)
-5.067
+5.068
 """
 
 from __future__ import annotations

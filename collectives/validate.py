@@ -111,32 +111,84 @@ def crossover_bytes(router: Router, n: int = 8, lo: int = 1 << 16, hi: int = 1 <
     return float(hi)
 
 
+_FABRIC_KEYS = ("domains", "gpus_per_domain", "scaleout", "nic", "tiers", "oversubscription", "planes",
+                "spine_scope")
+
+
+def _fabric_overrides(p: dict) -> dict:
+    """Preset overrides named by a point (``domains``, ``scaleout``, ``nic``, ...)."""
+    return {k: p[k] for k in _FABRIC_KEYS if k in p}
+
+
+def _collective_cases(p: dict) -> list[tuple[int | None, int, str, float, str]]:
+    """(ranks, size_bytes, algorithm, busbw_GBps, suffix) for every measurement of a collective point.
+
+    A point gives one measurement (``busbw_GBps``) or a sweep: ``ranks_and_busbw_GBps``,
+    ``sizes_and_busbw_GBps``, ``algorithms_and_busbw_GBps`` or ``ranks_algorithms_and_busbw_GBps``.
+    ``ranks`` None means every GPU of the fabric.
+    """
+    default_algo = "direct" if p["collective"] in ("all_to_all", "send_recv") else "auto"
+    algo = p.get("algorithm", default_algo)
+    ranks = p.get("ranks")
+    size = int(p.get("size_bytes", 8 << 30))
+    if "ranks_and_busbw_GBps" in p:
+        return [(int(n), size, algo, float(b), f"@{n}") for n, b in p["ranks_and_busbw_GBps"]]
+    if "sizes_and_busbw_GBps" in p:
+        return [(ranks, int(s), algo, float(b), f"@{int(s)}B") for s, b in p["sizes_and_busbw_GBps"]]
+    if "algorithms_and_busbw_GBps" in p:
+        return [(ranks, size, str(a), float(b), f"@{a}") for a, b in p["algorithms_and_busbw_GBps"]]
+    if "ranks_algorithms_and_busbw_GBps" in p:
+        return [(int(n), size, str(a), float(b), f"@{n}:{a}") for n, a, b in p["ranks_algorithms_and_busbw_GBps"]]
+    return [(ranks, size, algo, float(p["busbw_GBps"]), "")]
+
+
 def _collective(p: dict) -> list[ValidationRow]:
-    r = _router(p["system"])
+    r = _router(p["system"], _fabric_overrides(p))
     if "note" in p and "crossover" in p["id"]:
         x = crossover_bytes(r, p.get("ranks", 8))
         ok = 2**20 < x <= 2 * 2**20
         return [ValidationRow(p["id"], "collective", "ring->NVLS bytes", x, None, None, None, ok,
                               "measured: Ring <= 1 MiB, NVLS >= 2 MiB")]
-    pairs = p.get("ranks_and_busbw_GBps") or [[p["ranks"], p["busbw_GBps"]]]
     rows = []
-    for n, busbw in pairs:
-        size = int(p.get("size_bytes", 8 << 30))
-        algo = p.get("algorithm", "auto" if p["collective"] != "all_to_all" else "direct")
+    cases = _collective_cases(p)
+    for n, size, algo, busbw, suffix in cases:
+        n = r.cf.n_gpus if n is None else n
+        if not 2 <= n <= r.cf.n_gpus:
+            raise SpecError(f"validation point {p['id']!r}: ranks {n} must be in [2, {r.cf.n_gpus}]")
         [res] = run(r, [Collective(p["collective"], tuple(range(int(n))), size, algo)])
-        rows.append(_row(p["id"] + (f"@{n}" if len(pairs) > 1 else ""), "collective", f"busbw GB/s ({n} ranks)",
-                         res.busbw_Bps / 1e9, float(busbw), f"{res.algorithm}/{res.protocol}"))
+        rows.append(_row(p["id"] + (suffix if len(cases) > 1 else ""), "collective", f"busbw GB/s ({n} ranks)",
+                         res.busbw_Bps / 1e9, busbw, f"{res.algorithm}/{res.protocol}"))
     return rows
+
+
+def _moe_routing(p: dict, default: str) -> TokenRouting:
+    kw = {}
+    if "experts" in p:
+        kw["experts"] = int(p["experts"])
+    return TokenRouting(p.get("routing", default), **kw)
 
 
 def _moe(p: dict) -> list[ValidationRow]:
     rows = []
-    if "ep" in p:  # intranode
-        r = _router(p["system"])
+    if "ep_dispatch_combine_GBps" in p:  # a rank sweep inside one domain
+        r = _router(p["system"], _fabric_overrides(p))
+        for ep, disp, comb in p["ep_dispatch_combine_GBps"]:
+            ep = int(ep)
+            kw = {"experts": int(p["experts_per_rank"]) * ep} if "experts_per_rank" in p else {}
+            for coll, value in (("moe_dispatch", disp), ("moe_combine", comb)):
+                op = Collective(coll, tuple(range(ep)), 0,
+                                options={"moe": TokenRouting(p.get("routing", "uniform"), **kw)})
+                [res] = run(r, [op])
+                rows.append(_row(f"{p['id']}@EP{ep}:{coll.split('_')[1]}", "moe_alltoall", "logical GB/s",
+                                 res.algbw_Bps / 1e9, float(value), res.algorithm))
+        return rows
+    if "ep" in p:  # one EP group, on one domain or across domains
+        r = _router(p["system"], _fabric_overrides(p))
+        default = "node_limited" if int(p.get("domains", 1)) > 1 else "uniform"
         for coll, key in (("moe_dispatch", "dispatch_GBps"), ("moe_combine", "combine_GBps")):
-            op = Collective(coll, tuple(range(p["ep"])), 0, options={"moe": TokenRouting("uniform")})
+            op = Collective(coll, tuple(range(int(p["ep"]))), 0, options={"moe": _moe_routing(p, default)})
             [res] = run(r, [op])
-            rows.append(_row(f"{p['id']}:{coll.split('_')[1]}", "moe_alltoall", "DeepEP NVL GB/s",
+            rows.append(_row(f"{p['id']}:{coll.split('_')[1]}", "moe_alltoall", "logical GB/s",
                              res.algbw_Bps / 1e9, float(p[key]), res.algorithm))
         return rows
     for ep, gbps in p["ep_and_rdma_GBps"]:
