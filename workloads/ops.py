@@ -309,13 +309,11 @@ def _mlp_block(bld: _Builder, spec: ModelSpec, moe: bool, mb: int, s: int, split
 
 
 def _head(bld: _Builder, spec: ModelSpec, mb: int, s: int, split: Split) -> None:
-    tp, cp = split.tp, split.cp
-    T = mb * s // cp
-    t_sp = T // tp if split.sp and tp > 1 else T
+    tp = split.tp
+    T = mb * s // split.cp
     v_shard = math.ceil(spec.vocab / tp)
     bld.gemm("lm_head", T, v_shard, spec.hidden, model_m=T * spec.vocab / (tp * v_shard))
     bld.memory("cross_entropy", T * v_shard * bld.b, 2 * T * v_shard * bld.b)
-    del t_sp
 
 
 def layer_ops(spec: ModelSpec, kind: str, *, micro_batch: int, seq_len: int, split: Split | None = None,
