@@ -105,6 +105,13 @@ class ParamCounts:
         """Main-model parameters one token touches (embedding and head included)."""
         return self.total - self.n_moe_layers * (self.moe_per_layer - self.moe_active_per_layer)
 
+    def as_dict(self) -> dict[str, int]:
+        """The fields plus ``moe_per_layer``, ``moe_active_per_layer``, ``total`` and ``active``."""
+        out = dict(self.__dict__)
+        out.update(moe_per_layer=self.moe_per_layer, moe_active_per_layer=self.moe_active_per_layer,
+                   total=self.total, active=self.active)
+        return out
+
 
 @dataclass(frozen=True)
 class FlopsBreakdown:
