@@ -119,6 +119,8 @@ class FlopsBreakdown:
 
     ``mtp_flops`` is everything the MTP modules add (their transformer layers, ``eh_proj`` and
     norms, and their logits); the other components are the main model's.
+    Under ``"torchtitan"`` the norms a component's parameters include are counted with it
+    (input norm with attention, pre-MLP norm and router with the MLP, final norm with logits).
     """
 
     convention: str
