@@ -212,8 +212,8 @@ class _Builder:
         self.bwd.append(Op(f"{name}:dgrad", kind, "dgrad", c, m=m, n=k, k=n, groups=groups, flops=work,
                            model_flops=credit))
 
-    def memory(self, name, fwd_bytes, bwd_bytes, *, model_fwd_flops=0.0, component=None):
-        c = component or self.component
+    def memory(self, name, fwd_bytes, bwd_bytes, *, model_fwd_flops=0.0):
+        c = self.component
         self.fwd.append(Op(f"{name}:fwd", "memory", "fwd", c, bytes_moved=fwd_bytes, model_flops=model_fwd_flops))
         self.bwd.append(Op(f"{name}:bwd", "memory", "bwd", c, bytes_moved=bwd_bytes,
                            model_flops=2.0 * model_fwd_flops))
@@ -257,7 +257,8 @@ def _attention_block(bld: _Builder, spec: ModelSpec, mb: int, s: int, split: Spl
         bld.gemm("attn_qkv", T, (nh + 2 * spec.n_kv_heads // tp) * hd, h)
         if spec.qk_norm:
             bld.norm("qk_norm", T, (nh + spec.n_kv_heads // tp) * hd)
-        bld.memory("rope", 2 * T * (nh + spec.n_kv_heads // tp) * hd * b, 2 * T * (nh + spec.n_kv_heads // tp) * hd * b)
+        rope_bytes = 2 * T * (nh + spec.n_kv_heads // tp) * hd * b
+        bld.memory("rope", rope_bytes, rope_bytes)
         bld.attention(mb, nh, spec.n_kv_heads // tp, s // cp, s, hd, hd)
         bld.gemm("attn_out", T, h, nh * hd)
     else:
