@@ -82,7 +82,9 @@ def test_values_positive_and_sizes_integer(kind, p):
                 assert isinstance(p[key], int) and p[key] >= 1
     if kind == "moe_alltoall":
         assert "ep" in p or "ep_dispatch_combine_GBps" in p
-        assert p.get("metric") in ("logical", "rdma", "nccl_ep"), p["id"]
+        assert p.get("metric") in ("logical", "rdma", "nccl_ep", "latency"), p["id"]
+        if p["metric"] == "latency":
+            assert "dispatch_latency_us" in p and "combine_latency_us" in p, p["id"]
 
 
 def test_a_group_is_one_setup_on_one_side():
