@@ -40,6 +40,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import re
 import types
 from collections.abc import Mapping
@@ -104,6 +105,7 @@ class GpuFigures:
     launch_s: float
     carry_factor: float
     mamf_adjustment: float
+    grouped_factor: float  #: efficiency multiplier of grouped-GEMM kernels (groups > 1)
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,8 @@ class ComputeModel:
     memory_form: str
     gemm: cf.GemmParams
     gemm_carry: Mapping[tuple[str, str], float]
+    gemm_grouped_factor: Mapping[str, float]
+    gemm_tile_overhead_scale: Mapping[str, float]
     gemm_launch_s: Mapping[str, float]
     attention: Mapping[str, cf.AttentionParams]
     hbm_efficiency: float
@@ -135,10 +139,10 @@ _SPLIT_RULES = types.MappingProxyType({
                  "shared_down, square_4096 (both dtypes); fit: the rest",
     "gemm_hopper_mxfp8": "DeepGEMM README rows on H800. fit: dense GEMMs with M in {64, 4096}; held out: M = 128 "
                          "dense GEMMs and every grouped (contiguous and masked) row",
-    "gemm_blackwell": "B200. bf16 fit: torch.mm squares 1024, 2048, 4096, 8192; held out: squares 1536, 3072, 6144 and "
-                      "every torch._grouped_mm fwd+bwd row. mxfp8 fit: flashinfer 1024x2048x1024 and 8192x8192x4096, "
-                      "torchao grouped forward; held out: flashinfer 1024x4096x4096 and 16384^3, torchao grouped "
-                      "dgrad and wgrad",
+    "gemm_blackwell": "B200 (and one GB200 row). bf16 fit: torch.mm squares 1024, 2048, 4096, 8192; held out: "
+                      "squares 1536, 3072, 6144 and every torch._grouped_mm fwd+bwd row. mxfp8 fit: flashinfer "
+                      "1024x2048x1024 and 8192x8192x4096, torchao grouped forward, Megatron cuBLAS grouped GEMM on "
+                      "GB200; held out: flashinfer 1024x4096x4096 and 16384^3, torchao grouped dgrad and wgrad",
     "attention_h200": "held out: every row with seq 8,192 or 16,384 (ours and cuDNN's); fit: seq 2,048, 4,096, 32,768",
     "attention_blackwell": "cuDNN GB200 rows (non-deterministic backward). fit: seq 2,048, 4,096, 32,768; held out: "
                            "GB200 seq 8,192 and 16,384 and every GB300 row",
@@ -164,6 +168,8 @@ _MODEL = ComputeModel(
     memory_form="time = bytes / (HBM * eta_mem) + kernels * launch",
     gemm=cf.GEMM_H200,
     gemm_carry=cf.GEMM_CARRY,
+    gemm_grouped_factor=cf.GEMM_GROUPED_FACTOR,
+    gemm_tile_overhead_scale=cf.GEMM_TILE_OVERHEAD_SCALE,
     gemm_launch_s=cf.GEMM_LAUNCH_S,
     attention=cf.ATTENTION,
     hbm_efficiency=cf.HBM_EFFICIENCY,
@@ -197,13 +203,25 @@ def _precision(precision: object) -> str:
 
 
 def _mamf_ratio(name: str, base: str) -> float | None:
-    try:
-        g = catalog.gpu(name)
-    except SpecError:
-        return None
-    mamf = g.mamf_bf16_flops if base == "bf16" else g.mamf_fp8_flops
-    peak = g.peak_bf16_flops if base == "bf16" else g.peak_fp8_flops
-    return None if mamf is None or not peak else mamf / peak
+    """Catalog MAMF / peak of a GPU at a base precision, or its proxy's (MAMF_PROXY), or None."""
+    for candidate in (name, cf.MAMF_PROXY.get(name)):
+        if candidate is None:
+            continue
+        try:
+            g = catalog.gpu(candidate)
+        except SpecError:
+            return None
+        mamf = g.mamf_bf16_flops if base == "bf16" else g.mamf_fp8_flops
+        peak = g.peak_bf16_flops if base == "bf16" else g.peak_fp8_flops
+        if mamf is not None and peak:
+            return mamf / peak
+    return None
+
+
+def _mamf_adjustment(name: str, arch: str, base: str, reference: str | None = None) -> float:
+    ref = reference or _MAMF_REFERENCE.get((arch, base))
+    own, ref_ratio = _mamf_ratio(name, base), (_mamf_ratio(ref, base) if ref else None)
+    return own / ref_ratio if own is not None and ref_ratio is not None else 1.0
 
 
 def gpu_figures(gpu: str, precision: str) -> GpuFigures:
@@ -213,8 +231,9 @@ def gpu_figures(gpu: str, precision: str) -> GpuFigures:
     ``base`` is bf16 for bf16 and fp8 for fp8/mxfp8, ``carry`` is fitted to
     published kernel throughput (1 for Hopper bf16/fp8 by definition) and the
     MAMF adjustment is the GPU's measured best-matmul fraction of peak over that
-    of its architecture's reference GPU (catalog ``mamf_*``, source [S1]; 1 when
-    either is unknown).
+    of its architecture's reference GPU (catalog ``mamf_*``, source [S1]; a GPU
+    without one takes its sibling's, :data:`workloads.compute_fit.MAMF_PROXY`;
+    1 when still unknown).
 
     Raises
     ------
@@ -257,15 +276,14 @@ def _figures(gpu: str, precision: str) -> GpuFigures:
         have = sorted(q for (a, q) in cf.GEMM_CARRY if a == entry.arch)
         raise SpecError(f"precision: {name} ({entry.arch}) has no {p} model; available: {', '.join(have)}")
     carry = cf.GEMM_CARRY[carry_key]
-    ref = _MAMF_REFERENCE.get((entry.arch, base))
-    own, ref_ratio = _mamf_ratio(name, base), (_mamf_ratio(ref, base) if ref else None)
-    adj = own / ref_ratio if own is not None and ref_ratio is not None else 1.0
+    adj = _mamf_adjustment(name, entry.arch, base)
     fig = GpuFigures(
         gpu=name, arch=entry.arch, precision=p, peak_flops=float(peak), hbm_Bps=float(hbm),
         sm_count=entry.sm_count, exp_per_s=entry.exp_per_s,
         gemm_eta=cf.GEMM_H200.eta[base] * carry * adj,
-        gemm_tile_overhead_s=cf.GEMM_H200.tile_overhead_s[base],
+        gemm_tile_overhead_s=cf.GEMM_H200.tile_overhead_s[base] * cf.GEMM_TILE_OVERHEAD_SCALE[entry.arch],
         launch_s=cf.GEMM_LAUNCH_S[entry.arch], carry_factor=carry, mamf_adjustment=adj,
+        grouped_factor=cf.GEMM_GROUPED_FACTOR[entry.arch],
     )
     if isinstance(gpu, str) and isinstance(precision, str):
         _FIG_CACHE[(gpu, precision)] = fig
@@ -274,10 +292,9 @@ def _figures(gpu: str, precision: str) -> GpuFigures:
 
 # ----------------------------------------------------------------------------- GEMM
 
-def gemm_time_core(m, n, k, groups, *, peak_flops: float, sm_count: int, hbm_Bps: float, eta: float,
-                   tile_overhead_s: float, launch_s: float, bytes_in: float, bytes_out: float,
-                   hbm_efficiency: float = cf.HBM_EFFICIENCY) -> np.ndarray:
-    """The GEMM time model on explicit parameters, vectorised over the shape arrays.
+def gemm_time_core(m, n, k, groups, *, peak_flops, sm_count, hbm_Bps, eta, tile_overhead_s, launch_s, bytes_in,
+                   bytes_out, hbm_efficiency: float = cf.HBM_EFFICIENCY) -> np.ndarray:
+    """The GEMM time model on explicit parameters, vectorised over the shapes and the GPU parameters.
 
     Used by :func:`gemm_time_s` with the fitted constants and by the fit itself.
 
@@ -288,22 +305,18 @@ def gemm_time_core(m, n, k, groups, *, peak_flops: float, sm_count: int, hbm_Bps
     >>> bool(abs(float(t) - 2 * 8192**3 / 1e15) / (2 * 8192**3 / 1e15) < 0.03)
     True
     """
-    m, n, k, g = (np.asarray(x, dtype=float) for x in (m, n, k, groups))
-    per_sm = peak_flops / sm_count * eta
-    bw = hbm_Bps * hbm_efficiency
-    base_bytes = g * ((m * k + k * n) * bytes_in + m * n * bytes_out)
-    best = np.full(np.broadcast_shapes(m.shape, n.shape, k.shape, g.shape), np.inf)
-    for bm, bn in cf.GEMM_TILES:
-        tiles = g * np.ceil(m / bm) * np.ceil(n / bn)
-        tile_math = 2.0 * bm * bn / per_sm
-        for s in cf.GEMM_SPLIT_K:
-            waves = np.ceil(tiles * s / sm_count)
-            t_math = waves * (tile_math * np.ceil(k / s) + tile_overhead_s)
-            t_mem = base_bytes / bw
-            if s > 1:
-                t_mem = t_mem + g * m * n * cf.SPLIT_K_PARTIAL_BYTES * 2.0 * s / bw
-            np.minimum(best, np.maximum(t_math, t_mem), out=best)
-    return best + launch_s
+    combos = [(bm, bn, s) for bm, bn in cf.GEMM_TILES for s in cf.GEMM_SPLIT_K]
+    bm, bn, s = (np.array([c[i] for c in combos], dtype=float) for i in range(3))
+    col = (lambda x: np.asarray(x, dtype=float)[..., None])  # noqa: E731 - broadcast against the candidates
+    m, n, k, g = col(m), col(n), col(k), col(groups)
+    per_sm = col(peak_flops) / col(sm_count) * col(eta)
+    bw = col(hbm_Bps) * hbm_efficiency
+    tiles = g * np.ceil(m / bm) * np.ceil(n / bn) * s
+    t_math = np.ceil(tiles / col(sm_count)) * (2.0 * bm * bn * np.ceil(k / s) / per_sm + col(tile_overhead_s))
+    nbytes = g * ((m * k + k * n) * col(bytes_in) + m * n * col(bytes_out))
+    nbytes = nbytes + np.where(s > 1, g * m * n * cf.SPLIT_K_PARTIAL_BYTES * 2.0 * s, 0.0)
+    best = np.maximum(t_math, nbytes / bw).min(axis=-1)
+    return best + np.asarray(launch_s, dtype=float)
 
 
 def _check_dims(**dims) -> None:
@@ -322,8 +335,10 @@ def gemm_time_s(gpu: str, precision: str, m: ArrayLike, n: ArrayLike, k: ArrayLi
     """Time of ``C[m, n] = A[m, k] B[k, n]``, or of a grouped GEMM of ``groups`` such problems.
 
     ``groups > 1`` is one grouped kernel (MoE experts at ``m`` tokens per expert):
-    the tiles of all groups share the waves and there is one launch. Shapes may be
-    numpy arrays (broadcast together); scalars give a float.
+    the tiles of all groups share the waves, there is one launch, and the
+    architecture's grouped-kernel factor (:data:`workloads.compute_fit.GEMM_GROUPED_FACTOR`)
+    multiplies the efficiency. Shapes may be numpy arrays (broadcast together);
+    scalars give a float.
 
     Parameters
     ----------
@@ -335,20 +350,34 @@ def gemm_time_s(gpu: str, precision: str, m: ArrayLike, n: ArrayLike, k: ArrayLi
 
     Examples
     --------
-    >>> one = gemm_time_s("B200", "bf16", 2048, 2048, 7168)
-    >>> eight = gemm_time_s("B200", "bf16", 2048, 2048, 7168, groups=8)
+    >>> one = gemm_time_s("H200", "bf16", 2048, 2048, 7168)
+    >>> eight = gemm_time_s("H200", "bf16", 2048, 2048, 7168, groups=8)
     >>> one < eight < 8 * one
     True
     >>> gemm_time_s("H100", "bf16", [128, 4096], 7168, 2048).shape
     (2,)
     """
+    if all(isinstance(x, (int, float)) for x in (m, n, k, groups)) and isinstance(gpu, str) \
+            and isinstance(precision, str):
+        return _gemm_scalar(gpu, precision, m, n, k, groups)
+    return _gemm_array(gpu, precision, m, n, k, groups)
+
+
+def _gemm_array(gpu, precision, m, n, k, groups):
     _check_dims(m=m, n=n, k=k, groups=groups)
     f = _figures(gpu, precision)
     b_in, b_out = cf.BYTES_PER_ELEMENT[f.precision]
+    eta = f.gemm_eta * np.where(np.asarray(groups) > 1, f.grouped_factor, 1.0)
     t = gemm_time_core(m, n, k, groups, peak_flops=f.peak_flops, sm_count=f.sm_count, hbm_Bps=f.hbm_Bps,
-                       eta=f.gemm_eta, tile_overhead_s=f.gemm_tile_overhead_s, launch_s=f.launch_s,
+                       eta=eta, tile_overhead_s=f.gemm_tile_overhead_s, launch_s=f.launch_s,
                        bytes_in=b_in, bytes_out=b_out)
     return _out(t, m, n, k, groups)
+
+
+@functools.lru_cache(maxsize=65536)
+def _gemm_scalar(gpu: str, precision: str, m: float, n: float, k: float, groups: float) -> float:
+    # scalar calls repeat the same few shapes per layer: cache them (the model is a pure function)
+    return float(_gemm_array(gpu, precision, m, n, k, groups))
 
 
 def gemm_efficiency(gpu: str, precision: str, m: ArrayLike, n: ArrayLike, k: ArrayLike, *,
@@ -388,10 +417,9 @@ def attention_flops(batch: ArrayLike, heads: ArrayLike, seq: ArrayLike, d_qk: Ar
     return _out(f, batch, heads, seq, d_qk, d_v)
 
 
-def attention_time_core(batch, heads, seq, d_qk, d_v, *, causal: bool, backward: bool, peak_flops: float,
-                        sm_count: int, exp_per_s: float, eta: float, block_overhead_s: float,
-                        exp_exposed: float, launch_s: float) -> np.ndarray:
-    """The attention time model on explicit parameters, vectorised over the shape arrays.
+def attention_time_core(batch, heads, seq, d_qk, d_v, *, causal, backward, peak_flops, sm_count, exp_per_s, eta,
+                        block_overhead_s, exp_exposed, launch_s) -> np.ndarray:
+    """The attention time model on explicit parameters, vectorised over every argument (numpy broadcasting).
 
     Examples
     --------
@@ -404,8 +432,8 @@ def attention_time_core(batch, heads, seq, d_qk, d_v, *, causal: bool, backward:
     blk = float(cf.ATTENTION_BLOCK)
     nb = np.ceil(s / blk)
     chain = nb  # longest chain of key blocks of one query block
-    pairs = b * h * (nb * (nb + 1.0) / 2.0 if causal else nb * nb)
-    mma = 2.0 * (3.0 * dq + 2.0 * dv) if backward else 2.0 * (dq + dv)
+    pairs = b * h * np.where(causal, nb * (nb + 1.0) / 2.0, nb * nb)
+    mma = np.where(backward, 2.0 * (3.0 * dq + 2.0 * dv), 2.0 * (dq + dv))
     per_pair = blk * blk * (mma / (peak_flops * eta) + exp_exposed / exp_per_s)
     units = b * h * nb
     t_balanced = pairs * per_pair + units * block_overhead_s / sm_count
@@ -419,7 +447,10 @@ def attention_time_s(gpu: str, batch: ArrayLike, heads: ArrayLike, seq: ArrayLik
     """Time of one fused attention (FlashAttention / cuDNN SDPA) forward or backward.
 
     ``heads`` are query heads (GQA/MLA share keys but do the same MMA work per
-    query head). Shapes may be arrays.
+    query head). Shapes may be arrays. The efficiencies are those fitted on the
+    architecture's reference GPU (:data:`workloads.compute_fit.ATTENTION_FIT_GPU`),
+    scaled by the GPU's MAMF fraction over that GPU's; Ampere uses Hopper's
+    (UNVERIFIED). On Hopper ``mxfp8`` attention runs as fp8.
 
     Examples
     --------
@@ -436,9 +467,11 @@ def attention_time_s(gpu: str, batch: ArrayLike, heads: ArrayLike, seq: ArrayLik
     ap = cf.ATTENTION[arch]
     direction = "bwd" if backward else "fwd"
     prec = f.precision if (direction, f.precision) in ap.eta else "fp8"
+    base = cf.BASE_PRECISION[f.precision]
+    adj = _mamf_adjustment(f.gpu, f.arch, base, reference=cf.ATTENTION_FIT_GPU[arch])
     t = attention_time_core(batch, heads, seq, d_qk, d_v, causal=causal, backward=backward,
                             peak_flops=f.peak_flops, sm_count=f.sm_count, exp_per_s=f.exp_per_s,
-                            eta=ap.eta[(direction, prec)] * f.mamf_adjustment,
+                            eta=ap.eta[(direction, prec)] * adj,
                             block_overhead_s=ap.block_overhead_s[direction], exp_exposed=ap.exp_exposed,
                             launch_s=f.launch_s)
     return _out(t, batch, heads, seq, d_qk, d_v)

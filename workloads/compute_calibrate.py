@@ -86,6 +86,7 @@ class GemmCase:
     kernels: tuple[tuple[int, int, int, int], ...]
     time_s: float
     held_out: bool
+    grouped: bool = False  #: a grouped-GEMM kernel (even with one group)
 
 
 @dataclass(frozen=True)
@@ -164,14 +165,22 @@ def hopper_mxfp8_cases(rows: Sequence[Mapping[str, str]]) -> list[GemmCase]:
             kv = dict(x.split("=", 1) for x in r[_EXTRA].split(";"))
             g, m, held = int(kv["groups"]), int(kv["M_per_group"]), True
         out.append(GemmCase(f"deepgemm {r['kind']} g{g} {m}x{n}x{k}", "H800", "mxfp8", ((m, n, k, g),),
-                            _time_from_tflops(2.0 * m * n * k * g, r["tflops"]), held))
+                            _time_from_tflops(2.0 * m * n * k * g, r["tflops"]), held, r["kind"] == "grouped_gemm"))
     return out
 
 
 def blackwell_gemm_cases(rows: Sequence[Mapping[str, str]]) -> list[GemmCase]:
-    """B200 GEMM rows: torch.mm BF16 squares, flashinfer MXFP8, torchao grouped MXFP8 and BF16 fwd+bwd."""
+    """B200 GEMM rows (torch.mm BF16 squares, flashinfer MXFP8, torchao grouped MXFP8 and BF16 fwd+bwd) and
+    Megatron's cuBLAS grouped MXFP8 GEMM on GB200."""
     out = []
     for r in rows:
+        if r["gpu"] == "GB200" and r["kind"] == "grouped_gemm" and r["source"].startswith("NVIDIA/Megatron-LM"):
+            # M is not stated; 8 groups of 4,096 tokens is the guide's own configuration (EP32 over 256
+            # experts = 8 local experts; MBS1 x seq 4096 x top-8 / 8 = 4,096 tokens per expert). ASSUMPTION.
+            m, n, k, g = 4096, int(r["N"]), int(r["K"]), 8
+            out.append(GemmCase("Megatron cuBLAS grouped mxfp8 GB200 (8 x 4096 assumed)", "GB200", "mxfp8",
+                                ((m, n, k, g),), _time_from_tflops(2.0 * m * n * k * g, r["tflops"]), False, True))
+            continue
         if r["gpu"] != "B200":
             continue
         src, x = r["source"], r[_EXTRA]
@@ -195,7 +204,7 @@ def blackwell_gemm_cases(rows: Sequence[Mapping[str, str]]) -> list[GemmCase]:
                 kern, label, held = (tpg, n, k, g), "dgrad", True
             else:  # wgrad 2D-2D: per group (M x N) over K = tokens per group
                 kern, label, held = (int(r["M"]), n, tpg, g), "wgrad", True
-            out.append(GemmCase(f"torchao grouped mxfp8 {label}", "B200", "mxfp8", (kern,), t, held))
+            out.append(GemmCase(f"torchao grouped mxfp8 {label}", "B200", "mxfp8", (kern,), t, held, True))
         elif r["kind"] == "grouped_gemm" and "moe_training/README.md" in src and r["precision"] == "BF16":
             g = int(re.search(r"groups=(\d+)", x).group(1))
             t = float(re.search(r"time_us=([\d.]+)", x).group(1)) * 1e-6
@@ -203,7 +212,7 @@ def blackwell_gemm_cases(rows: Sequence[Mapping[str, str]]) -> list[GemmCase]:
             tpg = tokens // g
             kern = ((tpg, n, k, g), (tpg, k, n, g), (k, n, tpg, g))  # fwd, dgrad, wgrad
             out.append(GemmCase(f"torch._grouped_mm bf16 fwd+bwd g{g} {tokens}x{n}x{k}", "B200", "bf16", kern, t,
-                                True))
+                                True, True))
     return out
 
 
@@ -246,14 +255,28 @@ def _gpu_hw(gpu: str, precision: str) -> tuple[float, int, float, float, str]:
     return float(peak), entry.sm_count, float(g.hbm_Bps), entry.exp_per_s, entry.arch
 
 
-def _gemm_case_time(c: GemmCase, eta: float, tau: float, launch: float) -> float:
-    peak, sm, hbm, _, _ = _gpu_hw(c.gpu, c.precision)
-    b_in, b_out = cf.BYTES_PER_ELEMENT[c.precision]
-    total = 0.0
-    for m, n, k, g in c.kernels:
-        total += float(cm.gemm_time_core(m, n, k, g, peak_flops=peak, sm_count=sm, hbm_Bps=hbm, eta=eta,
-                                         tile_overhead_s=tau, launch_s=launch, bytes_in=b_in, bytes_out=b_out))
-    return total
+class _GemmBatch:
+    """Every kernel of a list of GEMM cases as flat arrays, for one vectorised model call."""
+
+    def __init__(self, cases: Sequence[GemmCase]) -> None:
+        flat = [(i, c, kern) for i, c in enumerate(cases) for kern in c.kernels]
+        self.case = np.array([i for i, _, _ in flat])
+        self.m, self.n, self.k, self.g = (np.array([kern[j] for _, _, kern in flat], float) for j in range(4))
+        hw = [_gpu_hw(c.gpu, c.precision) for _, c, _ in flat]
+        self.peak, self.sm, self.hbm = (np.array([h[j] for h in hw], float) for j in range(3))
+        self.b_in = np.array([cf.BYTES_PER_ELEMENT[c.precision][0] for _, c, _ in flat])
+        self.b_out = np.array([cf.BYTES_PER_ELEMENT[c.precision][1] for _, c, _ in flat])
+        self.fp8 = np.array([cf.BASE_PRECISION[c.precision] == "fp8" for _, c, _ in flat])
+        self.grouped = np.array([c.grouped for _, c, _ in flat])
+        self.adj = np.array([cm._mamf_adjustment(c.gpu, cf.GPU_COMPUTE[c.gpu].arch, cf.BASE_PRECISION[c.precision])
+                             for _, c, _ in flat])
+        self.n_cases = len(cases)
+
+    def times(self, eta, tau, launch) -> np.ndarray:
+        t = cm.gemm_time_core(self.m, self.n, self.k, self.g, peak_flops=self.peak, sm_count=self.sm,
+                              hbm_Bps=self.hbm, eta=eta * self.adj, tile_overhead_s=tau, launch_s=launch,
+                              bytes_in=self.b_in, bytes_out=self.b_out)
+        return np.bincount(self.case, weights=t, minlength=self.n_cases)
 
 
 def _stats(errors: np.ndarray, held: np.ndarray) -> dict[str, float]:
@@ -265,17 +288,17 @@ def _stats(errors: np.ndarray, held: np.ndarray) -> dict[str, float]:
     return out
 
 
-def _fit(cases: Sequence, predict: Callable[[np.ndarray, object], float], x0: Sequence[float],
+def _fit(cases: Sequence, predict: Callable[[np.ndarray], np.ndarray], x0: Sequence[float],
          lo: Sequence[float], hi: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    fit_cases = [c for c in cases if not c.held_out]
+    """Robust least squares of log(predicted / measured) over the fit rows; errors of all rows."""
+    measured = np.array([c.time_s for c in cases])
+    held = np.array([c.held_out for c in cases])
 
     def resid(p: np.ndarray) -> np.ndarray:
-        return np.array([np.log(predict(p, c) / c.time_s) for c in fit_cases])
+        return np.log(predict(p)[~held] / measured[~held])
 
     sol = least_squares(resid, np.asarray(x0, float), bounds=(lo, hi), **_LOSS)
-    err = np.array([predict(sol.x, c) / c.time_s - 1.0 for c in cases])
-    held = np.array([c.held_out for c in cases])
-    return sol.x, err, held
+    return sol.x, predict(sol.x) / measured - 1.0, held
 
 
 @dataclass(frozen=True)
@@ -284,27 +307,33 @@ class Calibration:
 
     gemm: cf.GemmParams
     gemm_carry: Mapping[tuple[str, str], float]
+    gemm_grouped: Mapping[str, float]
+    gemm_tile_scale: Mapping[str, float]
     gemm_launch_s: Mapping[str, float]
     attention: Mapping[str, cf.AttentionParams]
     report: Mapping[str, Mapping[str, float]]
     residuals: Mapping[str, tuple[tuple[str, bool, float], ...]]  #: group -> (label, held_out, rel. error)
 
 
-def _attn_predict(p_eta: float, tau: float, sigma: float, c: AttentionCase, launch: float) -> float:
-    peak, sm, _, exp_rate, _ = _gpu_hw(c.gpu, c.precision)
-    return float(cm.attention_time_core(c.batch, c.heads, c.seq, c.d_qk, c.d_v, causal=c.causal,
-                                        backward=c.backward, peak_flops=peak, sm_count=sm, exp_per_s=exp_rate,
-                                        eta=p_eta, block_overhead_s=tau, exp_exposed=sigma, launch_s=launch))
-
-
 def _fit_attention(cases: Sequence[AttentionCase], precisions: Sequence[str], launch: float):
     keys = [(d, p) for d in ("fwd", "bwd") for p in precisions]
     idx = {k: i for i, k in enumerate(keys)}
     n = len(keys)
+    hw = [_gpu_hw(c.gpu, c.precision) for c in cases]
+    peak, sm, exp_rate = (np.array([h[j] for h in hw], float) for j in (0, 1, 3))
+    shape = {f: np.array([getattr(c, f) for c in cases], float) for f in ("batch", "heads", "seq", "d_qk", "d_v")}
+    causal = np.array([c.causal for c in cases])
+    backward = np.array([c.backward for c in cases])
+    eta_idx = np.array([idx[("bwd" if c.backward else "fwd", c.precision)] for c in cases])
+    adj = np.array([cm._mamf_adjustment(c.gpu, cf.GPU_COMPUTE[c.gpu].arch, cf.BASE_PRECISION[c.precision],
+                                        reference=cf.ATTENTION_FIT_GPU[cf.GPU_COMPUTE[c.gpu].arch]) for c in cases])
+    tau_idx = n + backward.astype(int)
 
-    def predict(p: np.ndarray, c: AttentionCase) -> float:
-        d = "bwd" if c.backward else "fwd"
-        return _attn_predict(p[idx[(d, c.precision)]], p[n + (d == "bwd")], p[n + 2], c, launch)
+    def predict(p: np.ndarray) -> np.ndarray:
+        return cm.attention_time_core(shape["batch"], shape["heads"], shape["seq"], shape["d_qk"], shape["d_v"],
+                                      causal=causal, backward=backward, peak_flops=peak, sm_count=sm,
+                                      exp_per_s=exp_rate, eta=p[eta_idx] * adj, block_overhead_s=p[tau_idx],
+                                      exp_exposed=p[n + 2], launch_s=launch)
 
     x0 = [0.6] * n + [2e-6, 2e-6, 0.3]
     lo = [0.05] * n + [0.0, 0.0, 0.0]
@@ -338,34 +367,30 @@ def calibrate(h200_path: Optional[Path] = None, kernel_path: Optional[Path] = No
 
     # (1) H200 GEMMs: p = eta_bf16, eta_fp8, tau_bf16, tau_fp8, harness floor
     g_cases = h200_gemm_cases(h200)
-
-    def g_predict(p: np.ndarray, c: GemmCase) -> float:
-        fp8 = c.precision == "fp8"
-        return _gemm_case_time(c, p[1] if fp8 else p[0], p[3] if fp8 else p[2], p[4])
-
-    gx, gerr, gheld = _fit(g_cases, g_predict, [0.8, 0.75, 1e-6, 2e-6, 2e-5], [0.1, 0.1, 0, 0, 0],
-                           [1.0, 1.0, 1e-4, 1e-4, 1e-4])
+    gb = _GemmBatch(g_cases)
+    gx, gerr, gheld = _fit(g_cases, lambda p: gb.times(np.where(gb.fp8, p[1], p[0]), np.where(gb.fp8, p[3], p[2]),
+                                                       p[4]),
+                           [0.8, 0.75, 1e-6, 2e-6, 2e-5], [0.1, 0.1, 0, 0, 0], [1.0, 1.0, 1e-4, 1e-4, 1e-4])
     record("gemm_h200", g_cases, gerr, gheld)
     gemm = cf.GemmParams(eta=types.MappingProxyType({"bf16": float(gx[0]), "fp8": float(gx[1])}),
                          tile_overhead_s=types.MappingProxyType({"bf16": float(gx[2]), "fp8": float(gx[3])}),
                          harness_floor_s=float(gx[4]))
 
-    # (2) Hopper mxfp8 (DeepGEMM, H800): p = carry, launch
+    # (2) Hopper mxfp8 (DeepGEMM, H800): p = carry, launch. Grouped factor 1 (not fitted; checked held out).
     h_cases = hopper_mxfp8_cases(kernels)
-    hx, herr, hheld = _fit(h_cases, lambda p, c: _gemm_case_time(c, gemm.eta["fp8"] * p[0],
-                                                                 gemm.tile_overhead_s["fp8"], p[1]),
+    hb = _GemmBatch(h_cases)
+    hx, herr, hheld = _fit(h_cases, lambda p: hb.times(gemm.eta["fp8"] * p[0], gemm.tile_overhead_s["fp8"], p[1]),
                            [1.0, 5e-6], [0.2, 0.0], [2.0, 1e-4])
     record("gemm_hopper_mxfp8", h_cases, herr, hheld)
 
-    # (3) Blackwell (B200): p = carry_bf16, carry_mxfp8, launch
+    # (3) Blackwell (B200): p = carry_bf16, carry_mxfp8, launch, grouped-kernel factor, tile-overhead scale
     b_cases = blackwell_gemm_cases(kernels)
-
-    def b_predict(p: np.ndarray, c: GemmCase) -> float:
-        base = cf.BASE_PRECISION[c.precision]
-        carry = p[0] if c.precision == "bf16" else p[1]
-        return _gemm_case_time(c, gemm.eta[base] * carry, gemm.tile_overhead_s[base], p[2])
-
-    bx, berr, bheld = _fit(b_cases, b_predict, [1.0, 1.0, 5e-6], [0.2, 0.2, 0.0], [2.0, 2.0, 1e-4])
+    bb = _GemmBatch(b_cases)
+    b_eta = np.where(bb.fp8, gemm.eta["fp8"], gemm.eta["bf16"])
+    b_tau = np.where(bb.fp8, gemm.tile_overhead_s["fp8"], gemm.tile_overhead_s["bf16"])
+    bx, berr, bheld = _fit(b_cases, lambda p: bb.times(b_eta * np.where(bb.fp8, p[1], p[0])
+                                                       * np.where(bb.grouped, p[3], 1.0), b_tau * p[4], p[2]),
+                           [1.0, 1.0, 5e-6, 1.0, 1.0], [0.2, 0.2, 0.0, 0.2, 0.0], [2.0, 2.0, 1e-4, 1.5, 10.0])
     record("gemm_blackwell", b_cases, berr, bheld)
 
     a100 = catalog.gpu("A100").mamf_bf16_flops / catalog.gpu("A100").peak_bf16_flops
@@ -376,6 +401,8 @@ def calibrate(h200_path: Optional[Path] = None, kernel_path: Optional[Path] = No
         ("blackwell", "fp8"): float(bx[1]),
         ("ampere", "bf16"): float(a100 / h100),
     }
+    grouped = {"hopper": 1.0, "blackwell": float(bx[3]), "ampere": 1.0}
+    tile_scale = {"hopper": 1.0, "blackwell": float(bx[4]), "ampere": 1.0}
     launch = {"hopper": float(hx[1]), "blackwell": float(bx[2]), "ampere": float(hx[1])}
 
     # (4) attention
@@ -390,6 +417,8 @@ def calibrate(h200_path: Optional[Path] = None, kernel_path: Optional[Path] = No
     return Calibration(
         gemm=gemm,
         gemm_carry=types.MappingProxyType(carry),
+        gemm_grouped=types.MappingProxyType(grouped),
+        gemm_tile_scale=types.MappingProxyType(tile_scale),
         gemm_launch_s=types.MappingProxyType(launch),
         attention=types.MappingProxyType({"hopper": ap_h, "blackwell": ap_b}),
         report=types.MappingProxyType({k: types.MappingProxyType(v) for k, v in report.items()}),
@@ -412,6 +441,8 @@ def render_fitted_block(cal: Calibration) -> str:
              f"    tile_overhead_s={mp(cal.gemm.tile_overhead_s)},",
              f"    harness_floor_s={_fmt(cal.gemm.harness_floor_s)},", ")",
              "GEMM_CARRY: Mapping[tuple[str, str], float] = " + mp(cal.gemm_carry),
+             "GEMM_GROUPED_FACTOR: Mapping[str, float] = " + mp(cal.gemm_grouped),
+             "GEMM_TILE_OVERHEAD_SCALE: Mapping[str, float] = " + mp(cal.gemm_tile_scale),
              "GEMM_LAUNCH_S: Mapping[str, float] = " + mp(cal.gemm_launch_s),
              "ATTENTION: Mapping[str, AttentionParams] = types.MappingProxyType({"]
     for arch, ap in cal.attention.items():

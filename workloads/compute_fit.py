@@ -40,8 +40,12 @@ __all__ = [
     "BYTES_PER_ELEMENT",
     "BASE_PRECISION",
     "HBM_EFFICIENCY",
+    "MAMF_PROXY",
+    "ATTENTION_FIT_GPU",
     "GEMM_H200",
     "GEMM_CARRY",
+    "GEMM_GROUPED_FACTOR",
+    "GEMM_TILE_OVERHEAD_SCALE",
     "GEMM_LAUNCH_S",
     "ATTENTION",
     "FIT_REPORT",
@@ -142,6 +146,14 @@ BYTES_PER_ELEMENT: Mapping[str, tuple[float, float]] = types.MappingProxyType({
 #: The H200-fitted precision each precision's efficiency starts from.
 BASE_PRECISION: Mapping[str, str] = types.MappingProxyType({"bf16": "bf16", "fp8": "fp8", "mxfp8": "fp8"})
 
+#: GPUs without a catalog MAMF figure at a precision take their sibling's (ASSUMPTION):
+#: H200 and H800 the H100's (same GH100 die and clocks; the catalog notes H200 BF16 MAMF
+#: "only given as ~H100"), GB300 the GB200's (same NVL72 platform and nameplate peaks).
+MAMF_PROXY: Mapping[str, str] = types.MappingProxyType({"H200": "H100", "H800": "H100", "GB300": "GB200"})
+
+#: The GPU whose published rows each architecture's attention parameters were fitted on.
+ATTENTION_FIT_GPU: Mapping[str, str] = types.MappingProxyType({"hopper": "H200", "blackwell": "GB200"})
+
 #: Achieved fraction of the catalog HBM bandwidth by a large device copy (MEAS
 #: on H200: 4,165.14 GB/s read+write of 4.8 TB/s). Carried unchanged to the other
 #: GPUs (ASSUMPTION: no copy measurement of them is in the shared data).
@@ -173,25 +185,27 @@ GEMM_H200 = GemmParams(
     tile_overhead_s=types.MappingProxyType({'bf16': 4.54483e-07, 'fp8': 2.42933e-06}),
     harness_floor_s=2.61142e-05,
 )
-GEMM_CARRY: Mapping[tuple[str, str], float] = types.MappingProxyType({('hopper', 'bf16'): 1.0, ('hopper', 'fp8'): 1.0, ('hopper', 'mxfp8'): 0.937824, ('blackwell', 'bf16'): 0.826558, ('blackwell', 'mxfp8'): 1.07227, ('blackwell', 'fp8'): 1.07227, ('ampere', 'bf16'): 1.08203})
-GEMM_LAUNCH_S: Mapping[str, float] = types.MappingProxyType({'hopper': 2.00498e-06, 'blackwell': 2.40391e-06, 'ampere': 2.00498e-06})
+GEMM_CARRY: Mapping[tuple[str, str], float] = types.MappingProxyType({('hopper', 'bf16'): 1.0, ('hopper', 'fp8'): 1.0, ('hopper', 'mxfp8'): 0.971791, ('blackwell', 'bf16'): 0.810122, ('blackwell', 'mxfp8'): 1.00768, ('blackwell', 'fp8'): 1.00768, ('ampere', 'bf16'): 1.08203})
+GEMM_GROUPED_FACTOR: Mapping[str, float] = types.MappingProxyType({'hopper': 1.0, 'blackwell': 0.68966, 'ampere': 1.0})
+GEMM_TILE_OVERHEAD_SCALE: Mapping[str, float] = types.MappingProxyType({'hopper': 1.0, 'blackwell': 0.301549, 'ampere': 1.0})
+GEMM_LAUNCH_S: Mapping[str, float] = types.MappingProxyType({'hopper': 2.00498e-06, 'blackwell': 3.22567e-06, 'ampere': 2.00498e-06})
 ATTENTION: Mapping[str, AttentionParams] = types.MappingProxyType({
     'hopper': AttentionParams(
         eta=types.MappingProxyType({('fwd', 'bf16'): 0.706274, ('fwd', 'fp8'): 0.551809, ('bwd', 'bf16'): 0.593033, ('bwd', 'fp8'): 0.336827}),
         block_overhead_s=types.MappingProxyType({'fwd': 3.99512e-06, 'bwd': 2.05381e-05}),
-        exp_exposed=6.9489e-11,
+        exp_exposed=6.93122e-11,
     ),
     'blackwell': AttentionParams(
-        eta=types.MappingProxyType({('fwd', 'bf16'): 0.847166, ('fwd', 'fp8'): 0.724579, ('fwd', 'mxfp8'): 0.651603, ('bwd', 'bf16'): 0.52553, ('bwd', 'fp8'): 0.443374, ('bwd', 'mxfp8'): 0.344151}),
-        block_overhead_s=types.MappingProxyType({'fwd': 2.26423e-06, 'bwd': 8.33025e-06}),
-        exp_exposed=0.368173,
+        eta=types.MappingProxyType({('fwd', 'bf16'): 0.846305, ('fwd', 'fp8'): 0.722879, ('fwd', 'mxfp8'): 0.650157, ('bwd', 'bf16'): 0.525322, ('bwd', 'fp8'): 0.443209, ('bwd', 'mxfp8'): 0.344016}),
+        block_overhead_s=types.MappingProxyType({'fwd': 2.21519e-06, 'bwd': 8.28417e-06}),
+        exp_exposed=0.367261,
     ),
 })
 FIT_REPORT: Mapping[str, Mapping[str, float]] = types.MappingProxyType({
     'gemm_h200': types.MappingProxyType({'n_fit': 104.0, 'n_held': 30.0, 'fit_mean': 0.0704964, 'fit_max': 0.406795, 'held_mean': 0.087737, 'held_max': 0.295491}),
     'gemm_hopper_mxfp8': types.MappingProxyType({'n_fit': 12.0, 'n_held': 16.0, 'fit_mean': 0.0572527, 'fit_max': 0.189227, 'held_mean': 0.0729784, 'held_max': 0.238066}),
-    'gemm_blackwell': types.MappingProxyType({'n_fit': 7.0, 'n_held': 15.0, 'fit_mean': 0.111717, 'fit_max': 0.356318, 'held_mean': 0.315891, 'held_max': 0.531934}),
+    'gemm_blackwell': types.MappingProxyType({'n_fit': 8.0, 'n_held': 15.0, 'fit_mean': 0.0464845, 'fit_max': 0.138693, 'held_mean': 0.167003, 'held_max': 0.315606}),
     'attention_h200': types.MappingProxyType({'n_fit': 34.0, 'n_held': 20.0, 'fit_mean': 0.0609627, 'fit_max': 0.420628, 'held_mean': 0.070247, 'held_max': 0.391602}),
-    'attention_blackwell': types.MappingProxyType({'n_fit': 111.0, 'n_held': 259.0, 'fit_mean': 0.0618399, 'fit_max': 0.259518, 'held_mean': 0.119513, 'held_max': 0.312861}),
+    'attention_blackwell': types.MappingProxyType({'n_fit': 111.0, 'n_held': 259.0, 'fit_mean': 0.061556, 'fit_max': 0.259094, 'held_mean': 0.119631, 'held_max': 0.312884}),
 })
 # END FITTED
