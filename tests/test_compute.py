@@ -218,6 +218,35 @@ def test_carry_scales_compute_bound_time_by_peak_and_efficiency():
     assert cm.gpu_figures("GB200", "bf16").mamf_adjustment == pytest.approx(expect)
 
 
+def test_reserved_sms_run_the_waves_on_the_remaining_sms():
+    # a compute-bound GEMM on 112 of 132 SMs: 132/112 slower up to wave rounding and the fixed costs
+    full = cm.gemm_time_s("H800", "mxfp8", 16384, 16384, 16384)
+    part = cm.gemm_time_s("H800", "mxfp8", 16384, 16384, 16384, reserved_sms=20)
+    assert part / full == pytest.approx(132 / 112, rel=0.02)
+    a_full = cm.attention_time_s("GB200", 2, 64, 32768, 128, 128)
+    a_part = cm.attention_time_s("GB200", 2, 64, 32768, 128, 128, reserved_sms=24)
+    assert a_part / a_full == pytest.approx(144 / 120, rel=0.01)
+
+
+def test_api_reproduces_the_fitted_published_rows(calibration):
+    # the residuals the fit reports are the API's own errors on those rows (constants rounded to 6 digits)
+    errs = {label: e for label, _, e in calibration.residuals["gemm_blackwell"]}
+    t = cm.gemm_time_s("GB200", "mxfp8", 4096, 2048, 7168, groups=8)
+    flops = 2.0 * 4096 * 2048 * 7168 * 8
+    assert t / (flops / 2672e12) - 1 == pytest.approx(errs["Megatron cuBLAS grouped mxfp8 GB200 (8 x 4096 assumed)"],
+                                                      rel=1e-4)
+    errs = {label: e for label, _, e in calibration.residuals["gemm_hopper_mxfp8"]}
+    t = cm.gemm_time_s("H800", "mxfp8", 4096, 7168, 16384)
+    assert t / (2.0 * 4096 * 7168 * 16384 / 1426e12) - 1 == pytest.approx(errs["deepgemm gemm g1 4096x7168x16384"],
+                                                                         rel=1e-4)
+    cases = {c.label: c for c in cc.attention_cases(cc.load_h200_rows(), cc.load_kernel_rows())}
+    for label, _, e in calibration.residuals["attention_blackwell"][::37]:
+        c = cases[label]
+        t = cm.attention_time_s(c.gpu, c.batch, c.heads, c.seq, c.d_qk, c.d_v, causal=c.causal,
+                                backward=c.backward, precision=c.precision)
+        assert t / c.time_s - 1 == pytest.approx(e, rel=1e-3, abs=1e-5)
+
+
 def test_attention_causal_half_and_backward_cost():
     nb = 32768 // 128
     full = cm.attention_time_s("GB200", 2, 64, 32768, 128, 128, causal=False)
@@ -267,6 +296,8 @@ def test_compute_model_describes_itself():
     (lambda: cm.gemm_time_s("H200", "bf16", 8, 8, 8, groups=-1), "groups"),
     (lambda: cm.attention_time_s("H200", 1, 8, float("nan"), 64, 64), "seq"),
     (lambda: cm.memory_time_s("H200", -1.0), "bytes_moved"),
+    (lambda: cm.gemm_time_s("H200", "bf16", 8, 8, 8, reserved_sms=132), "reserved_sms"),
+    (lambda: cm.attention_time_s("B200", 1, 8, 128, 64, 64, reserved_sms=-1), "reserved_sms"),
 ])
 def test_bad_input_gives_one_line_naming_the_field(call, field):
     with pytest.raises(SpecError) as err:

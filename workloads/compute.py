@@ -331,7 +331,7 @@ def _out(t: np.ndarray, *inputs) -> float | np.ndarray:
 
 
 def gemm_time_s(gpu: str, precision: str, m: ArrayLike, n: ArrayLike, k: ArrayLike, *,
-                groups: ArrayLike = 1) -> float | np.ndarray:
+                groups: ArrayLike = 1, reserved_sms: int = 0) -> float | np.ndarray:
     """Time of ``C[m, n] = A[m, k] B[k, n]``, or of a grouped GEMM of ``groups`` such problems.
 
     ``groups > 1`` is one grouped kernel (MoE experts at ``m`` tokens per expert):
@@ -347,6 +347,9 @@ def gemm_time_s(gpu: str, precision: str, m: ArrayLike, n: ArrayLike, k: ArrayLi
     precision : str
         ``bf16``, ``fp8`` (per-tensor scaled) or ``mxfp8`` (block-scaled; on Hopper
         DeepSeek's 1x128 / 128x128 recipe).
+    reserved_sms : int
+        SMs taken by concurrently running kernels (e.g. 20-24 for DeepEP dispatch
+        and combine): the GEMM runs its waves on the others.
 
     Examples
     --------
@@ -356,33 +359,46 @@ def gemm_time_s(gpu: str, precision: str, m: ArrayLike, n: ArrayLike, k: ArrayLi
     True
     >>> gemm_time_s("H100", "bf16", [128, 4096], 7168, 2048).shape
     (2,)
+    >>> gemm_time_s("H800", "mxfp8", 4096, 7168, 2048, reserved_sms=20) > gemm_time_s("H800", "mxfp8", 4096, 7168, 2048)
+    True
     """
     if all(isinstance(x, (int, float)) for x in (m, n, k, groups)) and isinstance(gpu, str) \
-            and isinstance(precision, str):
-        return _gemm_scalar(gpu, precision, m, n, k, groups)
-    return _gemm_array(gpu, precision, m, n, k, groups)
+            and isinstance(precision, str) and isinstance(reserved_sms, int):
+        return _gemm_scalar(gpu, precision, m, n, k, groups, reserved_sms)
+    return _gemm_array(gpu, precision, m, n, k, groups, reserved_sms)
 
 
-def _gemm_array(gpu, precision, m, n, k, groups):
+def _usable_sms(f: GpuFigures, reserved_sms: object) -> tuple[int, float]:
+    """SMs left to a kernel and the fraction of the GPU's peak they carry."""
+    if not isinstance(reserved_sms, (int, np.integer)) or isinstance(reserved_sms, bool) \
+            or not 0 <= reserved_sms < f.sm_count:
+        raise SpecError(f"reserved_sms: {reserved_sms!r} is not allowed; must be an integer in 0..{f.sm_count - 1} "
+                        f"({f.gpu} has {f.sm_count} SMs)")
+    sms = f.sm_count - int(reserved_sms)
+    return sms, sms / f.sm_count
+
+
+def _gemm_array(gpu, precision, m, n, k, groups, reserved_sms=0):
     _check_dims(m=m, n=n, k=k, groups=groups)
     f = _figures(gpu, precision)
+    sms, share = _usable_sms(f, reserved_sms)
     b_in, b_out = cf.BYTES_PER_ELEMENT[f.precision]
     eta = f.gemm_eta * np.where(np.asarray(groups) > 1, f.grouped_factor, 1.0)
-    t = gemm_time_core(m, n, k, groups, peak_flops=f.peak_flops, sm_count=f.sm_count, hbm_Bps=f.hbm_Bps,
+    t = gemm_time_core(m, n, k, groups, peak_flops=f.peak_flops * share, sm_count=sms, hbm_Bps=f.hbm_Bps,
                        eta=eta, tile_overhead_s=f.gemm_tile_overhead_s, launch_s=f.launch_s,
                        bytes_in=b_in, bytes_out=b_out)
     return _out(t, m, n, k, groups)
 
 
 @functools.lru_cache(maxsize=65536)
-def _gemm_scalar(gpu: str, precision: str, m: float, n: float, k: float, groups: float) -> float:
+def _gemm_scalar(gpu: str, precision: str, m: float, n: float, k: float, groups: float, reserved_sms: int) -> float:
     # scalar calls repeat the same few shapes per layer: cache them (the model is a pure function)
-    return float(_gemm_array(gpu, precision, m, n, k, groups))
+    return float(_gemm_array(gpu, precision, m, n, k, groups, reserved_sms))
 
 
 def gemm_efficiency(gpu: str, precision: str, m: ArrayLike, n: ArrayLike, k: ArrayLike, *,
-                    groups: ArrayLike = 1) -> float | np.ndarray:
-    """Achieved fraction of the dense peak: ``2 m n k groups / (time * peak)``.
+                    groups: ArrayLike = 1, reserved_sms: int = 0) -> float | np.ndarray:
+    """Achieved fraction of the (whole GPU's) dense peak: ``2 m n k groups / (time * peak)``.
 
     Examples
     --------
@@ -391,7 +407,7 @@ def gemm_efficiency(gpu: str, precision: str, m: ArrayLike, n: ArrayLike, k: Arr
     >>> gemm_efficiency("H200", "bf16", 128, 7168, 2048) < gemm_efficiency("H200", "bf16", 8192, 7168, 2048)
     True
     """
-    t = gemm_time_s(gpu, precision, m, n, k, groups=groups)
+    t = gemm_time_s(gpu, precision, m, n, k, groups=groups, reserved_sms=reserved_sms)
     f = _figures(gpu, precision)
     flops = 2.0 * np.asarray(m, float) * np.asarray(n, float) * np.asarray(k, float) * np.asarray(groups, float)
     return _out(flops / (np.asarray(t) * f.peak_flops), m, n, k, groups)
@@ -443,14 +459,15 @@ def attention_time_core(batch, heads, seq, d_qk, d_v, *, causal, backward, peak_
 
 def attention_time_s(gpu: str, batch: ArrayLike, heads: ArrayLike, seq: ArrayLike, d_qk: ArrayLike,
                      d_v: ArrayLike, *, causal: bool = True, backward: bool = False,
-                     precision: str = "bf16") -> float | np.ndarray:
+                     precision: str = "bf16", reserved_sms: int = 0) -> float | np.ndarray:
     """Time of one fused attention (FlashAttention / cuDNN SDPA) forward or backward.
 
     ``heads`` are query heads (GQA/MLA share keys but do the same MMA work per
     query head). Shapes may be arrays. The efficiencies are those fitted on the
     architecture's reference GPU (:data:`workloads.compute_fit.ATTENTION_FIT_GPU`),
     scaled by the GPU's MAMF fraction over that GPU's; Ampere uses Hopper's
-    (UNVERIFIED). On Hopper ``mxfp8`` attention runs as fp8.
+    (UNVERIFIED). On Hopper ``mxfp8`` attention runs as fp8. ``reserved_sms`` as
+    for :func:`gemm_time_s`.
 
     Examples
     --------
@@ -461,8 +478,22 @@ def attention_time_s(gpu: str, batch: ArrayLike, heads: ArrayLike, seq: ArrayLik
     >>> attention_time_s("GB300", 1, 128, 4096, 192, 128) < attention_time_s("GB200", 1, 128, 4096, 192, 128)
     True
     """
+    scalar = all(isinstance(x, (int, float)) for x in (batch, heads, seq, d_qk, d_v))
+    if scalar and isinstance(gpu, str) and isinstance(precision, str) and isinstance(reserved_sms, int):
+        return _attention_scalar(gpu, batch, heads, seq, d_qk, d_v, bool(causal), bool(backward), precision,
+                                 reserved_sms)
+    return _attention_array(gpu, batch, heads, seq, d_qk, d_v, causal, backward, precision, reserved_sms)
+
+
+@functools.lru_cache(maxsize=16384)
+def _attention_scalar(gpu, batch, heads, seq, d_qk, d_v, causal, backward, precision, reserved_sms) -> float:
+    return float(_attention_array(gpu, batch, heads, seq, d_qk, d_v, causal, backward, precision, reserved_sms))
+
+
+def _attention_array(gpu, batch, heads, seq, d_qk, d_v, causal, backward, precision, reserved_sms):
     _check_dims(batch=batch, heads=heads, seq=seq, d_qk=d_qk, d_v=d_v)
     f = _figures(gpu, precision)
+    sms, share = _usable_sms(f, reserved_sms)
     arch = "hopper" if f.arch == "ampere" else f.arch
     ap = cf.ATTENTION[arch]
     direction = "bwd" if backward else "fwd"
@@ -470,7 +501,7 @@ def attention_time_s(gpu: str, batch: ArrayLike, heads: ArrayLike, seq: ArrayLik
     base = cf.BASE_PRECISION[f.precision]
     adj = _mamf_adjustment(f.gpu, f.arch, base, reference=cf.ATTENTION_FIT_GPU[arch])
     t = attention_time_core(batch, heads, seq, d_qk, d_v, causal=causal, backward=backward,
-                            peak_flops=f.peak_flops, sm_count=f.sm_count, exp_per_s=f.exp_per_s,
+                            peak_flops=f.peak_flops * share, sm_count=sms, exp_per_s=f.exp_per_s * share,
                             eta=ap.eta[(direction, prec)] * adj,
                             block_overhead_s=ap.block_overhead_s[direction], exp_exposed=ap.exp_exposed,
                             launch_s=f.launch_s)
