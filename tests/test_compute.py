@@ -49,6 +49,15 @@ def test_fit_reproduces_the_shipped_constants(calibration):
             assert _close(v, cf.FIT_REPORT[group][key], rel=1e-3), (group, key)
 
 
+def test_fit_from_the_shared_data_reproduces_the_constants(shared):
+    cal = cc.calibrate(shared / "data" / "h200_gemm_attention.csv", shared / "data" / "gpu_kernel_throughput.csv")
+    for group, stats in cal.report.items():
+        for key, v in stats.items():
+            assert _close(v, cf.FIT_REPORT[group][key], rel=1e-3), (group, key)
+    for key, v in cal.gemm_carry.items():
+        assert _close(v, cf.GEMM_CARRY[key]), key
+
+
 def test_shipped_data_are_copies_of_the_shared_data(shared):
     ours = (cc._data_path("h200_gemm_attention.csv", None)).read_bytes()
     assert ours == (shared / "data" / "h200_gemm_attention.csv").read_bytes()

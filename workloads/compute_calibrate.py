@@ -235,6 +235,8 @@ def attention_cases(h200_rows: Sequence[H200Row], kernel_rows: Sequence[Mapping[
         kv = _kv(r[_EXTRA])
         if "time_ms" not in kv or r["gpu"] not in ("H200", "GB200", "GB300"):
             continue
+        if r["gpu"] != "H200" and kv.get("deterministic_bwd") == "True":
+            continue  # Blackwell: the non-deterministic backward (training default); H200 has only one kind
         prec = {"bfloat16": "bf16"}.get(r["precision"], r["precision"])
         s = int(kv["seq_q"])
         held = s in (8192, 16384) or r["gpu"] == "GB300"
