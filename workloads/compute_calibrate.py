@@ -126,7 +126,14 @@ def load_h200_rows(path: Optional[Path] = None) -> list[H200Row]:
 
 
 def load_kernel_rows(path: Optional[Path] = None) -> list[dict[str, str]]:
-    """Rows of the published kernel-throughput CSV (the shipped subset unless ``path`` is given)."""
+    """Rows of the published kernel-throughput CSV (the shipped subset unless ``path`` is given).
+
+    Examples
+    --------
+    >>> rows = load_kernel_rows()
+    >>> len(rows), all(r["source"] for r in rows)
+    (467, True)
+    """
     with open(_data_path("kernel_throughput.csv", path), newline="") as fh:
         return list(csv.DictReader(fh))
 
@@ -143,7 +150,14 @@ def held_out_h200_gemm(name: str) -> bool:
 
 
 def h200_gemm_cases(rows: Sequence[H200Row]) -> list[GemmCase]:
-    """The H200 GEMM rows as cases (bf16 and per-tensor fp8)."""
+    """The H200 GEMM rows as cases (bf16 and per-tensor fp8).
+
+    Examples
+    --------
+    >>> cases = h200_gemm_cases(load_h200_rows())
+    >>> len(cases), sum(c.held_out for c in cases)
+    (134, 30)
+    """
     return [GemmCase(f"{r.name}/{r.dtype}", "H200", r.dtype, ((r.m, r.n, r.k, 1),), r.median_s,
                      held_out_h200_gemm(r.name)) for r in rows if r.kind == "gemm"]
 
@@ -153,7 +167,14 @@ def _time_from_tflops(flops: float, tflops: str) -> float:
 
 
 def hopper_mxfp8_cases(rows: Sequence[Mapping[str, str]]) -> list[GemmCase]:
-    """DeepGEMM README rows on H800 (FP8 block-scaled = our Hopper mxfp8); time = FLOPs / published TFLOPS."""
+    """DeepGEMM README rows on H800 (FP8 block-scaled = our Hopper mxfp8); time = FLOPs / published TFLOPS.
+
+    Examples
+    --------
+    >>> cases = hopper_mxfp8_cases(load_kernel_rows())
+    >>> len(cases), sum(c.held_out for c in cases), sum(c.grouped for c in cases)
+    (28, 16, 10)
+    """
     out = []
     for r in rows:
         if r["gpu"] != "H800" or not r["source"].startswith("deepseek-ai/DeepGEMM README.md @55ab91f"):
@@ -171,7 +192,14 @@ def hopper_mxfp8_cases(rows: Sequence[Mapping[str, str]]) -> list[GemmCase]:
 
 def blackwell_gemm_cases(rows: Sequence[Mapping[str, str]]) -> list[GemmCase]:
     """B200 GEMM rows (torch.mm BF16 squares, flashinfer MXFP8, torchao grouped MXFP8 and BF16 fwd+bwd) and
-    Megatron's cuBLAS grouped MXFP8 GEMM on GB200."""
+    Megatron's cuBLAS grouped MXFP8 GEMM on GB200.
+
+    Examples
+    --------
+    >>> cases = blackwell_gemm_cases(load_kernel_rows())
+    >>> len(cases), sum(c.held_out for c in cases)
+    (23, 15)
+    """
     out = []
     for r in rows:
         if r["gpu"] == "GB200" and r["kind"] == "grouped_gemm" and r["source"].startswith("NVIDIA/Megatron-LM"):
@@ -221,7 +249,14 @@ def _kv(extra: str) -> dict[str, str]:
 
 
 def attention_cases(h200_rows: Sequence[H200Row], kernel_rows: Sequence[Mapping[str, str]]) -> list[AttentionCase]:
-    """Our H200 SDPA rows and cuDNN's published H200 / GB200 / GB300 rows (time from ``time_ms``)."""
+    """Our H200 SDPA rows and cuDNN's published H200 / GB200 / GB300 rows (time from ``time_ms``).
+
+    Examples
+    --------
+    >>> cases = attention_cases(load_h200_rows(), load_kernel_rows())
+    >>> sorted({c.gpu for c in cases}), sum(c.gpu == "GB300" and not c.held_out for c in cases)
+    (['GB200', 'GB300', 'H200'], 0)
+    """
     out = []
     for r in h200_rows:
         if not r.kind.startswith("attention"):
