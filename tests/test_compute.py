@@ -91,6 +91,8 @@ HELD_OUT_BOUNDS = {
     "gemm_blackwell": (0.18, 0.33),
     "attention_h200": (0.08, 0.40),
     "attention_blackwell": (0.13, 0.33),
+    "attention_check_h100_fa3": (0.12, 0.32),
+    "attention_check_b200_fa4": (0.22, 0.44),
 }
 
 

@@ -144,6 +144,10 @@ _SPLIT_RULES = types.MappingProxyType({
                       "1024x2048x1024 and 8192x8192x4096, torchao grouped forward, Megatron cuBLAS grouped GEMM on "
                       "GB200; held out: flashinfer 1024x4096x4096 and 16384^3, torchao grouped dgrad and wgrad",
     "attention_h200": "held out: every row with seq 8,192 or 16,384 (ours and cuDNN's); fit: seq 2,048, 4,096, 32,768",
+    "attention_check_h100_fa3": "check only (never fitted): FlashAttention-3 bf16 causal on H100, B 4, H 48, d 128, "
+                                "seq 1k-8k, forward and backward (facebookexperimental/triton PR #3582)",
+    "attention_check_b200_fa4": "check only (never fitted): FlashAttention-4 bf16 forward on B200, d 64 and 128, "
+                                "seq 1k-16k, causal and not (Dao-AILab/flash-attention PR #2605)",
     "attention_blackwell": "cuDNN GB200 rows (non-deterministic backward). fit: seq 2,048, 4,096, 32,768; held out: "
                            "GB200 seq 8,192 and 16,384 and every GB300 row",
 })

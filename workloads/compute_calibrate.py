@@ -132,7 +132,7 @@ def load_kernel_rows(path: Optional[Path] = None) -> list[dict[str, str]]:
     --------
     >>> rows = load_kernel_rows()
     >>> len(rows), all(r["source"] for r in rows)
-    (467, True)
+    (493, True)
     """
     with open(_data_path("kernel_throughput.csv", path), newline="") as fh:
         return list(csv.DictReader(fh))
@@ -282,6 +282,39 @@ def attention_cases(h200_rows: Sequence[H200Row], kernel_rows: Sequence[Mapping[
     return out
 
 
+def attention_check_cases(kernel_rows: Sequence[Mapping[str, str]]) -> list[AttentionCase]:
+    """Published attention rows used only as a check (never fitted), all held out.
+
+    H100: FlashAttention-3 bf16 causal, B 4, H 48, d 128, times in us (facebookexperimental/triton PR
+    #3582). B200: FlashAttention-4 bf16 (Dao-AILab/flash-attention PR #2605, GPU inferred from its MFU
+    denominator); TFLOPS only, so time = FLOPs / TFLOPS with heads = 2,048 / head_dim (the FlashAttention
+    benchmark's model width, ASSUMPTION; TFLOPS hardly depend on it).
+
+    Examples
+    --------
+    >>> cases = attention_check_cases(load_kernel_rows())
+    >>> sorted({c.gpu for c in cases}), len(cases), all(c.held_out for c in cases)
+    (['B200', 'H100'], 26, True)
+    """
+    out = []
+    for r in kernel_rows:
+        x, bwd = r[_EXTRA], r["kind"] == "attention_bwd"
+        if r["source"].startswith("facebookexperimental/triton PR #3582") and r["kind"].startswith("attention"):
+            kv = _kv(x)
+            b, h, d, s = int(kv["batch"]), int(kv["heads"]), int(kv["head_dim"]), int(kv["seq_len"])
+            t = float(kv["time_us"]) * 1e-6
+            out.append(AttentionCase(f"FA3 H100 {r['kind']} s{s}", "H100", "bf16", b, h, s, d, d, True, bwd, t,
+                                     True))
+        elif r["gpu"] == "B200 (inferred)" and r["source"].startswith("Dao-AILab/flash-attention PR #2605"):
+            kv = _kv(x)
+            b, d, s = int(kv["batch"]), int(kv["head_dim"]), int(kv["seq_len"])
+            h, causal = 2048 // d, kv["causal"] == "yes"
+            flops = cm.attention_flops(b, h, s, d, d, causal=causal, backward=bwd)
+            out.append(AttentionCase(f"FA4 B200 {r['kind']} d{d} s{s} causal={kv['causal']}", "B200", "bf16", b, h,
+                                     s, d, d, causal, bwd, flops / (float(r["tflops"]) * 1e12), True))
+    return out
+
+
 # ---------------------------------------------------------------------- models
 
 def _gpu_hw(gpu: str, precision: str) -> tuple[float, int, float, float, str]:
@@ -320,8 +353,9 @@ def _stats(errors: np.ndarray, held: np.ndarray) -> dict[str, float]:
     a = np.abs(errors)
     out = {"n_fit": float((~held).sum()), "n_held": float(held.sum())}
     for key, mask in (("fit", ~held), ("held", held)):
-        out[f"{key}_mean"] = float(a[mask].mean()) if mask.any() else float("nan")
-        out[f"{key}_max"] = float(a[mask].max()) if mask.any() else float("nan")
+        if mask.any():
+            out[f"{key}_mean"] = float(a[mask].mean())
+            out[f"{key}_max"] = float(a[mask].max())
     return out
 
 
@@ -352,8 +386,8 @@ class Calibration:
     residuals: Mapping[str, tuple[tuple[str, bool, float], ...]]  #: group -> (label, held_out, rel. error)
 
 
-def _fit_attention(cases: Sequence[AttentionCase], precisions: Sequence[str], launch: float):
-    keys = [(d, p) for d in ("fwd", "bwd") for p in precisions]
+def _attention_predictor(cases: Sequence[AttentionCase], keys: Sequence[tuple[str, str]], launch: float):
+    """A vectorised predictor p -> times; p = eta per key, then tau fwd, tau bwd, sigma."""
     idx = {k: i for i, k in enumerate(keys)}
     n = len(keys)
     hw = [_gpu_hw(c.gpu, c.precision) for c in cases]
@@ -371,13 +405,24 @@ def _fit_attention(cases: Sequence[AttentionCase], precisions: Sequence[str], la
                                       causal=causal, backward=backward, peak_flops=peak, sm_count=sm,
                                       exp_per_s=exp_rate, eta=p[eta_idx] * adj, block_overhead_s=p[tau_idx],
                                       exp_exposed=p[n + 2], launch_s=launch)
+    return predict
 
+
+def _attention_vector(ap: cf.AttentionParams, keys: Sequence[tuple[str, str]]) -> np.ndarray:
+    return np.array([ap.eta[k] for k in keys] + [ap.block_overhead_s["fwd"], ap.block_overhead_s["bwd"],
+                                                 ap.exp_exposed])
+
+
+def _fit_attention(cases: Sequence[AttentionCase], precisions: Sequence[str], launch: float):
+    keys = [(d, p) for d in ("fwd", "bwd") for p in precisions]
+    n = len(keys)
+    predict = _attention_predictor(cases, keys, launch)
     x0 = [0.6] * n + [2e-6, 2e-6, 0.3]
     lo = [0.05] * n + [0.0, 0.0, 0.0]
     hi = [1.0] * n + [1e-4, 1e-4, 3.0]
     x, err, held = _fit(cases, predict, x0, lo, hi)
     params = cf.AttentionParams(
-        eta=types.MappingProxyType({k: float(x[idx[k]]) for k in keys}),
+        eta=types.MappingProxyType({k: float(x[i]) for i, k in enumerate(keys)}),
         block_overhead_s=types.MappingProxyType({"fwd": float(x[n]), "bwd": float(x[n + 1])}),
         exp_exposed=float(x[n + 2]),
     )
@@ -450,6 +495,16 @@ def calibrate(h200_path: Optional[Path] = None, kernel_path: Optional[Path] = No
     record("attention_h200", hop, aerr_h, aheld_h)
     ap_b, aerr_b, aheld_b = _fit_attention(bw, ("bf16", "fp8", "mxfp8"), launch["blackwell"])
     record("attention_blackwell", bw, aerr_b, aheld_b)
+
+    # (5) checks, never fitted: FlashAttention-3 on H100, FlashAttention-4 on B200
+    checks = attention_check_cases(kernels)
+    for group, gpu, arch, ap, precs in (("attention_check_h100_fa3", "H100", "hopper", ap_h, ("bf16", "fp8")),
+                                        ("attention_check_b200_fa4", "B200", "blackwell", ap_b,
+                                         ("bf16", "fp8", "mxfp8"))):
+        cs = [c for c in checks if c.gpu == gpu]
+        keys = [(d, p) for d in ("fwd", "bwd") for p in precs]
+        times = _attention_predictor(cs, keys, launch[arch])(_attention_vector(ap, keys))
+        record(group, cs, times / np.array([c.time_s for c in cs]) - 1.0, np.ones(len(cs), bool))
 
     return Calibration(
         gemm=gemm,
