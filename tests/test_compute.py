@@ -201,6 +201,29 @@ def test_grouped_gemm_shares_waves_and_launch():
                 assert one < grouped <= g * one / f.grouped_factor
 
 
+def test_uneven_grouped_gemm_counts_every_groups_tiles():
+    # equal counts reproduce the grouped API; uneven counts are the documented form written out by hand
+    even = cm.grouped_gemm_time_s("H200", "fp8", [1024] * 4, 4096, 7168)
+    assert even == cm.gemm_time_s("H200", "fp8", 1024, 4096, 7168, groups=4)
+    tokens = [3000, 1000, 37, 0, 5]
+    f = cm.gpu_figures("H200", "fp8")
+    bw = f.hbm_Bps * cf.HBM_EFFICIENCY
+    best = math.inf
+    for bm, bn in cf.GEMM_TILES:
+        for s in cf.GEMM_SPLIT_K:
+            tiles = sum(math.ceil(t / bm) for t in tokens) * math.ceil(4096 / bn) * s
+            t_math = math.ceil(tiles / 132) * (2 * bm * bn * math.ceil(7168 / s) / (f.peak_flops / 132 * f.gemm_eta)
+                                               + f.gemm_tile_overhead_s)
+            nbytes = (4042 * 7168 + 4 * 7168 * 4096) * 1 + 4042 * 4096 * 2 + (4042 * 4096 * 8 * s if s > 1 else 0)
+            best = min(best, max(t_math, nbytes / bw))
+    assert cm.grouped_gemm_time_s("H200", "fp8", tokens, 4096, 7168) == pytest.approx(best + f.launch_s, rel=1e-12)
+    # routing all tokens to fewer experts reads fewer weights
+    assert cm.grouped_gemm_time_s("B200", "mxfp8", [256, 0, 0, 0], 4096, 7168) < cm.grouped_gemm_time_s(
+        "B200", "mxfp8", [64, 64, 64, 64], 4096, 7168)
+    with pytest.raises(SpecError, match="^tokens_per_group:"):
+        cm.grouped_gemm_time_s("H200", "fp8", [0, 0], 4096, 7168)
+
+
 def test_vectorised_equals_scalar():
     m = np.array([128, 1024, 4096, 16384])
     n = np.array([4096, 7168, 2048, 576])

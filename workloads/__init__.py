@@ -8,6 +8,7 @@ from workloads.compute import (
     gemm_efficiency,
     gemm_time_s,
     gpu_figures,
+    grouped_gemm_time_s,
     memory_time_s,
 )
 
@@ -21,5 +22,6 @@ __all__ += [
     "gemm_efficiency",
     "gemm_time_s",
     "gpu_figures",
+    "grouped_gemm_time_s",
     "memory_time_s",
 ]

@@ -41,6 +41,7 @@ True
 from __future__ import annotations
 
 import functools
+import math
 import re
 import types
 from collections.abc import Mapping
@@ -61,6 +62,7 @@ __all__ = [
     "gpu_figures",
     "gemm_time_s",
     "gemm_efficiency",
+    "grouped_gemm_time_s",
     "attention_time_s",
     "attention_flops",
     "memory_time_s",
@@ -398,6 +400,50 @@ def _gemm_array(gpu, precision, m, n, k, groups, reserved_sms=0):
 def _gemm_scalar(gpu: str, precision: str, m: float, n: float, k: float, groups: float, reserved_sms: int) -> float:
     # scalar calls repeat the same few shapes per layer: cache them (the model is a pure function)
     return float(_gemm_array(gpu, precision, m, n, k, groups, reserved_sms))
+
+
+def grouped_gemm_time_s(gpu: str, precision: str, tokens_per_group: ArrayLike, n: int, k: int, *,
+                        reserved_sms: int = 0) -> float:
+    """Time of one grouped GEMM whose groups have different token counts (MoE experts as routed).
+
+    Each group ``i`` computes ``[m_i, k] x [k, n]``. The waves are counted over the sum of
+    every group's tiles (``sum_i ceil(m_i / bm) * ceil(n / bn)``), the bytes over the groups
+    that have tokens (an expert without tokens reads no weights); otherwise as
+    :func:`gemm_time_s` with ``groups > 1`` (the grouped-kernel factor applies). With
+    equal counts in more than one group it equals ``gemm_time_s(..., m, n, k, groups=...)``.
+
+    Examples
+    --------
+    >>> even = grouped_gemm_time_s("GB300", "mxfp8", [4096] * 8, 2048, 7168)
+    >>> even == gemm_time_s("GB300", "mxfp8", 4096, 2048, 7168, groups=8)
+    True
+    >>> grouped_gemm_time_s("GB300", "mxfp8", [4096] * 8 + [0] * 8, 2048, 7168) == even
+    True
+    """
+    m = np.asarray(tokens_per_group, dtype=float).ravel()
+    if m.size == 0 or not np.all(np.isfinite(m)) or np.any(m < 0) or not np.any(m > 0):
+        raise SpecError(f"tokens_per_group: {tokens_per_group!r} is not allowed; must be counts >= 0, not all 0")
+    _check_dims(n=n, k=k)
+    m = m[m > 0]
+    if m.size > 1 and np.all(m == m[0]):
+        return float(gemm_time_s(gpu, precision, float(m[0]), n, k, groups=int(m.size), reserved_sms=reserved_sms))
+    f = _figures(gpu, precision)
+    sms, share = _usable_sms(f, reserved_sms)
+    b_in, b_out = cf.BYTES_PER_ELEMENT[f.precision]
+    per_sm = f.peak_flops * share / sms * f.gemm_eta * f.grouped_factor
+    bw = f.hbm_Bps * cf.HBM_EFFICIENCY
+    total_m, g = float(m.sum()), float(m.size)
+    best = np.inf
+    for bm, bn in cf.GEMM_TILES:
+        row_tiles = float(np.ceil(m / bm).sum())
+        for s in cf.GEMM_SPLIT_K:
+            waves = math.ceil(row_tiles * math.ceil(n / bn) * s / sms)
+            t_math = waves * (2.0 * bm * bn * math.ceil(k / s) / per_sm + f.gemm_tile_overhead_s)
+            nbytes = (total_m * k + g * k * n) * b_in + total_m * n * b_out
+            if s > 1:
+                nbytes += total_m * n * cf.SPLIT_K_PARTIAL_BYTES * 2.0 * s
+            best = min(best, max(t_math, nbytes / bw))
+    return best + f.launch_s
 
 
 def gemm_efficiency(gpu: str, precision: str, m: ArrayLike, n: ArrayLike, k: ArrayLike, *,
