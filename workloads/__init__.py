@@ -1,5 +1,16 @@
 """workloads layer of fabric-emu."""
 
+from workloads.compute import (
+    ComputeModel,
+    attention_flops,
+    attention_time_s,
+    compute_model,
+    gemm_efficiency,
+    gemm_time_s,
+    gpu_figures,
+    grouped_gemm_time_s,
+    memory_time_s,
+)
 from workloads.flops import (
     FLOP_CONVENTIONS,
     FlopsBreakdown,
@@ -18,3 +29,14 @@ __all__ += [
     "ParamCounts", "FlopsBreakdown", "FLOP_CONVENTIONS", "param_counts", "flops_per_token", "flops_breakdown",
 ]
 __all__ += ["Op", "Split", "LayerOps", "OP_KINDS", "LAYER_KINDS", "layer_ops", "model_ops"]
+__all__ += [
+    "ComputeModel",
+    "attention_flops",
+    "attention_time_s",
+    "compute_model",
+    "gemm_efficiency",
+    "gemm_time_s",
+    "gpu_figures",
+    "grouped_gemm_time_s",
+    "memory_time_s",
+]
