@@ -85,7 +85,7 @@ SOURCES: dict[str, str] = {
     "S38": "kentino.com 'Latency dissection ...' (cut-through switch hop: IB < 100 ns, Ethernet 400-600 ns; secondary, unverified)",
     "S46": "NVIDIA press release on xAI Colossus / Spectrum-X, as reported by Fierce Electronics, StorageReview and thebeat.tech",
     "S-H20": "willitrunai.com/es/gpus/h20-96gb (H20: 96 GB HBM3 at 4.0 TB/s, 148 TFLOPS FP16 dense, 296 INT8 TOPS, NVLink 4.0 900 GB/s, 400 W); huggingface.co/hardware/h20 (96 GB, 148 TFLOPS, 400 W). Third-party: no NVIDIA datasheet for H20 in the sources",
-    "S-DGXA100": "NVIDIA DGX SuperPOD with DGX A100 reference architecture RA-09950-001 (v06, 2020-11-18; transcript on vdocuments.net): 8 compute HCAs per DGX A100, HDR 200 Gb/s InfiniBand, Quantum QM8790 fabric; naddod.com blog 'HPC Networking: Delivering High Performance for DGX Server' (2023-07-11): DGX A100 8 x single-port ConnectX-6 200 Gb/s HDR",
+    "S-DGXA100": "geektopia.es 2020-05-14 'Nvidia anuncia el servidor DGX A100' (eight Mellanox NICs at 200 Gb/s, six NVSwitch, NVLink3 600 GB/s); besthub.dev 'Inside the High-Performance GPU Server: A100/A800 & H100 Topologies' (8 GPU-dedicated NICs, 4 PCIe Gen4 switches, 6 NVSwitch); alpha-one-index.github.io/ai-infra-index/specs/networking-interconnects.html (ConnectX-6: HDR 200G, A100 clusters); devblogs.nvidia.com 'Introducing NVIDIA HGX A100' (6 NVSwitch, 12 NVLink ports per GPU). Secondary sources",
 }
 
 _SHORT: dict[str, str] = {
@@ -122,7 +122,7 @@ _SHORT: dict[str, str] = {
     "S38": "kentino.com latency dissection (secondary)",
     "S46": "NVIDIA xAI Colossus / Spectrum-X press release (reported)",
     "S-H20": "willitrunai.com H20 page; huggingface.co/hardware/h20 (third-party)",
-    "S-DGXA100": "NVIDIA DGX SuperPOD (DGX A100) RA-09950-001; naddod DGX networking blog",
+    "S-DGXA100": "geektopia.es DGX A100 announcement; besthub.dev A100 server topology; ai-infra-index networking page; NVIDIA HGX A100 devblog",
 }
 
 
