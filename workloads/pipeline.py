@@ -53,7 +53,8 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -113,6 +114,7 @@ class PipelineResult:
     waits for); ``compute_s[s]``: its compute alone; ``idle_s = makespan -
     busy``. ``bubble_s = makespan - max(busy)``: how much longer the step is than
     the busiest stage's work; ``bubble_fraction = bubble_s / makespan_s``.
+    ``timeline`` (built on first use) holds every event.
     """
 
     schedule: str
@@ -126,7 +128,12 @@ class PipelineResult:
     idle_s: np.ndarray
     bubble_s: float
     bubble_fraction: float
-    timeline: Timeline
+    _events: object = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def timeline(self) -> Timeline:
+        """Every event of the step (see :class:`Timeline`), built on first use."""
+        return self._events()
 
     def as_dict(self) -> dict:
         return {"schedule": self.schedule, "pp": self.pp, "vpp": self.vpp, "n_micro": self.n_micro,
@@ -425,37 +432,93 @@ def simulate_pipeline(schedule: str, pp: int, n_micro: int, *, vpp: int = 1, for
     last = bo & (nv < 0)
     d2[last] = opF[bv[last], bm[last]]
     d2[isw] = opB[bv[isw], bm[isw]]
-    start = _run(rank, d1, l1, d2, l2, dur, pp, schedule)
+    key = (schedule, pp, vpp, m, pair)
+    order = _ORDERS.get(key)
+    if order is None:
+        start, order = _run(rank, d1, l1, d2, l2, dur, pp, schedule)
+        _remember(key, order)
+    else:
+        start = _run_in_order(order, rank, d1, l1, d2, l2, dur)
     end = start + dur
     makespan = float(end.max(initial=0.0))
     busy = np.bincount(rank, weights=dur, minlength=pp)
     compute = np.bincount(rank, weights=f + b_in + w_in + w_alone, minlength=pp)
-    timeline = _events(typ, rank, fv, fm, bv, bm, start, end, f, hf, ef, b_in, w_in + w_alone, hb_in, eb_in, longest,
-                       v_chunk, v_next, v_prev, v_rank, lag, opF, opB, hasf, bo)
+    events = lambda: _events(typ, rank, fv, fm, bv, bm, start, end, f, hf, ef, b_in, w_in + w_alone, hb_in,  # noqa: E731
+                             eb_in, longest, v_chunk, v_next, v_prev, v_rank, lag, opF, opB, hasf, bo)
     bubble = makespan - float(busy.max())
     return PipelineResult(schedule=schedule, pp=pp, vpp=vpp, n_micro=m, overlap=overlap, makespan_s=makespan,
                           busy_s=busy, compute_s=compute, idle_s=makespan - busy, bubble_s=bubble,
-                          bubble_fraction=bubble / makespan if makespan > 0 else 0.0, timeline=timeline)
+                          bubble_fraction=bubble / makespan if makespan > 0 else 0.0, _events=events)
 
 
-def _run(rank, d1, l1, d2, l2, dur, pp: int, schedule: str) -> np.ndarray:
+#: processing orders by (schedule, pp, vpp, n_micro, paired): a topological order of the op graph, which
+#: depends on the structure only, so later calls with other costs skip the blocking logic
+_ORDERS: dict = {}
+_MAX_ORDERS = 16
+
+
+def _remember(key, order) -> None:
+    if len(_ORDERS) >= _MAX_ORDERS:
+        _ORDERS.pop(next(iter(_ORDERS)))
+    _ORDERS[key] = order
+
+
+def _inputs(rank, d1, l1, d2, l2):
+    """Inputs from other ranks (same-rank ones are implied by the order): first and, for pairs, second."""
+    c1 = (d1 >= 0) & (rank[np.maximum(d1, 0)] != rank)
+    c2 = (d2 >= 0) & (rank[np.maximum(d2, 0)] != rank)
+    both = c1 & c2
+    return (np.where(c1, d1, np.where(c2, d2, -1)), np.where(c1, l1, np.where(c2, l2, 0.0)),
+            np.where(both, d2, -1), np.where(both, l2, 0.0))
+
+
+def _run_in_order(order, rank, d1, l1, d2, l2, dur) -> np.ndarray:
+    """Start times evaluated along a known topological order (no blocking logic)."""
+    N = len(rank)
+    D, L, D2, L2 = _inputs(rank, d1, l1, d2, l2)
+    prev = np.arange(N) - 1
+    first = np.ones(N, bool)
+    first[1:] = rank[1:] != rank[:-1]
+    prev[first] = N                      # slot N holds 0.0: "nothing before"
+    D = np.where(D >= 0, D, N)
+    o = order
+    end = [0.0] * (N + 1)
+    if (D2 >= 0).any():
+        D2 = np.where(D2 >= 0, D2, N)
+        for i, p, d, lg, d2_, lg2, du in zip(o.tolist(), prev[o].tolist(), D[o].tolist(), L[o].tolist(),
+                                            D2[o].tolist(), L2[o].tolist(), dur[o].tolist()):
+            t = end[p]
+            x = end[d] + lg
+            if x > t:
+                t = x
+            x = end[d2_] + lg2
+            if x > t:
+                t = x
+            end[i] = t + du
+    else:
+        for i, p, d, lg, du in zip(o.tolist(), prev[o].tolist(), D[o].tolist(), L[o].tolist(), dur[o].tolist()):
+            t = end[p]
+            x = end[d] + lg
+            if x > t:
+                t = x
+            end[i] = t + du
+    return np.asarray(end[:N]) - dur
+
+
+def _run(rank, d1, l1, d2, l2, dur, pp: int, schedule: str) -> tuple[np.ndarray, np.ndarray]:
     """Start times by an event loop: each rank runs its ops in order, each once its inputs have arrived.
 
     O(ops): a rank blocked on an input that is not computed yet waits for that op
     (at most two ranks wait on one op) and resumes when it is computed. Inputs
     from the same rank are implied by the order; only pairs have two inputs
-    from other ranks.
+    from other ranks. Also returns the processing order (a topological order).
     """
     N = len(rank)
     ptr = np.searchsorted(rank, np.arange(pp + 1)).tolist()
-    c1 = (d1 >= 0) & (rank[np.maximum(d1, 0)] != rank)
-    c2 = (d2 >= 0) & (rank[np.maximum(d2, 0)] != rank)
-    both = c1 & c2
-    D = np.where(c1, d1, np.where(c2, d2, -1)).tolist()
-    L = np.where(c1, l1, l2).tolist()
-    D2 = np.where(both, d2, -1).tolist()
-    L2 = l2.tolist()
-    any2 = bool(both.any())
+    D, L, D2, L2 = _inputs(rank, d1, l1, d2, l2)
+    any2 = bool((D2 >= 0).any())
+    D, L, D2, L2 = D.tolist(), L.tolist(), D2.tolist(), L2.tolist()
+    runs: list = []                      # (first op, last op + 1) of every run, in processing order
     DU = dur.tolist()
     end = [-1.0] * N
     w1 = [-1] * N
@@ -499,10 +562,15 @@ def _run(rank, d1, l1, d2, l2, dur, pp: int, schedule: str) -> np.ndarray:
                 if w2[o] >= 0:
                     stack.append(w2[o])
             o += 1
+        if o > pos[r]:
+            runs.append((pos[r], o))
         pos[r], free[r] = o, t
     if any(pos[r] < stop[r] for r in range(pp)):  # pragma: no cover - every supported order is deadlock-free
         raise SpecError(f"{schedule}: the operation order deadlocks")
-    return np.asarray(end) - dur
+    ra = np.asarray(runs, np.int64).reshape(-1, 2)
+    lens = ra[:, 1] - ra[:, 0]
+    order = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(ra[:, 0], lens)
+    return np.asarray(end) - dur, order
 
 
 def _events(typ, rank, fv, fm, bv, bm, start, end, f, hf, ef, b, w, hb, eb, longest, v_chunk, v_next, v_prev,
