@@ -135,10 +135,10 @@ def test_remembered_order_gives_the_event_loop_times(kind, vpp, overlap):
     costs = [dict(forward_s=rng.uniform(0.5, 2, (pp, vpp)), backward_s=rng.uniform(0.5, 3, (pp, vpp)),
                   weight_s=rng.uniform(0, 1, (pp, vpp)), forward_comm_s=rng.uniform(0, 2, (pp, vpp)),
                   backward_comm_s=rng.uniform(0, 2, (pp, vpp)), p2p_s=rng.uniform(0, 0.3, pp)) for _ in range(2)]
-    pl._ORDERS.clear()
+    pl._STRUCTURES.clear()
     simulate_pipeline(kind, pp, m, vpp=vpp, overlap=overlap, **costs[0])   # learns the order
     remembered = simulate_pipeline(kind, pp, m, vpp=vpp, overlap=overlap, **costs[1])
-    pl._ORDERS.clear()
+    pl._STRUCTURES.clear()
     fresh = simulate_pipeline(kind, pp, m, vpp=vpp, overlap=overlap, **costs[1])
     assert remembered.makespan_s == pytest.approx(fresh.makespan_s, rel=1e-12)
     np.testing.assert_allclose(remembered.timeline.start_s, fresh.timeline.start_s, rtol=1e-12, atol=1e-12)

@@ -364,48 +364,10 @@ def simulate_pipeline(schedule: str, pp: int, n_micro: int, *, vpp: int = 1, for
     if p2p.shape != (pp,) or not np.all(np.isfinite(p2p)) or (p2p < 0).any():
         raise SpecError(f"p2p_s: expected a time >= 0 or {pp} times (one per stage boundary)")
 
-    # virtual stages v: rank, chunk, next/previous virtual stage, and the per-v costs
-    if schedule == "dualpipe":
-        V = 2 * pp
-        s_of = np.arange(V) % pp
-        d_of = np.arange(V) // pp
-        v_rank = np.where(d_of == 0, s_of, pp - 1 - s_of)
-        v_chunk = d_of
-        v_cost = {k: c[s_of, 0] for k, c in cost.items()}
-        v_next = np.where(s_of < pp - 1, np.arange(V) + 1, -1)
-        v_prev = np.where(s_of > 0, np.arange(V) - 1, -1)
-        per_dir = m // 2
-    else:
-        V = pp * vpp
-        v_rank = np.arange(V) % pp
-        v_chunk = np.arange(V) // pp
-        v_cost = {k: c[v_rank, v_chunk] for k, c in cost.items()}
-        v_next = np.where(np.arange(V) < V - 1, np.arange(V) + 1, -1)
-        v_prev = np.arange(V) - 1
-        per_dir = m
-
-    # operations of every rank: type, (virtual stage, micro) of the forward and backward parts
-    if schedule == "dualpipe":
-        typ, rank, fv, fm, bv, bm = _dualpipe_ops(pp, m, pair)
-    else:
-        typ, rank, fv, fm, bv, bm = _megatron_ops(schedule, pp, vpp, m, pair)
-    N = len(typ)
-    hasf, hasb = fv >= 0, bv >= 0
-    isw = typ == _W
-    # op of every F(v, m) and B(v, m) (W ops carry their B's (v, m) but are not that B)
-    opF = np.full((V, per_dir), -1, np.int64)
-    opB = np.full((V, per_dir), -1, np.int64)
-    opF[fv[hasf], fm[hasf]] = np.flatnonzero(hasf)
-    bo = hasb & ~isw
-    opB[bv[bo], bm[bo]] = np.flatnonzero(bo)
-    if (opF < 0).any() or (opB < 0).any():  # pragma: no cover - the orders above cover every (v, m)
-        raise SpecError(f"{schedule}: internal order is incomplete")
-
-    def lag(va, vb):
-        ra, rb = v_rank[va], v_rank[vb]
-        lo = np.where((ra + 1) % pp == rb, ra, rb)
-        return np.where(ra == rb, 0.0, p2p[lo])
-
+    st = _structure(schedule, pp, vpp, m, pair)
+    typ, rank, fv, fm, bv, bm = st.typ, st.rank, st.fv, st.fm, st.bv, st.bm
+    hasf, bo, isw = st.hasf, st.bo, st.isw
+    v_cost = {k: c[st.cost_index] for k, c in cost.items()}
     g = lambda k, v: np.where(v >= 0, v_cost[k][np.maximum(v, 0)], 0.0)  # noqa: E731
     f, hf, ef = g("forward_s", fv), g("forward_comm_s", fv), g("forward_exposed_s", fv)
     b, w = g("backward_s", bv), g("weight_s", bv)
@@ -416,29 +378,14 @@ def simulate_pipeline(schedule: str, pp: int, n_micro: int, *, vpp: int = 1, for
     w_alone = np.where(isw, w, 0.0)
     longest = np.maximum(f + b_in + w_in, hf + hb_in)
     dur = np.where(typ == _PAIR, longest + ef + eb_in, f + hf + ef + b_in + w_in + hb_in + eb_in + w_alone)
-    # dependencies: F(v, m) <- F(prev v, m); B(v, m) <- B(next v, m), or F(v, m) at the last virtual stage
-    d1 = np.full(N, -1, np.int64)
-    l1 = np.zeros(N)
-    pv = v_prev[np.maximum(fv, 0)]
-    okf = hasf & (pv >= 0)
-    d1[okf] = opF[pv[okf], fm[okf]]
-    l1[okf] = lag(pv[okf], fv[okf])
-    d2 = np.full(N, -1, np.int64)
-    l2 = np.zeros(N)
-    nv = v_next[np.maximum(bv, 0)]
-    okb = bo & (nv >= 0)
-    d2[okb] = opB[nv[okb], bm[okb]]
-    l2[okb] = lag(nv[okb], bv[okb])
-    last = bo & (nv < 0)
-    d2[last] = opF[bv[last], bm[last]]
-    d2[isw] = opB[bv[isw], bm[isw]]
-    key = (schedule, pp, vpp, m, pair)
-    order = _ORDERS.get(key)
-    if order is None:
-        start, order = _run(rank, d1, l1, d2, l2, dur, pp, schedule)
-        _remember(key, order)
+    p2p_x = np.append(p2p, 0.0)          # boundary index -1 (same rank) -> no send
+    l1, l2 = p2p_x[st.b1], p2p_x[st.b2]
+    if st.order is None:
+        start, st.order = _run(rank, st.d1, l1, st.d2, l2, dur, pp, schedule)
     else:
-        start = _run_in_order(order, rank, d1, l1, d2, l2, dur)
+        start = _run_in_order(st, l1, l2, dur)
+    lag = lambda va, vb: p2p_x[_boundary(st.v_rank[va], st.v_rank[vb], pp)]  # noqa: E731
+    v_chunk, v_next, v_prev, v_rank, opF, opB = st.v_chunk, st.v_next, st.v_prev, st.v_rank, st.opF, st.opB
     end = start + dur
     makespan = float(end.max(initial=0.0))
     busy = np.bincount(rank, weights=dur, minlength=pp)
@@ -451,16 +398,82 @@ def simulate_pipeline(schedule: str, pp: int, n_micro: int, *, vpp: int = 1, for
                           bubble_fraction=bubble / makespan if makespan > 0 else 0.0, _events=events)
 
 
-#: processing orders by (schedule, pp, vpp, n_micro, paired): a topological order of the op graph, which
-#: depends on the structure only, so later calls with other costs skip the blocking logic
-_ORDERS: dict = {}
-_MAX_ORDERS = 16
+def _boundary(ra, rb, pp: int):
+    """Index of the stage boundary a send between ranks ``ra`` and ``rb`` crosses (-1: same rank)."""
+    lo = np.where((ra + 1) % pp == rb, ra, rb)
+    return np.where(ra == rb, -1, lo)
 
 
-def _remember(key, order) -> None:
-    if len(_ORDERS) >= _MAX_ORDERS:
-        _ORDERS.pop(next(iter(_ORDERS)))
-    _ORDERS[key] = order
+class _Structure:
+    """Everything that depends on (schedule, pp, vpp, n_micro, paired) only: ops, dependencies, and (after the
+    first run) a topological order of the op graph, so later calls with other costs take one pass."""
+
+    def __init__(self, schedule: str, pp: int, vpp: int, m: int, pair: bool):
+        if schedule == "dualpipe":
+            V = 2 * pp
+            s_of = np.arange(V) % pp
+            d_of = np.arange(V) // pp
+            self.v_rank = np.where(d_of == 0, s_of, pp - 1 - s_of)
+            self.v_chunk = d_of
+            self.cost_index = (s_of, np.zeros(V, np.int64))
+            self.v_next = np.where(s_of < pp - 1, np.arange(V) + 1, -1)
+            self.v_prev = np.where(s_of > 0, np.arange(V) - 1, -1)
+            per_dir = m // 2
+            ops = _dualpipe_ops(pp, m, pair)
+        else:
+            V = pp * vpp
+            self.v_rank = np.arange(V) % pp
+            self.v_chunk = np.arange(V) // pp
+            self.cost_index = (self.v_rank, self.v_chunk)
+            self.v_next = np.where(np.arange(V) < V - 1, np.arange(V) + 1, -1)
+            self.v_prev = np.arange(V) - 1
+            per_dir = m
+            ops = _megatron_ops(schedule, pp, vpp, m, pair)
+        self.typ, self.rank, self.fv, self.fm, self.bv, self.bm = ops
+        typ, fv, fm, bv, bm = self.typ, self.fv, self.fm, self.bv, self.bm
+        N = len(typ)
+        self.hasf = hasf = fv >= 0
+        self.isw = isw = typ == _W
+        self.bo = bo = (bv >= 0) & ~isw
+        # op of every F(v, m) and B(v, m) (W ops carry their B's (v, m) but are not that B)
+        self.opF = opF = np.full((V, per_dir), -1, np.int64)
+        self.opB = opB = np.full((V, per_dir), -1, np.int64)
+        opF[fv[hasf], fm[hasf]] = np.flatnonzero(hasf)
+        opB[bv[bo], bm[bo]] = np.flatnonzero(bo)
+        if (opF < 0).any() or (opB < 0).any():  # pragma: no cover - the orders cover every (v, m)
+            raise SpecError(f"{schedule}: internal order is incomplete")
+        # F(v, m) <- F(prev v, m); B(v, m) <- B(next v, m), or F(v, m) at the last virtual stage; W <- its B
+        self.d1 = np.full(N, -1, np.int64)
+        self.b1 = np.full(N, -1, np.int64)
+        pv = self.v_prev[np.maximum(fv, 0)]
+        okf = hasf & (pv >= 0)
+        self.d1[okf] = opF[pv[okf], fm[okf]]
+        self.b1[okf] = _boundary(self.v_rank[pv[okf]], self.v_rank[fv[okf]], pp)
+        self.d2 = np.full(N, -1, np.int64)
+        self.b2 = np.full(N, -1, np.int64)
+        nv = self.v_next[np.maximum(bv, 0)]
+        okb = bo & (nv >= 0)
+        self.d2[okb] = opB[nv[okb], bm[okb]]
+        self.b2[okb] = _boundary(self.v_rank[nv[okb]], self.v_rank[bv[okb]], pp)
+        last = bo & (nv < 0)
+        self.d2[last] = opF[bv[last], bm[last]]
+        self.d2[isw] = opB[bv[isw], bm[isw]]
+        self.order = None
+        self._lists = None
+
+
+_STRUCTURES: dict = {}
+_MAX_STRUCTURES = 8
+
+
+def _structure(schedule: str, pp: int, vpp: int, m: int, pair: bool) -> _Structure:
+    key = (schedule, pp, vpp, m, pair)
+    st = _STRUCTURES.get(key)
+    if st is None:
+        if len(_STRUCTURES) >= _MAX_STRUCTURES:
+            _STRUCTURES.pop(next(iter(_STRUCTURES)))
+        st = _STRUCTURES[key] = _Structure(*key)
+    return st
 
 
 def _inputs(rank, d1, l1, d2, l2):
@@ -472,21 +485,22 @@ def _inputs(rank, d1, l1, d2, l2):
             np.where(both, d2, -1), np.where(both, l2, 0.0))
 
 
-def _run_in_order(order, rank, d1, l1, d2, l2, dur) -> np.ndarray:
-    """Start times evaluated along a known topological order (no blocking logic)."""
-    N = len(rank)
-    D, L, D2, L2 = _inputs(rank, d1, l1, d2, l2)
-    prev = np.arange(N) - 1
-    first = np.ones(N, bool)
-    first[1:] = rank[1:] != rank[:-1]
-    prev[first] = N                      # slot N holds 0.0: "nothing before"
-    D = np.where(D >= 0, D, N)
-    o = order
+def _run_in_order(st: _Structure, l1, l2, dur) -> np.ndarray:
+    """Start times evaluated along the structure's topological order (no blocking logic)."""
+    rank, N, o = st.rank, len(st.rank), st.order
+    D, L, D2, L2 = _inputs(rank, st.d1, l1, st.d2, l2)
+    if st._lists is None:
+        prev = np.arange(N) - 1
+        first = np.ones(N, bool)
+        first[1:] = rank[1:] != rank[:-1]
+        prev[first] = N                  # slot N holds 0.0: "nothing before"
+        two = bool((D2 >= 0).any())
+        st._lists = (o.tolist(), prev[o].tolist(), np.where(D >= 0, D, N)[o].tolist(),
+                     np.where(D2 >= 0, D2, N)[o].tolist() if two else None)
+    oi, pi, di, d2i = st._lists
     end = [0.0] * (N + 1)
-    if (D2 >= 0).any():
-        D2 = np.where(D2 >= 0, D2, N)
-        for i, p, d, lg, d2_, lg2, du in zip(o.tolist(), prev[o].tolist(), D[o].tolist(), L[o].tolist(),
-                                            D2[o].tolist(), L2[o].tolist(), dur[o].tolist()):
+    if d2i is not None:
+        for i, p, d, lg, d2_, lg2, du in zip(oi, pi, di, L[o].tolist(), d2i, L2[o].tolist(), dur[o].tolist()):
             t = end[p]
             x = end[d] + lg
             if x > t:
@@ -496,7 +510,7 @@ def _run_in_order(order, rank, d1, l1, d2, l2, dur) -> np.ndarray:
                 t = x
             end[i] = t + du
     else:
-        for i, p, d, lg, du in zip(o.tolist(), prev[o].tolist(), D[o].tolist(), L[o].tolist(), dur[o].tolist()):
+        for i, p, d, lg, du in zip(oi, pi, di, L[o].tolist(), dur[o].tolist()):
             t = end[p]
             x = end[d] + lg
             if x > t:
