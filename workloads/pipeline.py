@@ -365,8 +365,7 @@ def simulate_pipeline(schedule: str, pp: int, n_micro: int, *, vpp: int = 1, for
         raise SpecError(f"p2p_s: expected a time >= 0 or {pp} times (one per stage boundary)")
 
     st = _structure(schedule, pp, vpp, m, pair)
-    typ, rank, fv, fm, bv, bm = st.typ, st.rank, st.fv, st.fm, st.bv, st.bm
-    hasf, bo, isw = st.hasf, st.bo, st.isw
+    typ, rank, fv, bv, isw = st.typ, st.rank, st.fv, st.bv, st.isw
     v_cost = {k: c[st.cost_index] for k, c in cost.items()}
     g = lambda k, v: np.where(v >= 0, v_cost[k][np.maximum(v, 0)], 0.0)  # noqa: E731
     f, hf, ef = g("forward_s", fv), g("forward_comm_s", fv), g("forward_exposed_s", fv)
@@ -384,14 +383,12 @@ def simulate_pipeline(schedule: str, pp: int, n_micro: int, *, vpp: int = 1, for
         start, st.order = _run(rank, st.d1, l1, st.d2, l2, dur, pp, schedule)
     else:
         start = _run_in_order(st, l1, l2, dur)
-    lag = lambda va, vb: p2p_x[_boundary(st.v_rank[va], st.v_rank[vb], pp)]  # noqa: E731
-    v_chunk, v_next, v_prev, v_rank, opF, opB = st.v_chunk, st.v_next, st.v_prev, st.v_rank, st.opF, st.opB
     end = start + dur
     makespan = float(end.max(initial=0.0))
     busy = np.bincount(rank, weights=dur, minlength=pp)
     compute = np.bincount(rank, weights=f + b_in + w_in + w_alone, minlength=pp)
-    events = lambda: _events(typ, rank, fv, fm, bv, bm, start, end, f, hf, ef, b_in, w_in + w_alone, hb_in,  # noqa: E731
-                             eb_in, longest, v_chunk, v_next, v_prev, v_rank, lag, opF, opB, hasf, bo)
+    parts = (f, hf, ef, b_in, w_in + w_alone, hb_in, eb_in, longest)
+    events = lambda: _events(st, start, end, parts, p2p_x, pp)  # noqa: E731
     bubble = makespan - float(busy.max())
     return PipelineResult(schedule=schedule, pp=pp, vpp=vpp, n_micro=m, overlap=overlap, makespan_s=makespan,
                           busy_s=busy, compute_s=compute, idle_s=makespan - busy, bubble_s=bubble,
@@ -587,9 +584,12 @@ def _run(rank, d1, l1, d2, l2, dur, pp: int, schedule: str) -> tuple[np.ndarray,
     return np.asarray(end) - dur, order
 
 
-def _events(typ, rank, fv, fm, bv, bm, start, end, f, hf, ef, b, w, hb, eb, longest, v_chunk, v_next, v_prev,
-            v_rank, lag, opF, opB, hasf, bo) -> Timeline:
+def _events(st: _Structure, start, end, parts, p2p_x, pp: int) -> Timeline:
     """Timeline rows of every operation part (zero-length parts dropped), in a deterministic order."""
+    typ, rank, fv, fm, bv, bm, hasf, bo = st.typ, st.rank, st.fv, st.fm, st.bv, st.bm, st.hasf, st.bo
+    v_chunk, v_next, v_prev = st.v_chunk, st.v_next, st.v_prev
+    f, hf, ef, b, w, hb, eb, longest = parts
+    lag = lambda va, vb: p2p_x[_boundary(st.v_rank[va], st.v_rank[vb], pp)]  # noqa: E731
     pair = typ == _PAIR
     cols = {k: [] for k in ("stage", "stream", "chunk", "micro", "kind", "start", "dur")}
 
