@@ -577,8 +577,10 @@ def _own_figures(st: _Stats, problem, owner, i: int, dur: float) -> tuple[float,
 
 
 def _sharing(st: _Stats, starts, ends, used, router: Router, T: int) -> dict:
-    """Per task: (partners, link ids) of the tasks whose flows crossed its links while both ran."""
-    has = np.diff(st.ptr) > 0
+    """Per task: (partners, link ids) of the tasks whose flows crossed its links while both ran (bytes > 0)."""
+    carried = st.bytes > 0
+    task, res = st.task[carried], st.res[carried]
+    has = np.bincount(task, minlength=T) > 0
     cand = np.flatnonzero(has & (ends > starts))
     if len(cand) < 2:
         return {}
@@ -594,8 +596,8 @@ def _sharing(st: _Stats, starts, ends, used, router: Router, T: int) -> dict:
     A, B = o[a[keep]], o[b[keep]]
     if len(A) == 0:
         return {}
-    R = int(st.res.max()) + 1
-    M = sp.csr_matrix((np.ones(len(st.res)), (st.task, st.res)), shape=(T, R))
+    R = int(res.max()) + 1
+    M = sp.csr_matrix((np.ones(len(res)), (task, res)), shape=(T, R))
     common = np.asarray(M[A].multiply(M[B]).sum(axis=1)).ravel() > 0
     A, B = A[common], B[common]
     if len(A) == 0:
