@@ -53,7 +53,7 @@ def run_case(name: str) -> dict:
         with timer(t, "first_s"):
             res = schedule(r, tasks, cache=PlanCache(planner_for(r)))
         return dict(case=name, ops=len(tasks), peak_rss_MB=peak_rss_MB(), mode=res.engine_mode, **t)
-    from workloads import chrome_trace, simulate_pipeline
+    from workloads import simulate_pipeline, trace_bytes
     kind, pp, vpp, m, overlap = CASES[name]
     rng = np.random.default_rng(0)
 
@@ -66,7 +66,7 @@ def run_case(name: str) -> dict:
     with timer(t, "again_s"):
         res = simulate_pipeline(kind, pp, m, vpp=vpp, overlap=overlap, **costs())
     with timer(t, "trace_s"):
-        chrome_trace(res.timeline)
+        trace_bytes(res.timeline)
     return dict(case=name, ops=pp * vpp * m, peak_rss_MB=peak_rss_MB(), mode=overlap, **t)
 
 
