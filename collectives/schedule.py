@@ -389,11 +389,15 @@ def _order(tasks: list) -> np.ndarray:
     return index, deps, np.asarray(order, np.int64)
 
 
-def _empty(label: str) -> FlowSet:
+def _empty(label: str, like: FlowSet | None = None) -> FlowSet:
+    """A flow set without flows (one phase), sharing ``like``'s per-resource factors if it has any."""
     z = np.zeros(0)
     zi = np.zeros(0, np.int64)
+    kw = {}
+    if like is not None and getattr(like, "resource_scale", None) is not None:
+        kw["resource_scale"] = like.resource_scale
     return FlowSet(res=np.zeros((0, 1), np.int32), weight=None, size_bytes=z, src=zi, dst=zi, latency_s=z,
-                   release_s=z, phase=np.zeros(0, np.int32), group=np.zeros(0, np.int32), labels=(label,))
+                   release_s=z, phase=np.zeros(0, np.int32), group=np.zeros(0, np.int32), labels=(label,), **kw)
 
 
 def _unique_labels(tasks) -> list[str]:
@@ -441,12 +445,11 @@ def schedule(router: Router, tasks, *, policy: str = "ecmp", seed: int = 0, plan
     for i, t in enumerate(tasks):
         if isinstance(t, CollectiveTask):
             plans[i] = cache.plan(t.op)
-            sets.append(plans[i].flows.relabel(labels[i]))
         elif isinstance(t, SendTask):
             plans[i] = cache.send(t.src, t.dst, t.size_bytes, labels[i])
-            sets.append(plans[i].flows.relabel(labels[i]))
-        else:
-            sets.append(_empty(labels[i]))
+    like = next((p.flows for p in plans if p is not None), None)
+    for i, t in enumerate(tasks):
+        sets.append(plans[i].flows.relabel(labels[i]) if plans[i] is not None else _empty(labels[i], like))
     # phases: task i owns phases [off[i], off[i] + n[i]); its entry phases (no internal deps) wait for every
     # phase of the tasks it is after, plus its delay; a compute task is one empty phase delayed by delay + duration
     n_ph = np.array([s.n_phases for s in sets], np.int64)
@@ -545,16 +548,25 @@ class _Stats:
 
 
 def _task_link_stats(problem, owner: np.ndarray, T: int) -> _Stats:
+    """Wire bytes of every task on every resource it uses, and each flow's bound alone."""
     res = np.asarray(problem.res, np.int64)
     F, h = res.shape
-    w = np.ones(res.shape) if problem.weight is None else np.asarray(problem.weight)
     ok = res >= 0
+    w = np.where(ok, 1.0, 0.0) if problem.weight is None else np.asarray(problem.weight, np.float64)
+    rw = getattr(problem, "resource_weight", None)  # per-resource factor kept apart from the weights
+    if rw is not None:
+        w = w * np.asarray(rw, np.float64)[np.maximum(res, 0)]
     R = len(problem.capacity_Bps)
     size = np.asarray(problem.size_bytes, np.float64)
     keys = (np.repeat(owner, h) * R + res.ravel())[ok.ravel()]
     vals = (w * size[:, None]).ravel()[ok.ravel()]
-    uk, inv = np.unique(keys, return_inverse=True)
-    by = np.bincount(inv.ravel(), weights=vals, minlength=len(uk))
+    if T * R <= 1 << 22:     # dense per (task, resource) sums: no sort
+        by = np.bincount(keys, weights=vals, minlength=T * R)
+        uk = np.flatnonzero(np.bincount(keys, minlength=T * R))
+        by = by[uk]
+    else:
+        uk, inv = np.unique(keys, return_inverse=True)
+        by = np.bincount(inv.ravel(), weights=vals, minlength=len(uk))
     task, rr = uk // R, uk % R
     ptr = np.searchsorted(task, np.arange(T + 1))
     cap = np.asarray(problem.capacity_Bps, np.float64)

@@ -138,6 +138,9 @@ def test_plan_cache_rescale_is_exact(two_boards):
             assert (got.flows.weight is None) == (fresh.flows.weight is None)
             if got.flows.weight is not None:
                 np.testing.assert_array_equal(got.flows.weight, fresh.flows.weight)
+            for extra in ("resource_scale",):   # per-resource factors, where the flow set keeps them apart
+                a, b = getattr(got.flows, extra, None), getattr(fresh.flows, extra, None)
+                assert (a is None) == (b is None) and (a is None or np.array_equal(a, b))
             f1 = simulate_split(to_problem(got.flows, two_boards)[0]).finish_s
             f2 = simulate_split(to_problem(fresh.flows, two_boards)[0]).finish_s
             np.testing.assert_allclose(f1, f2, rtol=1e-9, atol=0)
