@@ -4,16 +4,6 @@ from workloads.pipeline import KINDS, OVERLAPS, SCHEDULES, STREAMS, PipelineResu
 from workloads.trace import Span, chrome_trace, trace_bytes, write_trace
 
 __fabric_emu__ = True
-__all__: list[str] = [
-    "KINDS",
-    "OVERLAPS",
-    "SCHEDULES",
-    "STREAMS",
-    "PipelineResult",
-    "Timeline",
-    "simulate_pipeline",
-    "Span",
-    "chrome_trace",
-    "trace_bytes",
-    "write_trace",
-]
+__all__: list[str] = []
+__all__ += ["KINDS", "OVERLAPS", "SCHEDULES", "STREAMS", "PipelineResult", "Timeline", "simulate_pipeline",
+            "Span", "chrome_trace", "trace_bytes", "write_trace"]
