@@ -216,3 +216,10 @@ def test_identical_looking_tasks_are_distinct(two_boards):
     res = schedule(two_boards, [a, b], report=True)
     assert res[a].label != res[b].label and res.report is not None
     assert res.report.makespan_s == pytest.approx(res.makespan_s)
+
+
+def test_options_survive_pickle_and_copy():
+    import copy
+    import pickle
+    op = Collective("moe_dispatch", (0, 1), 0, options={"moe": TokenRouting("uniform"), "hier": {"inter": "ring"}})
+    assert pickle.loads(pickle.dumps(op)) == op and copy.deepcopy(op) == op
