@@ -473,7 +473,9 @@ def schedule(router: Router, tasks, *, policy: str = "ecmp", seed: int = 0, plan
     fs = concat(sets)
     fs = replace(fs, n_phases=P, phase_deps=(np.asarray(ptr, np.int64), np.asarray(idx, np.int64)),
                  phase_delay_s=delay)
-    owner = np.repeat(np.arange(T), [s.n_flows for s in sets])
+    n_fl = np.array([s.n_flows for s in sets], np.int64)
+    owner = np.repeat(np.arange(T), n_fl)
+    fptr = np.concatenate([[0], np.cumsum(n_fl)])      # the flows of task i are fptr[i]:fptr[i + 1]
     if fs.n_flows:
         problem, used = to_problem(fs, router)
         result = simulate_split(problem, mode=mode, epsilon=epsilon)
@@ -506,7 +508,7 @@ def schedule(router: Router, tasks, *, policy: str = "ecmp", seed: int = 0, plan
         p = plans[i]
         util, lb, wire = 0.0, 0.0, 0.0
         if stats is not None:
-            util, lb, wire = _own_figures(stats, problem, owner, i, dur)
+            util, lb, wire = _own_figures(stats, problem, fptr[i], fptr[i + 1], i, dur)
         algbw = busbw = None
         algo = proto = None
         size = None
@@ -576,14 +578,13 @@ def _task_link_stats(problem, owner: np.ndarray, T: int) -> _Stats:
     return _Stats(task=task, res=rr, bytes=by, ptr=ptr, flow_bound=size * per.max(axis=1, initial=0.0) + lat)
 
 
-def _own_figures(st: _Stats, problem, owner, i: int, dur: float) -> tuple[float, float, float]:
+def _own_figures(st: _Stats, problem, f0: int, f1: int, i: int, dur: float) -> tuple[float, float, float]:
     a, b = st.ptr[i], st.ptr[i + 1]
     if a == b:
         return 0.0, 0.0, 0.0
     cap = np.asarray(problem.capacity_Bps, np.float64)[st.res[a:b]]
     t_link = st.bytes[a:b] / cap
-    mine = owner == i
-    lb = max(float(t_link.max()), float(st.flow_bound[mine].max(initial=0.0)))
+    lb = max(float(t_link.max()), float(st.flow_bound[f0:f1].max(initial=0.0)))
     util = float(t_link.max() / dur) if dur > 0 else 0.0
     return util, lb, float(st.bytes[a:b].sum())
 
