@@ -125,6 +125,8 @@ def test_bad_inputs_are_one_line_errors():
         simulate_pipeline("gpipe", 4, 8, forward_s=1, backward_s=1)
     with pytest.raises(SpecError, match="vpp"):
         simulate_pipeline("1f1b", 4, 8, vpp=2, forward_s=1, backward_s=1)
+    with pytest.raises(SpecError, match="limit"):
+        simulate_pipeline("interleaved", 64, 64_000, vpp=2, forward_s=1, backward_s=1)
 
 
 @pytest.mark.parametrize("kind,vpp,overlap", [("interleaved", 2, "a2a"), ("dualpipe", 1, "a2a"), ("1f1b", 1, "none")])

@@ -70,6 +70,8 @@ KINDS = ("F", "B", "W")
 
 # operation types
 _F, _B, _BZ, _W, _PAIR = 0, 1, 2, 3, 4
+#: largest pp x vpp x n_micro simulated (~10 M operations, seconds and a few GB): beyond it, a one-line error
+_MAX_TRIPLES = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -353,6 +355,9 @@ def simulate_pipeline(schedule: str, pp: int, n_micro: int, *, vpp: int = 1, for
     if schedule == "1f1b" and overlap == "a2a" and pp > 1:
         raise SpecError("overlap: 'a2a' with pp > 1 needs schedule='interleaved' (Megatron's combined 1F1B "
                         "requires virtual pipeline stages) or 'dualpipe'")
+    if pp * vpp * m > _MAX_TRIPLES:
+        raise SpecError(f"n_micro: pp x vpp x n_micro = {pp * vpp * m:,} (stage, chunk, micro-batch) triples exceed "
+                        f"the simulator's limit of {_MAX_TRIPLES:,}")
     pair = overlap == "a2a"
     cost = {k: _costs(k, v, pp, vpp) for k, v in (
         ("forward_s", forward_s), ("backward_s", backward_s), ("weight_s", weight_s),
