@@ -21,6 +21,8 @@ from workloads.flops import (
 )
 from workloads.models import ATTENTION_KINDS, ModelSpec, get_model, list_models, load_model
 from workloads.ops import LAYER_KINDS, OP_KINDS, LayerOps, Op, Split, layer_ops, model_ops
+from workloads.pipeline import KINDS, OVERLAPS, SCHEDULES, STREAMS, PipelineResult, Timeline, simulate_pipeline
+from workloads.trace import Span, chrome_trace, trace_bytes, write_trace
 
 __fabric_emu__ = True
 __all__: list[str] = []
@@ -40,3 +42,5 @@ __all__ += [
     "grouped_gemm_time_s",
     "memory_time_s",
 ]
+__all__ += ["KINDS", "OVERLAPS", "SCHEDULES", "STREAMS", "PipelineResult", "Timeline", "simulate_pipeline",
+            "Span", "chrome_trace", "trace_bytes", "write_trace"]
