@@ -118,7 +118,7 @@ def estimate_build(name: str, kwargs: dict) -> BuildEstimate | None:
         if ref is None:
             return None
         gpu = catalog.gpu(ref["gpu"])
-        nodes = ref["nodes_per_su"] * int(args["sus"])
+        nodes = ref["nodes_per_su"] * int(args["sus"]) - ref.get("ufm_slots", 0)
         return _cluster(ref["gpu"], nodes, gpu.domain_gpus, ref["scaleout"], 1)
     return None
 
