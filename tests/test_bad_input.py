@@ -417,6 +417,14 @@ def test_huge_problems_are_refused_up_front(args, needle):
     assert "estimate" in err and "FABRIC_EMU_MEMORY_LIMIT" in err
 
 
+def test_unbuildable_trees_fail_arithmetically_before_building():
+    t = time.time()
+    refused("topo", "show", "fat-tree", "--set", "hosts=1000000", "--memory-limit", "100GiB", needle="65,536")
+    refused("topo", "show", "fat-tree", "--set", "hosts=2000", "--set", "radix=8", "--memory-limit", "100GiB",
+            needle="hosts")
+    assert time.time() - t < 5
+
+
 def test_memory_limit_from_the_environment():
     refused("run", "all_to_all", "--topo", "fat-tree", "--set", "hosts=1024", needle="1 MiB",
             env={"FABRIC_EMU_MEMORY_LIMIT": "1MiB"})

@@ -304,6 +304,14 @@ def fat_tree(hosts: int, radix: int, *, tiers: int | None = None, oversubscripti
     if tiers == 1 and r1 != 1:
         raise SpecError(f"oversubscription: {r1:g} does not apply to a 1-tier fat-tree ({hosts} hosts on one "
                         f"radix-{radix} switch has no up-links); drop it or set tiers=2")
+    # capacity, before any node exists: a spine has radix ports, so a pod holds at most radix leaves
+    # (2 tiers), and a core has radix ports, one per pod at least (3 tiers)
+    if tiers in (2, 3):
+        per_pod = radix if tiers == 2 else max(1, split_ports(radix, r2, field="oversubscription[1]")[0])
+        cap = d1 * per_pod * (radix if tiers == 3 else 1)
+        if hosts > cap:
+            raise SpecError(f"hosts: {hosts:,} exceed the {cap:,} that {tiers} tiers of radix-{radix} switches hold "
+                            f"at {r1:g}:1; use a larger radix" + (", more tiers" if tiers < 3 else "") + " or fewer hosts")
     if len(given) == 2 and tiers != 3:
         raise SpecError(f"oversubscription: the second (spine) ratio {r2:g} applies only to 3 tiers; this tree has "
                         f"{tiers}; give one ratio or set tiers=3")
