@@ -255,6 +255,8 @@ def _set_link(key, value):
     (_set_link("capacity_Bps", 0), "capacity_Bps"),
     (_set_link("capacity_Bps", "fast"), "capacity_Bps"),
     (_set_link("tier", ["x"]), "tier"),
+    (_set_link("cables", -1), "cables"),
+    (_set_link("cables", 1.5), "cables"),
     (lambda d: d["links"].append(dict(d["links"][0], target=d["links"][0]["source"])), "self-loop"),
     (lambda d: d["nodes"][0].update(role="router"), "role"),
     (lambda d: d["nodes"][0].update(domain="zero"), "domain"),
