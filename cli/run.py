@@ -17,12 +17,15 @@ from cli.options import AsciiInt, VocabularyChoice, failure_options, given_optio
     parse_sets
 from cli.output import clean, echo_json, handles_errors, progress_console, stdout_console
 
-__all__ = ["run_cmd", "run_command", "make_groups", "MOE_OPTIONS", "MAX_SEED"]
+__all__ = ["run_cmd", "run_command", "make_groups", "check_applicable", "MOE_OPTIONS", "MAX_SEED", "MAX_SIZE_BYTES"]
 
 #: Options that only MoE dispatch/combine use.
 MOE_OPTIONS = ("tokens", "hidden", "experts", "topk", "moe_routing")
 #: Collectives whose flows take PXN forwarding as an option.
 _PXN = ("all_to_all", "send_recv", "moe_dispatch", "moe_combine")
+#: Largest message size: 1 PiB, far beyond any GPU's memory (288 GB HBM on B300); above it the
+#: times overflow to meaningless values.
+MAX_SIZE_BYTES = 1 << 50
 #: Seeds are 64-bit hash salts.
 MAX_SEED = 2**63 - 1
 _RANKS_RE = re.compile(r"[0-9]{1,12}")
@@ -109,6 +112,9 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
         size_list = parse_size_range(sizes, field="--sizes")
     else:
         size_list = [parse_size("1GiB" if size is None else size, field="--size")]
+    if max(size_list) > MAX_SIZE_BYTES:
+        raise SpecError(f"{'--sizes' if sizes is not None else '--size'}: {max(size_list):.3g} bytes is over "
+                        f"1 PiB ({MAX_SIZE_BYTES:,} B); no GPU holds a buffer that large")
     tr = None
     if moe:
         tr = TokenRouting(moe_routing or "uniform", tokens_per_rank=tokens, hidden=hidden, experts=experts,

@@ -86,6 +86,8 @@ def refused(*args, needle="", env=None):
     (("run", "all_reduce", *TINY, "--size", "-1MiB"), "--size"),
     (("run", "all_reduce", *TINY, "--size", "1e400B"), "--size"),
     (("run", "all_reduce", *TINY, "--size", "1.5B"), "--size"),
+    (("run", "all_reduce", *TINY, "--size", "1e200B"), "1 PiB"),
+    (("run", "all_reduce", *TINY, "--sizes", "1GiB:2PiB"), "1 PiB"),
     (("run", "all_reduce", *TINY, "--sizes", "1KiB"), "--sizes"),
     (("run", "all_reduce", *TINY, "--sizes", "8KiB:1KiB"), "--sizes"),
     (("run", "all_reduce", *TINY, "--sizes", "1B:1e300B"), "--sizes"),
