@@ -195,7 +195,28 @@ def validate_cmd(path, as_json) -> None:
     if as_json:
         echo_json(rep.as_dict())
     else:
-        stdout_console().print(validation_table(rep))
+        stdout_console().print(validation_table(_cleaned(rep)))
+
+
+def _cleaned(obj):
+    """A dataclass (and its ``rows``) with every string field passed through :func:`clean` (ids, notes, paths)."""
+    import dataclasses
+
+    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+        return obj
+    changes = {}
+    for f in dataclasses.fields(obj):
+        if not f.init:
+            continue
+        v = getattr(obj, f.name)
+        if isinstance(v, str):
+            changes[f.name] = clean(v)
+        elif f.name == "rows" and isinstance(v, (tuple, list)):
+            changes[f.name] = type(v)(_cleaned(r) for r in v)
+    try:
+        return dataclasses.replace(obj, **changes)
+    except (TypeError, ValueError):  # pragma: no cover - a report type that cannot be rebuilt
+        return obj
 
 
 @cli.command("demo")

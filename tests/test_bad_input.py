@@ -317,6 +317,13 @@ def test_special_and_oversized_input_files(tmp_path):
         refused("topo", "show", str(link), needle="character device")
 
 
+def test_validation_ids_are_shown_escaped(tmp_path):
+    text = ('[[collective]]\nid = "x\\u001b[2J\\u202e"\nsystem = "hgx-h100"\nranks = 8\ncollective = "all_reduce"\n'
+            'algorithm = "ring"\nsize_bytes = 1048576\nbusbw_GBps = 100\nsource = "[link=http://x]y"\n')
+    r = check("validate", "--file", _spec(tmp_path, text, name="v.toml"), ok=(0,))
+    assert "\\x1b[2J\\u202e" in r.stdout
+
+
 @pytest.mark.parametrize("content, needle", [
     ("", "no validation points"),
     ("[[colective]]\nid = \"x\"", "unknown table"),
