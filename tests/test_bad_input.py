@@ -263,6 +263,9 @@ def _set_link(key, value):
     (lambda d: d["nodes"][0].update(role="router"), "role"),
     (lambda d: d["nodes"][0].update(domain="zero"), "domain"),
     (lambda d: d.update(nodes="all"), "node-link"),
+    (lambda d: d["nodes"].append(dict(d["nodes"][0])), "twice"),
+    (lambda d: d["nodes"][0].pop("id"), "'id'"),
+    (lambda d: d["nodes"].append(7), "'id'"),
     (lambda d: d["graph"].update(failures="spine 0"), "failures"),
     (lambda d: d["graph"].update(meta=[1]), "meta"),
 ])
