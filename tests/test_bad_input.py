@@ -140,6 +140,7 @@ def refused(*args, needle="", env=None):
     (("bisect", "nvl", "--set", "n=4", "--fail", "gpu \u0663"), "selector"),
     (("bisect", "nvl", "--set", "n=4", "--fail", "gpu " + "9" * 50), "selector"),
     (("bisect", "nvl", "--set", "n=4", "--fail", "x" * 5000), "longer than"),
+    (("bisect", "nvl", "--set", "n=4", *["--fail", "gpu 0"] * 1001), "at most 1,000"),
     (("bisect", "nvl", "--set", "n=4", "--degrade", "gpu 0 nvlink=1e-300Gb/s"), "--fail"),
     (("bisect", "nvl", "--set", "n=4", "--degrade", "gpu 0 nvlink=0.0000000001"), "--fail"),
     (("bisect", "nvl", "--set", "n=4", "--degrade", "gpu 0 nvlink=0%"), "between 0 and 1"),
