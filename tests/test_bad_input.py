@@ -167,7 +167,8 @@ _TEXT = st.one_of(
     st.sampled_from(["", " ", "0", "-1", "1e999", "nan", "\u00b2", "\u0663", "1_000", "9" * 30, ESC + "[31m", RLO,
                      "[red]x", "1MiB", "4KiB", "2", "all", "spine 0", "gpu 1", "gpu 1 nvlink=50%", "gpu 0=200Gb/s"]),
 )
-_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True,
+                     database=None)
 
 
 @_SETTINGS
