@@ -130,6 +130,13 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
     G = load_topology(topo, sets, memory_limit=memory_limit)
     cf = compile_with_failures(G, fail, degrade)
     rank_groups = make_groups(cf.n_gpus, ranks, groups, layout)
+    if _tiers(cf) == 0:
+        if "routing" in given:
+            raise SpecError(f"--routing: {clean(cf.name)} has no scale-out network; the routing policy only picks "
+                            f"paths through network switches")
+        if "seed" in given and not collective.startswith("moe"):
+            raise SpecError(f"--seed: {clean(cf.name)} has no scale-out network to hash flows over, and "
+                            f"{collective} routes no tokens")
     # 2. before routing: with the built fabric's tiers
     domain_gpus = max(1, cf.n_gpus // max(1, len(set(int(d) for d in cf.node_domain[cf.gpus]))))
     nvlink = bool((cf.node_role == 2).any())
