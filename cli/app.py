@@ -86,20 +86,6 @@ def _load(topo: str, sets, memory_limit):
     return load_topology(topo, parse_sets(sets), memory_limit=memory_limit)
 
 
-def _oversubscription_note(meta: dict) -> str | None:
-    """'built 15:1 (asked 1000:1)' when the radix rounded the requested oversubscription."""
-    asked = meta.get("oversubscription")
-    built = (meta.get("clos") or {}).get("oversubscription_built")
-    if not asked or not built:
-        return None
-    asked = list(asked) if isinstance(asked, (list, tuple)) else [asked]
-    pairs = list(zip(["leaf", "spine"], asked, built))
-    text = ", ".join(f"{tier} {b:.3g}:1" for tier, _, b in pairs)
-    if any(abs(b - a) > 0.01 * a for _, a, b in pairs):
-        text += " (asked " + ", ".join(f"{a:g}:1" for _, a, _ in pairs) + "; the switch radix rounds the port split)"
-    return text
-
-
 @topo.command("show")
 @topo_options
 @failure_options
@@ -116,7 +102,7 @@ def topo_show(topo: str, sets, fail, degrade, memory_limit, as_json: bool) -> No
     cf = compile_with_failures(G, fail, degrade)
     s = summarize(G)
     b = bisection(cf) if cf.n_gpus >= 2 else None
-    note = _oversubscription_note(G.graph.get("meta", {}))
+    note = render.oversubscription_note(G.graph.get("meta", {}))
     if as_json:
         out = s.as_dict()
         out["bisection_GBps"] = b.bisection_Bps / 1e9 if b else None
@@ -172,6 +158,9 @@ def bisect_cmd(topo: str, sets, fail, degrade, memory_limit, as_json: bool) -> N
         out = stdout_console()
         out.print(render.bisection_table([(cf.name, b)]))
         out.print(f"min-cut partition: {clean(b.partition.describe())}")
+        note = render.oversubscription_note(G.graph.get("meta", {}), only_if_rounded=True)
+        if note:
+            out.print(f"oversubscription: {note}")
 
 
 @cli.command("validate")

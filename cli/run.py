@@ -171,6 +171,11 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
     out.print(results_table(rows, title))
     if moe:
         out.print("* MoE sizes are DeepEP's logical bytes per rank; algbw = logical bytes / time.")
+    from cli.render import oversubscription_note
+
+    note = oversubscription_note(G.graph.get("meta", {}), only_if_rounded=True)
+    if note:
+        out.print(f"oversubscription: {note}")
     if last is not None:
         out.print(congestion_panel(last))
 
