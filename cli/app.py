@@ -41,6 +41,9 @@ class OneLineGroup(click.Group):
             super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
+        except getattr(click.exceptions, "NoArgsIsHelpError", ()) as exc:  # bare group: show its help
+            click.echo(exc.ctx.get_help())
+            sys.exit(0)
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else (prog_name or "fabric-emu")
             fail(f"{' '.join(exc.format_message().split())} (see '{where} --help')", 2)

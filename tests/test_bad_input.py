@@ -538,3 +538,9 @@ def test_oversubscription_is_reported_as_built():
     meta = json.loads(check("topo", "show", "fat-tree", "--set", "hosts=64", "--set", "radix=16", "--set",
                             "oversubscription=2", "--json", ok=(0,)).stdout)["meta"]
     assert meta["oversubscription"] == [2.0] and meta["clos"]["oversubscription_built"][0] == pytest.approx(11 / 5)
+
+
+def test_bare_groups_show_their_help():
+    for args in ((), ("topo",)):
+        r = check(*args, ok=(0,))
+        assert r.stdout.startswith("Usage:") and "Commands:" in r.stdout
