@@ -46,6 +46,11 @@ def check_fabric_package() -> str | None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI (exit status 2 on bad input, with one red line on stderr)."""
+    for stream in (sys.stdout, sys.stderr):  # a non-UTF-8 terminal or PYTHONIOENCODING=ascii: escape, never crash
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError):  # pragma: no cover - replaced or detached streams
+            pass
     problem = check_fabric_package()
     if problem:
         sys.stderr.write(f"error: {problem}\n")

@@ -544,3 +544,10 @@ def test_bare_groups_show_their_help():
     for args in ((), ("topo",)):
         r = check(*args, ok=(0,))
         assert r.stdout.startswith("Usage:") and "Commands:" in r.stdout
+
+
+def test_ascii_terminal_gets_escapes_not_a_crash():
+    env = dict(os.environ, PYTHONIOENCODING="ascii")
+    code = "from cli.main import main; main(['run', 'all_reduce', '--topo', 'nvl', '--set', 'n=4', '--size', '1KiB'])"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "\\u03b1" in r.stdout, r.stderr[-500:]
