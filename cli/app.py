@@ -2,8 +2,10 @@
 
 Commands import the library inside their bodies, so ``fabric-emu --help``
 loads click only. A command that lives in its own module is registered with
-one line in :data:`COMMANDS` (``"module:attribute"``); such a module imports
-only click and ``cli.options`` / ``cli.output`` at its top.
+one line in :data:`COMMANDS`: ``"name": ("module:attribute", "short help")``.
+Its module is imported only when the command runs or shows its own help (the
+group's help lists the short help given here), so even a module that imports
+the library at its top does not slow ``fabric-emu --help`` down.
 """
 
 from __future__ import annotations
@@ -23,16 +25,47 @@ from cli.options import (
 )
 from cli.output import clean, echo_json, fail, handles_errors, progress_console, stdout_console
 
-__all__ = ["cli", "COMMANDS"]
+__all__ = ["cli", "COMMANDS", "OneLineGroup"]
 
-#: Commands defined in their own modules, one line each: "module:attribute".
-COMMANDS = (
-    "cli.run:run_cmd",
-)
+#: Commands defined in their own modules, one line each: name -> ("module:attribute", short help).
+COMMANDS = {
+    "run": ("cli.run:run_cmd", "Simulate COLLECTIVE on a fabric and print nccl-tests-style results."),
+}
 
 
 class OneLineGroup(click.Group):
-    """A group whose usage errors are one line on stderr (``error: ...``) with exit status 2."""
+    """A group with one-line usage errors (``error: ...``, exit status 2) and lazily imported commands."""
+
+    def __init__(self, *args, lazy: dict | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx, name):
+        if name in self.lazy and name not in self.commands:
+            module, _, attr = self.lazy[name][0].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attr), name)
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx, formatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.lazy and name not in self.commands:
+                rows.append((name, self.lazy[name][1]))
+                continue
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd))
+        if rows:
+            limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+            from click.utils import make_default_short_help
+
+            text = [(name, make_default_short_help(h, limit) if isinstance(h, str) else h.get_short_help_str(limit))
+                    for name, h in rows]
+            with formatter.section("Commands"):
+                formatter.write_dl(text)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
@@ -56,7 +89,7 @@ class OneLineGroup(click.Group):
         sys.exit(0)
 
 
-@click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="fabric-emu", prog_name="fabric-emu")
 def cli() -> None:
     """fabric-emu: what will this fabric deliver for this job, and which links are in the way?"""
@@ -218,12 +251,3 @@ def demo() -> None:
     from cli.demo import run_demo
 
     run_demo(stdout_console(), progress_console())
-
-
-def _register(spec: str) -> None:
-    module, _, attr = spec.partition(":")
-    cli.add_command(getattr(importlib.import_module(module), attr))
-
-
-for _spec in COMMANDS:
-    _register(_spec)

@@ -512,7 +512,7 @@ def test_choices_come_from_the_library():
     from cli.app import cli as group
     from topologies.export import FORMATS
 
-    run = group.commands["run"]
+    run = group.get_command(None, "run")
     params = {p.name: p for p in run.params}
     assert tuple(params["algo"].type.choices) == tuple(collectives.ALGORITHMS)
     assert tuple(params["routing"].type.choices) == tuple(fabric.POLICIES)
@@ -551,3 +551,13 @@ def test_ascii_terminal_gets_escapes_not_a_crash():
     code = "from cli.main import main; main(['run', 'all_reduce', '--topo', 'nvl', '--set', 'n=4', '--size', '1KiB'])"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert r.returncode == 0 and "\\u03b1" in r.stdout, r.stderr[-500:]
+
+
+def test_registered_commands_load_lazily_with_their_own_short_help():
+    from cli.app import COMMANDS, cli as group
+
+    for name, (_, short) in COMMANDS.items():
+        cmd = group.get_command(None, name)
+        assert cmd is not None and cmd.get_short_help_str(len(short) + 10) == short
+    out = check("--help", ok=(0,)).stdout
+    assert all(name in out for name in COMMANDS)
