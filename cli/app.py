@@ -33,6 +33,15 @@ COMMANDS = {
 }
 
 
+def _shorten(text: str, limit: int) -> str:
+    """``text`` cut at a word boundary to ``limit`` characters with '...', as click shortens help."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[:max(1, limit - 3)].rsplit(" ", 1)[0]
+    return cut.rstrip(" .,;:") + "..."
+
+
 class OneLineGroup(click.Group):
     """A group with one-line usage errors (``error: ...``, exit status 2) and lazily imported commands."""
 
@@ -60,9 +69,7 @@ class OneLineGroup(click.Group):
                 rows.append((name, cmd))
         if rows:
             limit = formatter.width - 6 - max(len(name) for name, _ in rows)
-            from click.utils import make_default_short_help
-
-            text = [(name, make_default_short_help(h, limit) if isinstance(h, str) else h.get_short_help_str(limit))
+            text = [(name, _shorten(h, limit) if isinstance(h, str) else h.get_short_help_str(limit))
                     for name, h in rows]
             with formatter.section("Commands"):
                 formatter.write_dl(text)
