@@ -478,9 +478,8 @@ def test_build_estimate_bounds_real_builds(name, overrides):
     ("moe_dispatch", "hgx-h100", {"domains": 2, "scaleout": "quantum-2"}, 16, {}),
 ])
 def test_collective_estimate_bounds_real_plans(collective, name, overrides, n, opts):
-    from cli.run import _tiers
     from collectives import Collective, TokenRouting, planner_for
-    from collectives.budget import estimate_collective, hops_bound
+    from collectives.budget import estimate_collective, fabric_tiers, hops_bound
     from fabric import Router, compile_fabric
     from fabric.flowset import to_problem
     from topologies import build
@@ -491,7 +490,7 @@ def test_collective_estimate_bounds_real_plans(collective, name, overrides, n, o
     op = Collective(collective, tuple(range(n)), 1 << 20, options={**opts, **({"moe": tr} if tr else {})})
     plan = planner_for(router).plan(op)
     problem, _ = to_problem(plan.flows, router)
-    hops = hops_bound(_tiers(cf), True)
+    hops = hops_bound(fabric_tiers(cf), True)
     est = estimate_collective(collective, [n], hops=hops, domain_gpus=cf.n_gpus // len(set(cf.node_domain[cf.gpus])),
                               moe=tr)
     assert plan.flows.n_flows <= est.flows or opts.get("aggregate")
@@ -561,3 +560,21 @@ def test_registered_commands_load_lazily_with_their_own_short_help():
         assert cmd is not None and cmd.get_short_help_str(len(short) + 10) == short
     out = check("--help", ok=(0,)).stdout
     assert all(name in out for name in COMMANDS)
+
+
+def test_library_run_refuses_before_planning(tmp_path):
+    from collectives import Collective, TokenRouting, run
+    from fabric import Router, compile_fabric
+    from topologies import ProblemTooLargeError, build
+
+    router = Router(compile_fabric(build("nvl", {"n": 4})))
+    op = Collective("moe_dispatch", (0, 1, 2, 3), 0, options={"moe": TokenRouting("uniform", tokens_per_rank=10**9)})
+    t = time.time()
+    with pytest.raises(ProblemTooLargeError, match="--tokens"):
+        run(router, [op])
+    with pytest.raises(ProblemTooLargeError, match="1 KiB"):
+        run(router, [Collective("all_to_all", (0, 1, 2, 3), 1 << 20)], memory_limit="1KiB")
+    assert time.time() - t < 2
+    text = ('[[moe_alltoall]]\nid = "huge"\nsystem = "hgx-h800"\nep = 8\nexperts = 8000000000\n'
+            'dispatch_GBps = 1\ncombine_GBps = 1\n')
+    refused("validate", "--file", _spec(tmp_path, text, name="v.toml"), needle="--experts")
