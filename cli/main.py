@@ -57,13 +57,19 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     from cli.app import cli
 
+    import os
+
     try:
         cli.main(args=argv, prog_name="fabric-emu")
     except BrokenPipeError:  # e.g. `fabric-emu topo list | head -1`: the reader left, nothing to report
-        import os
-
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except OSError as exc:  # stdout on a full disk (/dev/full), a closed terminal, ...
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.stderr.write(f"error: cannot write the output ({exc.strerror or exc})\n")
+        except (OSError, ValueError):  # pragma: no cover - stderr gone too
+            pass
         sys.exit(1)
 
 

@@ -578,3 +578,12 @@ def test_library_run_refuses_before_planning(tmp_path):
     text = ('[[moe_alltoall]]\nid = "huge"\nsystem = "hgx-h800"\nep = 8\nexperts = 8000000000\n'
             'dispatch_GBps = 1\ncombine_GBps = 1\n')
     refused("validate", "--file", _spec(tmp_path, text, name="v.toml"), needle="--experts")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_full_disk_on_stdout_is_one_line():
+    code = "from cli.main import main; main(['topo', 'list'])"
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-c", code], stdout=full, stderr=subprocess.PIPE, text=True)
+    assert r.returncode == 1 and r.stderr.strip().splitlines() == ["error: cannot write the output (No space left on "
+                                                                   "device)"]
