@@ -129,6 +129,9 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
         if "seed" in given and not collective.startswith("moe"):
             raise SpecError(f"--seed: {clean(cf.name)} has no scale-out network to hash flows over, and "
                             f"{collective} routes no tokens")
+        if "pxn" in given:
+            raise SpecError(f"--pxn/--no-pxn: {clean(cf.name)} has no scale-out network; PXN forwards network "
+                            f"traffic over NVLink")
     # 2. before routing: with the built fabric's tiers
     domain_gpus = max(1, cf.n_gpus // max(1, len(set(int(d) for d in cf.node_domain[cf.gpus]))))
     nvlink = bool((cf.node_role == 2).any())
@@ -140,6 +143,9 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
         options["pxn"] = pxn
     if moe:
         n_domains = len({int(cf.node_domain[cf.gpus[r]]) for r in rank_groups[0]})
+        if moe_routing == "node_limited" and n_domains == 1:
+            raise SpecError("--moe-routing node_limited: limits each token to a few nodes; these ranks are on one "
+                            "node (use uniform, skewed or deepseek)")
         kind = moe_routing or ("node_limited" if n_domains > 1 else "uniform")
         options["moe"] = TokenRouting(kind, tokens_per_rank=tokens, hidden=hidden, experts=experts, topk=topk,
                                       seed=seed)

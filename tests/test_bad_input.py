@@ -104,6 +104,8 @@ def refused(*args, needle="", env=None):
     (("run", "all_reduce", *TINY, "--routing", "spray", "--seed", "3"), "--seed"),
     (("run", "all_to_all", "--topo", "hgx-h100", "--size", "1MiB", "--routing", "spray"), "no scale-out"),
     (("run", "all_to_all", "--topo", "hgx-h100", "--size", "1MiB", "--seed", "4"), "no scale-out"),
+    (("run", "all_to_all", "--topo", "hgx-h100", "--size", "1MiB", "--no-pxn"), "no scale-out"),
+    (("run", "moe_dispatch", "--topo", "hgx-h100", "--moe-routing", "node_limited"), "one node"),
     (("topo", "show", "hgx-h100", "--set", "tiers=3"), "scaleout"),
     (("topo", "show", "hgx-h100", "--set", "oversubscription=2"), "scaleout"),
     (("topo", "show", "hgx-h100", "--set", "planes=2"), "scaleout"),
