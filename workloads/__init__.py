@@ -1,4 +1,18 @@
 """workloads layer of fabric-emu."""
 
+from workloads.flops import (
+    FLOP_CONVENTIONS,
+    FlopsBreakdown,
+    ParamCounts,
+    flops_breakdown,
+    flops_per_token,
+    param_counts,
+)
+from workloads.models import ATTENTION_KINDS, ModelSpec, get_model, list_models, load_model
+
 __fabric_emu__ = True
 __all__: list[str] = []
+__all__ += [
+    "ModelSpec", "ATTENTION_KINDS", "get_model", "list_models", "load_model",
+    "ParamCounts", "FlopsBreakdown", "FLOP_CONVENTIONS", "param_counts", "flops_per_token", "flops_breakdown",
+]
