@@ -168,9 +168,10 @@ class Layout:
     def check_model(self, *, layers: int, heads: int, kv_heads: int, experts: int, ffn: int,
                     moe_ffn: int | None = None) -> None:
         """Sizes that must divide the model's (one line naming the numbers)."""
-        stages = self.pp * (self.vpp if self.schedule == "interleaved" else 1)
-        if layers < stages:
-            raise SpecError(f"--pp {self.pp} x --vpp {self.vpp} = {stages} virtual stages exceed the {layers} layers")
+        stages = self.pp * self.chunks
+        if layers + 2 < stages:
+            raise SpecError(f"--pp {self.pp} x --vpp {self.vpp} = {stages} virtual stages exceed the {layers} layers "
+                            f"plus the embedding and the head")
         if heads % self.tp:
             raise SpecError(f"--tp {self.tp}: does not divide the {heads} attention heads")
         if kv_heads % self.tp and self.tp % kv_heads:
@@ -439,18 +440,26 @@ def virtual_stages(moe_pattern, mtp_layers: int, lay: Layout, pp_layout: str | N
         if sum(s.count("mtp") for s in out) != mtp_layers:
             raise SpecError(f"--pp-layout: {sum(s.count('mtp') for s in out)} 'm' for the model's {mtp_layers} MTP layers")
         return out
-    if n_layers < n_virtual:
-        raise SpecError(f"--pp {lay.pp} x chunks {lay.chunks} = {n_virtual} virtual stages exceed the {n_layers} layers")
-    base, extra = divmod(n_layers, n_virtual)
-    # extra layers go to the middle stages (the first holds the embedding, the last the head)
-    counts = [base] * n_virtual
-    order = sorted(range(n_virtual), key=lambda v: (v in (0, n_virtual - 1), abs(v - (n_virtual - 1) / 2)))
-    for v in order[:extra]:
+    if n_layers + 2 < n_virtual:
+        raise SpecError(f"--pp {lay.pp} x chunks {lay.chunks} = {n_virtual} virtual stages exceed the {n_layers} "
+                        f"layers plus the embedding and the head")
+    # Embedding and head take a stage of their own when there are more stages than layers
+    # (Megatron-Core's account_for_embedding/loss_in_pipeline_split).
+    own = n_virtual - n_layers if n_virtual > n_layers else 0
+    inner = n_virtual - own
+    base, extra = divmod(n_layers, inner)
+    counts = [base] * inner
+    order = sorted(range(inner), key=lambda v: (v in (0, inner - 1), abs(v - (inner - 1) / 2)))
+    for v in order[:extra]:  # extra layers go to the middle stages (the ends hold embedding and head)
         counts[v] += 1
     out, i = [], 0
-    for v, c in enumerate(counts):
+    for c in counts:
         out.append(kinds[i:i + c])
         i += c
+    if own >= 1:
+        out.insert(0, [])
+    if own == 2:
+        out.append([])
     out[0].insert(0, "embed")
     out[-1].extend(["mtp"] * mtp_layers + ["head"])
     return out
