@@ -10,6 +10,8 @@ from workloads.flops import (
 )
 from workloads.models import ATTENTION_KINDS, ModelSpec, get_model, list_models, load_model
 from workloads.ops import LAYER_KINDS, OP_KINDS, LayerOps, Op, Split, layer_ops, model_ops
+from workloads.pipeline import KINDS, OVERLAPS, SCHEDULES, STREAMS, PipelineResult, Timeline, simulate_pipeline
+from workloads.trace import Span, chrome_trace, trace_bytes, write_trace
 
 __fabric_emu__ = True
 __all__: list[str] = []
@@ -18,3 +20,5 @@ __all__ += [
     "ParamCounts", "FlopsBreakdown", "FLOP_CONVENTIONS", "param_counts", "flops_per_token", "flops_breakdown",
 ]
 __all__ += ["Op", "Split", "LayerOps", "OP_KINDS", "LAYER_KINDS", "layer_ops", "model_ops"]
+__all__ += ["KINDS", "OVERLAPS", "SCHEDULES", "STREAMS", "PipelineResult", "Timeline", "simulate_pipeline",
+            "Span", "chrome_trace", "trace_bytes", "write_trace"]
