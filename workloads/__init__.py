@@ -1,5 +1,15 @@
 """workloads layer of fabric-emu."""
 
+from workloads.compute import (
+    ComputeModel,
+    attention_flops,
+    attention_time_s,
+    compute_model,
+    gemm_efficiency,
+    gemm_time_s,
+    gpu_figures,
+    memory_time_s,
+)
 from workloads.flops import (
     FLOP_CONVENTIONS,
     FlopsBreakdown,
@@ -22,3 +32,5 @@ __all__ += [
 __all__ += ["Op", "Split", "LayerOps", "OP_KINDS", "LAYER_KINDS", "layer_ops", "model_ops"]
 __all__ += ["KINDS", "OVERLAPS", "SCHEDULES", "STREAMS", "PipelineResult", "Timeline", "simulate_pipeline",
             "Span", "chrome_trace", "trace_bytes", "write_trace"]
+__all__ += ["ComputeModel", "attention_flops", "attention_time_s", "compute_model", "gemm_efficiency", "gemm_time_s",
+            "gpu_figures", "memory_time_s"]
