@@ -162,8 +162,10 @@ class Layout:
 
     @property
     def chunks(self) -> int:
-        """Model chunks per pipeline rank (virtual stages; DualPipe holds two)."""
-        return 2 if self.schedule == "dualpipe" else self.vpp
+        """Model chunks per pipeline rank in the layer split (virtual stages). DualPipe splits the
+        model into ``pp`` stages; rank ``r`` holds stage ``r`` and, for the reverse direction, a copy
+        of stage ``pp - 1 - r``."""
+        return self.vpp
 
     def check_model(self, *, layers: int, heads: int, kv_heads: int, experts: int, ffn: int,
                     moe_ffn: int | None = None) -> None:
@@ -395,7 +397,7 @@ def _expand(text: str) -> str:
 
 def virtual_stages(moe_pattern, mtp_layers: int, lay: Layout, pp_layout: str | None = None) -> list[list[str]]:
     """Layer kinds of every virtual stage, in model order (virtual stage ``v`` runs on
-    pipeline rank ``v % pp`` as its chunk ``v // pp``; DualPipe: rank ``v`` and ``2 pp - 1 - v``).
+    pipeline rank ``v % pp`` as its chunk ``v // pp``).
 
     ``pp_layout`` is Megatron-Core's ``--pipeline-model-parallel-layout`` string (``E``
     embedding, ``t`` transformer layer, ``m`` MTP, ``L`` loss, ``|`` between stages,
@@ -470,10 +472,8 @@ def stage_of_virtual(v: int, lay: Layout) -> tuple[int, int]:
 
     Examples
     --------
-    >>> lay = Layout(gpus=4, pp=4, global_batch=8, schedule="dualpipe")
-    >>> [stage_of_virtual(v, lay) for v in (0, 3, 4, 7)]
-    [(0, 0), (3, 0), (3, 1), (0, 1)]
+    >>> lay = Layout(gpus=8, pp=2, vpp=2, global_batch=8)
+    >>> [stage_of_virtual(v, lay) for v in range(4)]
+    [(0, 0), (1, 0), (0, 1), (1, 1)]
     """
-    if lay.schedule == "dualpipe":
-        return (v, 0) if v < lay.pp else (2 * lay.pp - 1 - v, 1)
     return v % lay.pp, v // lay.pp

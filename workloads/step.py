@@ -43,9 +43,11 @@ from workloads.layout import (Layout, cluster_for, default_gpus_per_domain, plac
                               virtual_stages, _preset_gpu)
 from workloads.memory import Memory, check_fits, memory_per_gpu, params_per_gpu
 from workloads.ops import Split, layer_ops
+from workloads.pipeline import simulate_pipeline
+from workloads.trace import Span, chrome_trace
 from workloads.traffic import ROUTINGS, StepTraffic, step_traffic
 
-__all__ = ["OVERLAPS", "SM_SHARE_EP_COMM", "TRAINING_EFFICIENCY", "FRAMEWORK_OVERHEAD", "training_efficiency", "Overlap", "LayerTimes", "StepResult",
+__all__ = ["OVERLAPS", "SM_SHARE_EP_COMM", "TRAINING_EFFICIENCY", "FRAMEWORK_OVERHEAD", "training_efficiency", "framework_overhead_s", "Overlap", "LayerTimes", "StepResult",
            "parse_overlap", "layer_times", "estimate_step"]
 
 #: Overlap options (``--overlap``): ``dp-grad`` gradient reduce-scatter under the last backward,
@@ -64,12 +66,14 @@ SM_SHARE_EP_COMM = 20 / 132
 #: the step's power draw, kernels sharing SMs and L2 with communication). Fitted on the fit split
 #: of ``workloads/data/training_points.toml`` (docs/steptime.md §5); GPUs without fit points use
 #: ``default`` (the mean of the fitted ones). 1.0 until fitted.
-TRAINING_EFFICIENCY = {"GB200": 0.776, "GB300": 0.814, "H100": 0.547, "default": 0.712}
+TRAINING_EFFICIENCY = {"GB200": 0.748, "GB300": 0.844, "H100": 0.676, "default": 0.756}
 
-#: Framework time per transformer layer and micro-batch pass (host launches, synchronisation,
-#: small kernels the inventory does not list), in seconds. Fitted on the fit split of
-#: ``workloads/data/training_points.toml`` (docs/steptime.md §5); 0 until fitted.
-FRAMEWORK_OVERHEAD = {"dense_layer_pass_s": 0.0, "moe_layer_pass_s": 676e-6}
+#: Framework time per MoE layer and micro-batch pass (forward or backward), per GPU model, in
+#: seconds: host launches, the device-host synchronisation of the tokens-per-expert counts,
+#: small kernels the inventory does not list (Megatron-LM deepseek-v3-gb200-optimization: the
+#: MoE step is host-bound without CUDA graphs). Fitted on the fit split with
+#: :data:`TRAINING_EFFICIENCY`; ``default`` is the mean of the fitted ones.
+FRAMEWORK_OVERHEAD = {"GB200": 0.0, "GB300": 0.0, "H100": 2.346e-3, "default": 0.782e-3}
 
 _KIND = {"embed": "embedding", "head": "lm_head", "dense": "dense", "moe": "moe", "mtp": "mtp"}
 
@@ -142,6 +146,11 @@ class LayerTimes:
 #: Ops Megatron-Core recomputes under ``selective`` (``--recompute-modules layernorm moe_act
 #: mla_up_proj``): norms, activation functions, the MLA up-projections.
 _SELECTIVE = ("norm", "_act", "mla_q_b", "mla_kv_b")
+
+
+def framework_overhead_s(gpu: str) -> float:
+    """The :data:`FRAMEWORK_OVERHEAD` of ``gpu`` (seconds per MoE layer pass)."""
+    return FRAMEWORK_OVERHEAD.get(gpu, FRAMEWORK_OVERHEAD["default"])
 
 
 def training_efficiency(gpu: str) -> float:
@@ -217,6 +226,22 @@ class StepResult:
     traffic: StepTraffic = field(repr=False)
     routing: str = "balanced"
     policy: str = "spray"
+    timeline: object = field(default=None, repr=False)
+    tail_s: tuple = (0.0, 0.0)        # exposed DP and optimizer after the pipeline
+
+    def trace(self) -> dict:
+        """The step as Chrome trace-event JSON: the pipeline timeline of every stage, then the
+        exposed data-parallel traffic and the optimizer step."""
+        t0 = self.pipeline["makespan_s"]
+        dp, opt = self.tail_s
+        spans = []
+        for s in range(self.layout.pp):
+            if dp > 0:
+                spans.append(Span(s, "dp", "dp reduce-scatter/all-gather (exposed)", t0, t0 + dp))
+            spans.append(Span(s, "optimizer", "optimizer step", t0 + dp, t0 + dp + opt))
+        return chrome_trace(self.timeline, spans=spans, stage_names=[f"pipeline rank {s}" for s in
+                                                                     range(self.layout.pp)],
+                            title=f"{self.model} on {self.fabric}")
 
     @property
     def tokens_per_s(self) -> float:
@@ -248,27 +273,6 @@ class StepResult:
         if any(p.report is not None for p in self.traffic.phases):
             out["hottest_links"] = self.hottest_links()
         return out
-
-
-def _pipeline(lay: Layout, chunk_times: list[list[tuple[float, float, float]]]) -> dict:
-    """Makespan of the pipeline schedule from per (rank, chunk) (F, B, W) of one micro-batch."""
-    m, pp = lay.microbatches, lay.pp
-    per_rank = np.array([[sum(c[j] for c in chunks) for j in range(3)] for chunks in chunk_times])
-    t_rank = per_rank.sum(axis=1)
-    t_max = float(t_rank.max())
-    if pp == 1:
-        makespan = m * t_max
-    elif lay.schedule == "1f1b":
-        makespan = (m - 1) * t_max + float(t_rank.sum())
-    elif lay.schedule == "interleaved":
-        makespan = (m + (pp - 1) / lay.vpp) * t_max
-    else:  # DualPipe bubble (pp/2 - 1)(F&B + B - 3W) (DualPipe README), F&B ~ F + B overlapped
-        F, B, W = (float(x) for x in per_rank.max(axis=0) / 2)  # per chunk
-        makespan = m * t_max + max(pp / 2 - 1, 0) * max(F + B + B - 3 * W, 0)
-    busy = m * t_max
-    return {"schedule": lay.schedule, "makespan_s": makespan, "bubble_s": makespan - busy,
-            "critical_rank": int(np.argmax(t_rank)),
-            "bubble_fraction": (makespan - busy) / makespan if makespan else 0.0, "microbatches": m}
 
 
 def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, gpus_per_domain: int | None = None,
@@ -332,53 +336,54 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
     tp_pass = 2 * (c["tp_ag"] + c["tp_rs"])           # attention + MLP, one pass of one layer
     etp_pass = c["etp_ag"] + c["etp_rs"]
     ep_pass = c["ep_dispatch"] + c["ep_combine"]      # one pass (fwd or bwd) of one MoE layer
-    parts = {k: np.zeros(lay.pp) for k in ("compute", "tp", "ep", "cp", "pp", "framework", "dense_passes",
-                                           "moe_passes")}
-    chunk_times: list[list[tuple[float, float, float]]] = [[] for _ in range(lay.pp)]
-    p2p = 0.0 if (ov.pp and lay.schedule == "interleaved") else c["pp_send"]
+    # Megatron's EP A2A overlap pairs forward and backward: with PP it needs the interleaved schedule
+    a2a = ov.ep and spec.is_moe and lay.ep > 1 and (lay.schedule != "1f1b" or lay.pp == 1)
+    parts = {k: np.zeros(lay.pp) for k in ("compute", "tp", "cp", "framework", "dense_passes", "moe_passes")}
+    shape = (lay.pp, lay.chunks)
+    cost = {k: np.zeros(shape) for k in ("F", "B", "W", "cF", "cB", "xF", "xB")}
     for v, layer_kinds in enumerate(stages):
-        p, _ = stage_of_virtual(v, lay)
-        F = B = W = 0.0
+        p, ch = stage_of_virtual(v, lay)
         for k in layer_kinds:
             t = lt[k]
             f, b, w = t.fwd_s, t.bwd_s, t.wgrad_s
             parts["compute"][p] += f + b + w
             if k in ("dense", "moe", "mtp"):
                 is_moe = k == "moe" or (k == "mtp" and spec.mtp_layer_is_moe)
-                overhead = FRAMEWORK_OVERHEAD["moe_layer_pass_s" if is_moe else "dense_layer_pass_s"]
+                overhead = framework_overhead_s(gpu) if is_moe else 0.0
                 parts["moe_passes" if is_moe else "dense_passes"][p] += 2
                 parts["framework"][p] += 2 * overhead
                 f, b = f + overhead, b + overhead
                 # TP: hidden under the pass's GEMMs with TP overlap
-                tf = tp_pass + (etp_pass if k == "moe" else 0.0)
+                tf = tp_pass + (etp_pass if is_moe else 0.0)
                 e_tf = max(0.0, tf - t.gemm_fwd_s) if ov.tp else tf
                 e_tb = max(0.0, tf - t.gemm_bwd_s) if ov.tp else tf
                 # CP: the K/V ring hides under the attention core
                 e_cf = max(0.0, c["cp_ag"] - t.attn_fwd_s)
                 e_cb = max(0.0, c["cp_ag"] - t.attn_bwd_s)
-                ef = eb = 0.0
-                if is_moe:
-                    if ov.ep:  # forward A2A under another micro-batch's backward and vice versa
-                        comp = t.total_s
-                        pair = max(0.0, 2 * ep_pass - comp) + SM_SHARE_EP_COMM / (1 - SM_SHARE_EP_COMM) * min(
-                            2 * ep_pass, comp)
-                        ef = eb = pair / 2
-                    else:
-                        ef = eb = ep_pass
-                f += e_tf + e_cf + ef
-                b += e_tb + e_cb + eb
+                cost["xF"][p, ch] += e_tf + e_cf
+                cost["xB"][p, ch] += e_tb + e_cb
                 parts["tp"][p] += e_tf + e_tb
                 parts["cp"][p] += e_cf + e_cb
-                parts["ep"][p] += ef + eb
-            F, B, W = F + f, B + b, W + w
-        if lay.pp > 1:  # the chunk receives its input (forward) and its output gradient (backward)
-            F, B = F + p2p, B + p2p
-            parts["pp"][p] += 2 * p2p
-        chunk_times[p].append((F, B, W))
-    pipe = _pipeline(lay, chunk_times)
-    crit = int(pipe["critical_rank"])
+                if is_moe:
+                    cost["cF"][p, ch] += ep_pass
+                    cost["cB"][p, ch] += ep_pass
+                    if a2a:  # the comm kernels hold SMs while they overlap compute
+                        steal = SM_SHARE_EP_COMM / (1 - SM_SHARE_EP_COMM) * ep_pass
+                        cost["xF"][p, ch] += steal
+                        cost["xB"][p, ch] += steal
+            cost["F"][p, ch] += f
+            cost["B"][p, ch] += b
+            cost["W"][p, ch] += w
+    p2p = c["pp_send"] if lay.pp > 1 else 0.0
+    pipe_res = simulate_pipeline(lay.schedule, lay.pp, lay.microbatches, vpp=lay.chunks, forward_s=cost["F"],
+                                 backward_s=cost["B"], weight_s=cost["W"], p2p_s=p2p, forward_comm_s=cost["cF"],
+                                 backward_comm_s=cost["cB"], forward_exposed_s=cost["xF"],
+                                 backward_exposed_s=cost["xB"], overlap="a2a" if a2a else "none")
+    crit = int(np.argmax(pipe_res.busy_s))
+    m = lay.microbatches
+    per_rank = [(float(cost["F"][p].sum()), float(cost["B"][p].sum()), float(cost["W"][p].sum()))
+                for p in range(lay.pp)]
     # ---- data parallel: reduce-scatter of gradients, all-gather of parameters (dense and expert together)
-    per_rank = [[sum(x[j] for x in chunks) for j in range(3)] for chunks in chunk_times]
     rank_fwd = max(r[0] for r in per_rank)
     rank_bwd = max(r[1] + r[2] for r in per_rank)
     t_rs = max(c["dp_rs"], c["edp_rs"])
@@ -395,12 +400,20 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
     dense, expert = max(stage_params, key=lambda x: x[0] + x[1])
     shard = dense / (lay.dp * lay.cp) + expert / lay.edp if lay.optimizer != "none" else dense + expert
     opt_s = float(cm.memory_time_s(gpu, shard * _ADAM_BYTES_PER_PARAM))
-    step_s = pipe["makespan_s"] + dp_exposed + opt_s
-    m = lay.microbatches
-    breakdown = {"compute": m * parts["compute"][crit], "tp_exposed": m * parts["tp"][crit],
-                 "ep_exposed": m * parts["ep"][crit], "cp_exposed": m * parts["cp"][crit],
-                 "pp_exposed": m * parts["pp"][crit], "framework": m * parts["framework"][crit],
-                 "bubble": pipe["bubble_s"], "dp_exposed": dp_exposed, "optimizer": opt_s}
+    step_s = pipe_res.makespan_s + dp_exposed + opt_s
+    compute = m * parts["compute"][crit]
+    framework = m * parts["framework"][crit]
+    tp_x, cp_x = m * parts["tp"][crit], m * parts["cp"][crit]
+    # what the stage waited for beyond its compute and never-hidden communication: EP all-to-all not
+    # hidden (and the SMs its kernels held), pipeline sends it waited for inside the busy time
+    ep_x = max(0.0, float(pipe_res.busy_s[crit]) - compute - framework - tp_x - cp_x)
+    breakdown = {"compute": compute, "tp_exposed": tp_x, "ep_exposed": ep_x if spec.is_moe else 0.0,
+                 "cp_exposed": cp_x, "pp_exposed": 0.0 if spec.is_moe else ep_x, "framework": framework,
+                 "bubble": float(pipe_res.bubble_s), "dp_exposed": dp_exposed, "optimizer": opt_s}
+    pipe = {"schedule": lay.schedule, "makespan_s": float(pipe_res.makespan_s),
+            "bubble_s": float(pipe_res.bubble_s), "bubble_fraction": float(pipe_res.bubble_s / step_s),
+            "microbatches": m, "critical_rank": crit, "overlap": pipe_res.overlap,
+            "layer_passes": {"dense": m * parts["dense_passes"][crit], "moe": m * parts["moe_passes"][crit]}}
     tokens_s_gpu = lay.tokens_per_step / step_s / lay.gpus
     fpt = flops_per_token(spec, lay.seq_len, convention="megatron", mtp=spec.mtp_layers > 0)
     tflops = fpt * tokens_s_gpu / 1e12
@@ -412,9 +425,8 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
         mfu_fp8=tflops * 1e12 / gspec.peak_fp8_flops if gspec.peak_fp8_flops else float("nan"),
         memory=mem, placement=pl.as_dict() | {"fabric_overrides": {k: str(v) for k, v in overrides.items()}},
         fabric=cf.name, comm_s={k: v for k, v in c.items() if v}, stage_times_s=tuple(tuple(r) for r in per_rank),
-        pipeline=pipe | {"layer_passes": {"dense": m * parts["dense_passes"][crit],
-                                          "moe": m * parts["moe_passes"][crit]}},
-        overlap=tuple(ov.names()), traffic=traffic, routing=routing, policy=pol)
+        pipeline=pipe, overlap=tuple(ov.names()), traffic=traffic, routing=routing, policy=pol,
+        timeline=pipe_res.timeline, tail_s=(dp_exposed, opt_s))
 
 
 #: Adam step bytes per parameter of the shard: read fp32 master, gradient, two moments; write the

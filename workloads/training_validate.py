@@ -177,14 +177,14 @@ def validate_training(path: str | None = None, *, ids=None, progress=None) -> Tr
 
 
 def fit_constants(path: str | None = None, *, progress=None) -> dict:
-    """Fit :data:`workloads.step.TRAINING_EFFICIENCY` (per GPU) and the MoE layer-pass overhead on the
-    ``fit`` points only.
+    """Fit :data:`workloads.step.TRAINING_EFFICIENCY` and :data:`workloads.step.FRAMEWORK_OVERHEAD`
+    (one pair per GPU model) on the ``fit`` points only.
 
-    Each fit point is predicted once with the constants at their neutral values (efficiency 1,
-    overhead 0); its step splits into a compute-bound part ``A`` (compute plus bubble, which
-    scale with the compute time), MoE layer passes ``N`` on the critical pipeline rank and the
-    rest ``R``. The fit minimises ``sum(log(T / T_measured)^2)`` over ``T = A / eff_gpu + N t + R``
-    (``T_measured`` from the published tokens/s/GPU... via the published TFLOPs, the figure compared).
+    Each fit point is predicted once with neutral constants (efficiency 1, overhead 0); its step
+    splits into a compute-bound part ``A`` (compute plus bubble, which scale with the compute
+    time), MoE layer passes ``N`` on the critical pipeline rank and the rest ``R``. The fit
+    minimises ``sum(log(T / T_measured)^2)`` with ``T = A / eff_gpu + N t_gpu + R``, where
+    ``T_measured`` is the step time implied by the published TFLOPs/GPU.
     """
     from scipy.optimize import least_squares
 
@@ -193,7 +193,8 @@ def fit_constants(path: str | None = None, *, progress=None) -> dict:
     saved = dict(st.TRAINING_EFFICIENCY), dict(st.FRAMEWORK_OVERHEAD)
     st.TRAINING_EFFICIENCY.clear()
     st.TRAINING_EFFICIENCY["default"] = 1.0
-    st.FRAMEWORK_OVERHEAD.update(dense_layer_pass_s=0.0, moe_layer_pass_s=0.0)
+    st.FRAMEWORK_OVERHEAD.clear()
+    st.FRAMEWORK_OVERHEAD["default"] = 0.0
     try:
         rows = []
         pts = [p for p in load_points(path) if p["split"] == "fit" and "tflops_per_gpu" in p]
@@ -208,22 +209,23 @@ def fit_constants(path: str | None = None, *, progress=None) -> dict:
             T_meas = res.step_time_s * res.tflops_per_gpu / p["tflops_per_gpu"]
             rows.append((p["id"], res.gpu, A, n_moe, R, T_meas))
     finally:
-        st.TRAINING_EFFICIENCY.clear()
-        st.TRAINING_EFFICIENCY.update(saved[0])
-        st.FRAMEWORK_OVERHEAD.update(saved[1])
+        for d, old in zip((st.TRAINING_EFFICIENCY, st.FRAMEWORK_OVERHEAD), saved):
+            d.clear()
+            d.update(old)
     gpus = sorted({r[1] for r in rows})
+    G = len(gpus)
 
     def resid(x):
-        eff = dict(zip(gpus, x[:-1]))
-        t = x[-1]
-        return [math.log((A / eff[g] + n * t + R) / T) for _, g, A, n, R, T in rows]
+        eff, over = dict(zip(gpus, x[:G])), dict(zip(gpus, x[G:]))
+        return [math.log((A / eff[g] + n * over[g] + R) / T) for _, g, A, n, R, T in rows]
 
-    x0 = [1.0] * len(gpus) + [0.0]
-    sol = least_squares(resid, x0, bounds=([0.2] * len(gpus) + [0.0], [2.0] * len(gpus) + [0.05]))
-    eff = {g: float(v) for g, v in zip(gpus, sol.x[:-1])}
-    eff["default"] = float(sum(eff.values()) / len(eff))
-    return {"training_efficiency": eff, "moe_layer_pass_s": float(sol.x[-1]),
-            "fit_points": [r[0] for r in rows], "residuals": [float(v) for v in resid(sol.x)]}
+    sol = least_squares(resid, [1.0] * G + [0.0] * G, bounds=([0.2] * G + [0.0] * G, [2.0] * G + [0.05] * G))
+    eff = {g: round(float(v), 3) for g, v in zip(gpus, sol.x[:G])}
+    over = {g: round(float(v), 6) for g, v in zip(gpus, sol.x[G:])}
+    eff["default"] = round(sum(eff.values()) / G, 3)
+    over["default"] = round(sum(over.values()) / G, 6)
+    return {"training_efficiency": eff, "framework_overhead_s": over,
+            "fit": [{"id": r[0], "gpu": r[1], "log_residual": float(v)} for r, v in zip(rows, resid(sol.x))]}
 
 
 if __name__ == "__main__":  # pragma: no cover - maintenance entry point: python -m workloads.training_validate --fit
