@@ -25,7 +25,7 @@ Examples
 >>> res = estimate_step(get_model("llama3-8b"), Layout(gpus=8, global_batch=64, seq_len=4096, recompute="full"),
 ...                     "hgx-h100")
 >>> 0.2 < res.mfu_bf16 < 0.8, sorted(res.breakdown_s)[:3]
-(True, ['bubble', 'compute', 'dp_exposed'])
+(True, ['bubble', 'compute', 'cp_exposed'])
 """
 
 from __future__ import annotations
