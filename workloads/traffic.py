@@ -35,7 +35,7 @@ Examples
 >>> pl = place(lay, gpus_per_domain=8)
 >>> ph = phase_tasks(get_model("qwen3-30b-a3b"), lay, pl, [(1e9, 2e9)])
 >>> sorted(ph), len(ph["ep"])
-(['dp', 'ep', 'pp', 'tp'], 4)
+(['dp', 'ep', 'tp'], 4)
 """
 
 from __future__ import annotations
