@@ -187,12 +187,18 @@ def validate_cmd(path, as_json) -> None:
     from cli.report import validation_table
     from collectives.validate import validate
 
+    from cli.step_cmd import training_table
+    from workloads.training_validate import validate_training
+
     err = _progress()
     rep = validate(path, progress=lambda pid, k, n: err.print(f"[{k}/{n}] {pid}", highlight=False))
-    if as_json:
-        _echo_json(rep.as_dict())
-    else:
+    if not as_json:
         _stdout().print(validation_table(rep))
+    train = validate_training(progress=lambda pid, k, n: err.print(f"[training {k}/{n}] {pid}", highlight=False))
+    if as_json:
+        _echo_json(rep.as_dict() | {"training": train.as_dict()})
+    else:
+        _stdout().print(training_table(train))
 
 
 @cli.command("demo")
@@ -205,3 +211,8 @@ def demo() -> None:
 
 from cli.models_cmd import models_command  # noqa: E402  (fabric-emu models)
 cli.add_command(models_command)
+
+
+from cli.step_cmd import step_cmd  # noqa: E402  (the step command; its module imports this one lazily)
+
+cli.add_command(step_cmd)

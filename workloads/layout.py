@@ -401,14 +401,15 @@ def virtual_stages(moe_pattern, mtp_layers: int, lay: Layout, pp_layout: str | N
 
     ``pp_layout`` is Megatron-Core's ``--pipeline-model-parallel-layout`` string (``E``
     embedding, ``t`` transformer layer, ``m`` MTP, ``L`` loss, ``|`` between stages,
-    ``(..)*n`` and ``t*n`` repeat). Default: the transformer layers as even as possible,
-    the embedding with the first and the MTP modules and the head with the last.
+    ``(..)*n`` and ``t*n`` repeat). Default: the embedding with the first stage, the MTP
+    modules and the head with the last, and the transformer layers spread so that every stage
+    holds the same number of layers counting each MTP module and the head as one.
 
     Examples
     --------
     >>> lay = Layout(gpus=4, pp=2, vpp=2, global_batch=8)
     >>> virtual_stages([False] * 6, 0, lay)
-    [['embed', 'dense'], ['dense', 'dense'], ['dense', 'dense'], ['dense', 'head']]
+    [['embed', 'dense', 'dense'], ['dense', 'dense'], ['dense', 'dense'], ['head']]
     >>> virtual_stages([False] * 6, 1, lay, "Et|(tt|)*2tmL")[3]
     ['dense', 'mtp', 'head']
     """
@@ -449,11 +450,21 @@ def virtual_stages(moe_pattern, mtp_layers: int, lay: Layout, pp_layout: str | N
     # (Megatron-Core's account_for_embedding/loss_in_pipeline_split).
     own = n_virtual - n_layers if n_virtual > n_layers else 0
     inner = n_virtual - own
-    base, extra = divmod(n_layers, inner)
+    # The MTP modules and the output head weigh like a layer each on the last stage (as NVIDIA's
+    # DeepSeek-V3 layout "Et*4|(t*4|)*14tmL" balances them): split layers + those units evenly.
+    extra_units = (mtp_layers + 1) if own < 2 and inner > 1 else 0
+    base, extra = divmod(n_layers + extra_units, inner)
     counts = [base] * inner
     order = sorted(range(inner), key=lambda v: (v in (0, inner - 1), abs(v - (inner - 1) / 2)))
     for v in order[:extra]:  # extra layers go to the middle stages (the ends hold embedding and head)
         counts[v] += 1
+    take = min(extra_units, counts[-1])
+    counts[-1] -= take
+    for v in range(inner - 2, -1, -1):  # units the last stage could not give up go to its neighbours
+        if take == extra_units:
+            break
+        counts[v] -= 1
+        take += 1
     out, i = [], 0
     for c in counts:
         out.append(kinds[i:i + c])

@@ -47,7 +47,8 @@ from workloads.pipeline import simulate_pipeline
 from workloads.trace import Span, chrome_trace
 from workloads.traffic import ROUTINGS, StepTraffic, step_traffic
 
-__all__ = ["OVERLAPS", "SM_SHARE_EP_COMM", "TRAINING_EFFICIENCY", "FRAMEWORK_OVERHEAD", "training_efficiency", "framework_overhead_s", "Overlap", "LayerTimes", "StepResult",
+__all__ = ["OVERLAPS", "SM_SHARE_EP_COMM", "TRAINING_EFFICIENCY", "FRAMEWORK_OVERHEAD", "training_efficiency", "framework_overhead_s",
+           "FP8_ATTENTION_GPUS", "attention_precision_for", "Overlap", "LayerTimes", "StepResult",
            "parse_overlap", "layer_times", "estimate_step"]
 
 #: Overlap options (``--overlap``): ``dp-grad`` gradient reduce-scatter under the last backward,
@@ -66,14 +67,14 @@ SM_SHARE_EP_COMM = 20 / 132
 #: the step's power draw, kernels sharing SMs and L2 with communication). Fitted on the fit split
 #: of ``workloads/data/training_points.toml`` (docs/steptime.md §5); GPUs without fit points use
 #: ``default`` (the mean of the fitted ones). 1.0 until fitted.
-TRAINING_EFFICIENCY = {"GB200": 0.748, "GB300": 0.844, "H100": 0.676, "default": 0.756}
+TRAINING_EFFICIENCY = {"GB200": 0.726, "GB300": 0.824, "H100": 0.675, "default": 0.742}
 
 #: Framework time per MoE layer and micro-batch pass (forward or backward), per GPU model, in
 #: seconds: host launches, the device-host synchronisation of the tokens-per-expert counts,
 #: small kernels the inventory does not list (Megatron-LM deepseek-v3-gb200-optimization: the
 #: MoE step is host-bound without CUDA graphs). Fitted on the fit split with
 #: :data:`TRAINING_EFFICIENCY`; ``default`` is the mean of the fitted ones.
-FRAMEWORK_OVERHEAD = {"GB200": 0.0, "GB300": 0.0, "H100": 2.346e-3, "default": 0.782e-3}
+FRAMEWORK_OVERHEAD = {"GB200": 0.0, "GB300": 0.0, "H100": 2.344e-3, "default": 0.781e-3}
 
 _KIND = {"embed": "embedding", "head": "lm_head", "dense": "dense", "moe": "moe", "mtp": "mtp"}
 
@@ -146,6 +147,30 @@ class LayerTimes:
 #: Ops Megatron-Core recomputes under ``selective`` (``--recompute-modules layernorm moe_act
 #: mla_up_proj``): norms, activation functions, the MLA up-projections.
 _SELECTIVE = ("norm", "_act", "mla_q_b", "mla_kv_b")
+
+
+#: GPUs whose MXFP8 recipes of MLA models run attention in FP8: the Megatron-Bridge DeepSeek-V3
+#: GB300 and B300 FP8_MX recipes set ``fp8_dot_product_attention=True``
+#: (scripts/performance/configs/deepseek/deepseek_workload_base_configs.py); the Llama 3.1 recipes
+#: (llama31_workload_base_configs.py) do not.
+FP8_ATTENTION_GPUS = ("GB300", "B300")
+
+
+def attention_precision_for(gpu: str, precision: str, choice: str = "auto", attention: str = "mla") -> str:
+    """``auto``: FP8 attention for MLA models with MXFP8 on :data:`FP8_ATTENTION_GPUS`, else BF16.
+
+    Examples
+    --------
+    >>> attention_precision_for("GB300", "mxfp8"), attention_precision_for("GB200", "mxfp8")
+    ('fp8', 'bf16')
+    >>> attention_precision_for("GB300", "mxfp8", attention="gqa")
+    'bf16'
+    """
+    if choice not in ("auto", "bf16", "fp8"):
+        raise SpecError(f"--attention-precision: {choice!r} must be auto, bf16 or fp8")
+    if choice != "auto":
+        return choice
+    return "fp8" if precision == "mxfp8" and gpu in FP8_ATTENTION_GPUS and attention == "mla" else "bf16"
 
 
 def framework_overhead_s(gpu: str) -> float:
@@ -278,7 +303,7 @@ class StepResult:
 def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, gpus_per_domain: int | None = None,
                   placement: str = "megatron", ep_in_domain: bool = False, overlap: str | Overlap | None = None,
                   routing: str = "balanced", policy: str = "auto", seed: int = 0, fail=(), degrade=(),
-                  pp_layout: str | None = None, attention_precision: str = "bf16", report: bool = False,
+                  pp_layout: str | None = None, attention_precision: str = "auto", report: bool = False,
                   check_memory: bool = True, progress=None) -> StepResult:
     """Estimate one training step of ``spec`` under ``lay`` on ``system`` (a domain preset).
 
@@ -302,9 +327,8 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
     """
     if routing not in ROUTINGS:
         raise SpecError(f"--moe-routing: {routing!r} is not one of {', '.join(ROUTINGS)}")
-    if attention_precision not in ("bf16", "fp8"):
-        raise SpecError(f"attention precision: {attention_precision!r} must be bf16 or fp8")
     gpu = _preset_gpu(system)
+    attention_precision = attention_precision_for(gpu, lay.precision, attention_precision, spec.attention)
     gspec = catalog.gpu(gpu)
     lay.check_model(layers=spec.n_layers, heads=spec.n_heads, kv_heads=spec.n_kv_heads, experts=spec.n_experts,
                     ffn=spec.ffn_hidden if spec.n_dense_layers else 0, moe_ffn=spec.moe_ffn_hidden or None)

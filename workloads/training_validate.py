@@ -80,7 +80,7 @@ class TrainingReport:
 #: Split of the shared reference points (rule in training_points.toml: Llama 3.1 405B and Qwen3 fit).
 _FIT_MODELS = ("llama3.1-405b", "qwen3-30b-a3b", "qwen3-235b-a22b")
 #: Recipe options of the shared reference scenario (DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V2).
-_RECIPES = {"dsv3-gb300-256": {"pp_layout": "Et*4|(t*4|)*14tmL", "attention_precision": "fp8"}}
+_RECIPES = {"dsv3-gb300-256": {"pp_layout": "Et*4|(t*4|)*14tmL"}}
 
 
 def _shared_points() -> list[dict]:
@@ -129,7 +129,7 @@ def predict(p: dict, gpus: int | None = None, **kw):
     from workloads.step import estimate_step
 
     return estimate_step(get_model(p["model"]), layout_of(p, gpus), p["system"], overlap=p.get("overlap"),
-                         pp_layout=p.get("pp_layout"), attention_precision=p.get("attention_precision", "bf16"),
+                         pp_layout=p.get("pp_layout"), attention_precision=p.get("attention_precision", "auto"),
                          check_memory=False, **kw)
 
 
