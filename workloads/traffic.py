@@ -22,10 +22,14 @@ Phases (tasks of one :func:`schedule` call each):
   dispatchers send BF16 both ways (FP8 dispatch is off in NVIDIA's recipes:
   Megatron-LM ``docs/discussions/deepseek-v3-gb200-optimization``), so the
   dispatch carries ``2 hidden`` bytes a token copy;
-* ``pp``: every stage boundary of every pipeline sends its activation at once;
+* ``pp``: every stage boundary of every pipeline sends its activation at once
+  (one batch of point-to-point flows: they have no dependencies);
 * ``dp``: per DP (x CP) group of every stage a reduce-scatter of its dense
-  gradients and per expert-DP group of its expert gradients, then the
-  all-gather of the updated parameters (ZeRO-1), all stages together.
+  gradients and per expert-DP group of its expert gradients, all stages
+  together; the all-gather of the updated parameters (ZeRO-1) moves the same
+  bytes over the same rings (NCCL's ring all-gather and reduce-scatter send
+  ``(n - 1) / n`` of the buffer in ``n - 1`` steps alike), so it takes the
+  reduce-scatter's time scaled by its bytes.
 
 Examples
 --------
@@ -114,35 +118,54 @@ def phase_tasks(spec, lay, pl, stage_params, *, routing: str = "balanced", seed:
         out["ep"] = ep
     if lay.pp > 1:
         send = int(act_bytes / lay.tp)
-        pp = []
+        pairs = []
         for g in pl.groups("pp"):
-            hops = [(g[p], g[p + 1]) for p in range(lay.pp - 1)]
-            if lay.schedule == "interleaved":
-                hops.append((g[-1], g[0]))
-            pp += [("pp_send", SendTask(a, b, send, label="pp-send")) for a, b in hops]
-        out["pp"] = pp
+            pairs += [(g[p], g[p + 1]) for p in range(lay.pp - 1)]
+            if lay.schedule == "interleaved" or lay.pp == 2:  # chunk wrap-around / the backward direction
+                pairs.append((g[-1], g[0]))
+        out["pp"] = [("pp_send", _Sends(tuple(pairs), send))]
     dp = []
     per_stage = lay.gpus // lay.pp
     if lay.dp * lay.cp > 1:
         for g in pl.groups("dpcp"):
             p = _stage_of(pl, g[0], per_stage)
             size = _bucketable(stage_params[p][0] * GRAD_BYTES, len(g))
-            rs = CollectiveTask(Collective("reduce_scatter", g, size, label="dp-rs"), label="dp-rs")
-            ag = CollectiveTask(Collective("all_gather", g, int(size * PARAM_BYTES / GRAD_BYTES), label="dp-ag"),
-                                after=(rs,), label="dp-ag")
-            dp += [("dp_rs", rs), ("dp_ag", ag)]
+            dp.append(("dp_rs", CollectiveTask(Collective("reduce_scatter", g, size, label="dp-rs"), label="dp-rs")))
     if spec.is_moe and lay.edp > 1:
         for g in pl.groups("edp"):
             p = _stage_of(pl, g[0], per_stage)
             size = _bucketable(stage_params[p][1] * GRAD_BYTES, len(g))
             if size == 0:
                 continue
-            rs = CollectiveTask(Collective("reduce_scatter", g, size, label="edp-rs"), label="edp-rs")
-            ag = CollectiveTask(Collective("all_gather", g, size, label="edp-ag"), after=(rs,), label="edp-ag")
-            dp += [("edp_rs", rs), ("edp_ag", ag)]
+            dp.append(("edp_rs", CollectiveTask(Collective("reduce_scatter", g, size, label="edp-rs"),
+                                                label="edp-rs")))
     if dp:
         out["dp"] = dp
     return out
+
+
+@dataclass(frozen=True)
+class _Sends:
+    """Every pipeline send of one step boundary at once: ``pairs`` of (src, dst) GPUs, ``size_bytes`` each."""
+
+    pairs: tuple
+    size_bytes: int
+
+
+def _simulate_sends(router, planner, sends: _Sends, *, epsilon: float, report: bool):
+    """All sends in one flow simulation (routed in one batch: they have no dependencies)."""
+    from fabric.congestion import congestion
+    from fabric.decompose import simulate_split
+    from fabric.flowset import to_problem
+
+    src = np.array([a for a, _ in sends.pairs], np.int64)
+    dst = np.array([b for _, b in sends.pairs], np.int64)
+    op = Collective("send_recv", (int(src[0]), int(dst[0])), sends.size_bytes, label="pp-send")
+    fs = planner.direct(op, src, dst, np.full(len(src), float(sends.size_bytes)), pxn=False, label="pp-send")
+    problem, used = to_problem(fs, router)
+    res = simulate_split(problem, mode="auto", epsilon=epsilon)
+    rep = congestion(router, fs, res, used, policy=planner.policy) if report else None
+    return float(res.finish_s.max(initial=0.0)), rep
 
 
 def _stage_of(pl, gpu: int, per_stage: int) -> int:
@@ -202,9 +225,18 @@ def step_traffic(router, spec, lay, pl, stage_params, *, routing: str = "balance
     for k, (name, items) in enumerate(phases.items()):
         if progress:
             progress(name, k + 1, len(phases))
+        if name == "pp":
+            (_, sends), = items
+            t, rep = _simulate_sends(router, cache.planner, sends, epsilon=epsilon, report=report)
+            out.append(PhaseResult(name, {"pp_send": t}, t, len(sends.pairs), rep))
+            continue
         res = schedule(router, [t for _, t in items], cache=cache, mode="auto", epsilon=epsilon, report=report)
         times: dict = {}
         for (kind, task) in items:
             times[kind] = max(times.get(kind, 0.0), res[task].duration_s)
+        if name == "dp":  # the all-gather moves the same bytes over the same ring as the reduce-scatter
+            for rs, ag in (("dp_rs", "dp_ag"), ("edp_rs", "edp_ag")):
+                if rs in times:
+                    times[ag] = times[rs] * PARAM_BYTES / GRAD_BYTES
         out.append(PhaseResult(name, times, res.makespan_s, len(items), res.report if report else None))
     return StepTraffic(tuple(out), cache.hits, cache.misses)
