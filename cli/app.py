@@ -204,7 +204,7 @@ def validate_cmd(path, as_json) -> None:
 @cli.command("demo")
 @handles_errors
 def demo() -> None:
-    """A tour: topology summaries and bisection bandwidth of reference systems."""
+    """A tour: DeepSeek-V3 step on GB300 vs GB200 NVL72, and 256 vs 1,024 GPUs."""
     from cli.demo import run_demo
 
     run_demo(_stdout(), _progress())
