@@ -37,8 +37,12 @@ def step_summary(res) -> Table:
                                   f"{res.flops_convention})")
     t.add_row("MFU", f"{res.mfu_bf16:.1%} of BF16 dense peak, {res.mfu_fp8:.1%} of FP8 dense peak")
     mem = res.memory.as_dict()
-    t.add_row("memory/GPU", f"{mem['total']:.1f} GiB (weights {mem['weights']:.1f}, grads {mem['grads']:.1f}, "
-                            f"optimizer {mem['optimizer']:.1f}, activations {mem['activations']:.1f})")
+    from topologies import catalog
+
+    hbm = catalog.gpu(res.gpu).hbm_bytes / 2**30
+    t.add_row("memory/GPU", f"{mem['total']:.1f} GiB of {hbm:.0f} (weights {mem['weights']:.1f}, grads "
+                            f"{mem['grads']:.1f}, optimizer {mem['optimizer']:.1f}, activations "
+                            f"{mem['activations']:.1f})" + ("  [exceeds HBM]" if mem['total'] > hbm else ""))
     t.add_row("overlap", ", ".join(res.overlap) or "none")
     t.add_row("traffic", f"EP routing {res.routing}, scale-out load balancing {res.policy}; "
                          f"{len(res.traffic.phases)} concurrent patterns simulated, "
@@ -139,6 +143,8 @@ def training_table(rep) -> Table:
 @click.option("--attention-precision", "attention_precision", default="auto", show_default=True,
               type=click.Choice(["auto", "bf16", "fp8"]),
               help="auto: FP8 for MLA models with MXFP8 on GB300/B300 (NVIDIA's DeepSeek-V3 recipes), else BF16.")
+@click.option("--no-memory-check", "no_memory_check", is_flag=True,
+              help="Estimate even when the memory estimate exceeds HBM (it is printed beside the result).")
 @click.option("--seed", "seed", default=0, show_default=True, type=click.IntRange(min=0))
 @click.option("--fail", "fail", multiple=True, metavar="SELECTOR", help="Fail cables, e.g. 'spine 3'.")
 @click.option("--degrade", "degrade", multiple=True, metavar="SELECTOR=VALUE", help="Reduce capacity, e.g. 'spine 3=50%'.")
@@ -148,7 +154,7 @@ def training_table(rep) -> Table:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")
 def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, micro_batch, seq_len, precision,
              recompute, schedule, overlap, optimizer, gpus_per_domain, placement, ep_in_domain, moe_routing, routing,
-             pp_layout, attention_precision, seed, fail, degrade, report, trace, as_json) -> None:
+             pp_layout, attention_precision, no_memory_check, seed, fail, degrade, report, trace, as_json) -> None:
     """Estimate one training step: time, breakdown, tokens/s, TFLOPs/GPU, MFU, memory, exposed communication."""
     from cli.app import _echo_json, _fail, _progress, _stdout
     from cli.options import parse_sets
@@ -168,6 +174,7 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
                             placement=placement, ep_in_domain=ep_in_domain, overlap=overlap, routing=moe_routing,
                             policy=routing, seed=seed, fail=fail, degrade=degrade, pp_layout=pp_layout,
                             attention_precision=attention_precision, report=report,
+                            check_memory=not no_memory_check,
                             progress=lambda msg: err.print(msg, highlight=False))
         if trace:
             write_trace(trace, res.trace())
