@@ -226,12 +226,3 @@ def fit_constants(path: str | None = None, *, progress=None) -> dict:
     over["default"] = round(sum(over.values()) / G, 6)
     return {"training_efficiency": eff, "framework_overhead_s": over,
             "fit": [{"id": r[0], "gpu": r[1], "log_residual": float(v)} for r, v in zip(rows, resid(sol.x))]}
-
-
-if __name__ == "__main__":  # pragma: no cover - maintenance entry point: python -m workloads.training_validate --fit
-    import json
-    import sys
-
-    if "--fit" in sys.argv:
-        print(json.dumps(fit_constants(progress=lambda i, k, n: print(f"[{k}/{n}] {i}", file=sys.stderr)),
-                         indent=2))
