@@ -238,24 +238,51 @@ class PlanCache:
 
     def send(self, src: int, dst: int, size_bytes: int, label: str) -> Plan:
         """A one-way send as a plan (NCCL p2p: Simple protocol, one ring step of latency)."""
-        op = Collective("send_recv", (src, dst), size_bytes, label=label)
-        key = (("send", src, dst, self.planner.policy, self.planner.seed), size_bytes)
-        hit = self._exact.get(key)
-        if hit is None:
-            base = self._shape.get(key[0])
-            if base is None or base.op.size_bytes == 0:
-                self.misses += 1
-                fs = self.planner.direct(op, [src], [dst], float(size_bytes), pxn=False)
-                hit = Plan(op, fs, "direct", "Simple", None, float(fs.latency_s.max(initial=0)))
-                if size_bytes > 0:
-                    self._shape[key[0]] = hit
-            else:
-                self.hits += 1
-                hit = _rescale(base, size_bytes)
-            self._exact[key] = hit
-        else:
+        return self.sends([(src, dst, size_bytes, label)])[0]
+
+    def sends(self, items) -> list[Plan]:
+        """Plans of many one-way sends ``(src, dst, size_bytes, label)``; new pairs are routed in one batch.
+
+        Each pair is routed once (with the same per-flow hash as alone, so the
+        route is the one a single send gets) as a one-byte base plan; sizes rescale
+        it exactly (one flow of ``size`` bytes, latency independent of the size).
+        """
+        pol, seed = self.planner.policy, self.planner.seed
+        keys = [("send", int(s), int(d), pol, seed) for s, d, _, _ in items]
+        new = sorted({k[1:3] for k in keys if k not in self._shape})
+        if new:
+            self.misses += len(new)
+            src = np.array([x[0] for x in new], np.int64)
+            dst = np.array([x[1] for x in new], np.int64)
+            op = Collective("send_recv", (int(src[0]), int(dst[0])), 1, label="send")
+            fs = self.planner.direct(op, src, dst, np.ones(len(new)), pxn=False)
+            for j, (s_, d_) in enumerate(new):
+                one = _flow_rows(fs, j)
+                self._shape[("send", s_, d_, pol, seed)] = Plan(
+                    Collective("send_recv", (s_, d_), 1, label="send"), one, "direct", "Simple", None,
+                    float(one.latency_s[0]))
+        out = []
+        for key, (_, _, size, label) in zip(keys, items):
+            hit = self._exact.get((key, size))
+            if hit is None:
+                hit = self._exact[(key, size)] = _rescale(self._shape[key], int(size))
             self.hits += 1
-        return replace(hit, op=op)
+            out.append(replace(hit, op=replace(hit.op, label=label)))
+        self.hits -= len(new)          # the first use of a new pair was a miss, counted above
+        return out
+
+
+_PER_FLOW = ("res", "weight", "size_bytes", "src", "dst", "latency_s", "release_s", "phase", "group")
+
+
+def _flow_rows(fs: FlowSet, j: int) -> FlowSet:
+    """Flow ``j`` of ``fs`` as a flow set of its own: its resources without padding, per-resource factors kept."""
+    out = {k: None if getattr(fs, k) is None else np.array(getattr(fs, k)[j:j + 1]) for k in _PER_FLOW}
+    keep = out["res"][0] >= 0
+    out["res"] = out["res"][:, keep]
+    if out["weight"] is not None:
+        out["weight"] = out["weight"][:, keep]
+    return replace(fs, **out)
 
 
 def _rescale(plan: Plan, size_bytes: int) -> Plan:
@@ -389,11 +416,15 @@ def _order(tasks: list) -> np.ndarray:
     return index, deps, np.asarray(order, np.int64)
 
 
-def _empty(label: str) -> FlowSet:
+def _empty(label: str, like: FlowSet | None = None) -> FlowSet:
+    """A flow set without flows (one phase), sharing ``like``'s per-resource factors if it has any."""
     z = np.zeros(0)
     zi = np.zeros(0, np.int64)
+    kw = {}
+    if like is not None and getattr(like, "resource_scale", None) is not None:
+        kw["resource_scale"] = like.resource_scale
     return FlowSet(res=np.zeros((0, 1), np.int32), weight=None, size_bytes=z, src=zi, dst=zi, latency_s=z,
-                   release_s=z, phase=np.zeros(0, np.int32), group=np.zeros(0, np.int32), labels=(label,))
+                   release_s=z, phase=np.zeros(0, np.int32), group=np.zeros(0, np.int32), labels=(label,), **kw)
 
 
 def _unique_labels(tasks) -> list[str]:
@@ -441,12 +472,14 @@ def schedule(router: Router, tasks, *, policy: str = "ecmp", seed: int = 0, plan
     for i, t in enumerate(tasks):
         if isinstance(t, CollectiveTask):
             plans[i] = cache.plan(t.op)
-            sets.append(plans[i].flows.relabel(labels[i]))
-        elif isinstance(t, SendTask):
-            plans[i] = cache.send(t.src, t.dst, t.size_bytes, labels[i])
-            sets.append(plans[i].flows.relabel(labels[i]))
-        else:
-            sets.append(_empty(labels[i]))
+    send_ix = [i for i, t in enumerate(tasks) if isinstance(t, SendTask)]
+    if send_ix:  # new (src, dst) pairs routed in one batch
+        for i, p in zip(send_ix, cache.sends([(tasks[i].src, tasks[i].dst, tasks[i].size_bytes, labels[i])
+                                               for i in send_ix])):
+            plans[i] = p
+    like = next((p.flows for p in plans if p is not None), None)
+    for i, t in enumerate(tasks):
+        sets.append(plans[i].flows.relabel(labels[i]) if plans[i] is not None else _empty(labels[i], like))
     # phases: task i owns phases [off[i], off[i] + n[i]); its entry phases (no internal deps) wait for every
     # phase of the tasks it is after, plus its delay; a compute task is one empty phase delayed by delay + duration
     n_ph = np.array([s.n_phases for s in sets], np.int64)
@@ -470,7 +503,9 @@ def schedule(router: Router, tasks, *, policy: str = "ecmp", seed: int = 0, plan
     fs = concat(sets)
     fs = replace(fs, n_phases=P, phase_deps=(np.asarray(ptr, np.int64), np.asarray(idx, np.int64)),
                  phase_delay_s=delay)
-    owner = np.repeat(np.arange(T), [s.n_flows for s in sets])
+    n_fl = np.array([s.n_flows for s in sets], np.int64)
+    owner = np.repeat(np.arange(T), n_fl)
+    fptr = np.concatenate([[0], np.cumsum(n_fl)])      # the flows of task i are fptr[i]:fptr[i + 1]
     if fs.n_flows:
         problem, used = to_problem(fs, router)
         result = simulate_split(problem, mode=mode, epsilon=epsilon)
@@ -503,7 +538,7 @@ def schedule(router: Router, tasks, *, policy: str = "ecmp", seed: int = 0, plan
         p = plans[i]
         util, lb, wire = 0.0, 0.0, 0.0
         if stats is not None:
-            util, lb, wire = _own_figures(stats, problem, owner, i, dur)
+            util, lb, wire = _own_figures(stats, problem, fptr[i], fptr[i + 1], i, dur)
         algbw = busbw = None
         algo = proto = None
         size = None
@@ -545,16 +580,25 @@ class _Stats:
 
 
 def _task_link_stats(problem, owner: np.ndarray, T: int) -> _Stats:
+    """Wire bytes of every task on every resource it uses, and each flow's bound alone."""
     res = np.asarray(problem.res, np.int64)
     F, h = res.shape
-    w = np.ones(res.shape) if problem.weight is None else np.asarray(problem.weight)
     ok = res >= 0
+    w = np.where(ok, 1.0, 0.0) if problem.weight is None else np.asarray(problem.weight, np.float64)
+    rw = getattr(problem, "resource_weight", None)  # per-resource factor kept apart from the weights
+    if rw is not None:
+        w = w * np.asarray(rw, np.float64)[np.maximum(res, 0)]
     R = len(problem.capacity_Bps)
     size = np.asarray(problem.size_bytes, np.float64)
     keys = (np.repeat(owner, h) * R + res.ravel())[ok.ravel()]
     vals = (w * size[:, None]).ravel()[ok.ravel()]
-    uk, inv = np.unique(keys, return_inverse=True)
-    by = np.bincount(inv.ravel(), weights=vals, minlength=len(uk))
+    if T * R <= 1 << 22:     # dense per (task, resource) sums: no sort
+        by = np.bincount(keys, weights=vals, minlength=T * R)
+        uk = np.flatnonzero(np.bincount(keys, minlength=T * R))
+        by = by[uk]
+    else:
+        uk, inv = np.unique(keys, return_inverse=True)
+        by = np.bincount(inv.ravel(), weights=vals, minlength=len(uk))
     task, rr = uk // R, uk % R
     ptr = np.searchsorted(task, np.arange(T + 1))
     cap = np.asarray(problem.capacity_Bps, np.float64)
@@ -564,21 +608,22 @@ def _task_link_stats(problem, owner: np.ndarray, T: int) -> _Stats:
     return _Stats(task=task, res=rr, bytes=by, ptr=ptr, flow_bound=size * per.max(axis=1, initial=0.0) + lat)
 
 
-def _own_figures(st: _Stats, problem, owner, i: int, dur: float) -> tuple[float, float, float]:
+def _own_figures(st: _Stats, problem, f0: int, f1: int, i: int, dur: float) -> tuple[float, float, float]:
     a, b = st.ptr[i], st.ptr[i + 1]
     if a == b:
         return 0.0, 0.0, 0.0
     cap = np.asarray(problem.capacity_Bps, np.float64)[st.res[a:b]]
     t_link = st.bytes[a:b] / cap
-    mine = owner == i
-    lb = max(float(t_link.max()), float(st.flow_bound[mine].max(initial=0.0)))
+    lb = max(float(t_link.max()), float(st.flow_bound[f0:f1].max(initial=0.0)))
     util = float(t_link.max() / dur) if dur > 0 else 0.0
     return util, lb, float(st.bytes[a:b].sum())
 
 
 def _sharing(st: _Stats, starts, ends, used, router: Router, T: int) -> dict:
-    """Per task: (partners, link ids) of the tasks whose flows crossed its links while both ran."""
-    has = np.diff(st.ptr) > 0
+    """Per task: (partners, link ids) of the tasks whose flows crossed its links while both ran (bytes > 0)."""
+    carried = st.bytes > 0
+    task, res = st.task[carried], st.res[carried]
+    has = np.bincount(task, minlength=T) > 0
     cand = np.flatnonzero(has & (ends > starts))
     if len(cand) < 2:
         return {}
@@ -594,8 +639,8 @@ def _sharing(st: _Stats, starts, ends, used, router: Router, T: int) -> dict:
     A, B = o[a[keep]], o[b[keep]]
     if len(A) == 0:
         return {}
-    R = int(st.res.max()) + 1
-    M = sp.csr_matrix((np.ones(len(st.res)), (st.task, st.res)), shape=(T, R))
+    R = int(res.max()) + 1
+    M = sp.csr_matrix((np.ones(len(res)), (task, res)), shape=(T, R))
     common = np.asarray(M[A].multiply(M[B]).sum(axis=1)).ravel() > 0
     A, B = A[common], B[common]
     if len(A) == 0:
