@@ -60,6 +60,17 @@ def test_ep_across_domains_lengthens_the_step(base):
     assert spread.step_time_s > base.step_time_s
 
 
+def test_ep_moved_out_of_an_nvl72_rack_lengthens_the_step():
+    # 'spread' also moves the expert-DP ring from the network onto NVLink; micro-batches of 2 x 4096 keep
+    # that traffic hidden under the backward in both placements, so the EP move is what changes
+    lay = Layout(gpus=16, ep=8, global_batch=64, micro_batch=2, seq_len=4096, precision="mxfp8")
+    inside, across = (estimate_step(QWEN, lay, "gb300-nvl72", gpus_per_domain=8, placement=p)
+                      for p in ("megatron", "spread"))
+    assert inside.placement["ep"]["domains_spanned"] == 1 and across.placement["ep"]["domains_spanned"] == 2
+    assert across.breakdown_s["ep_exposed"] > inside.breakdown_s["ep_exposed"]
+    assert across.step_time_s > inside.step_time_s
+
+
 def test_bigger_global_batch_shrinks_the_bubble():
     spec = get_model("llama3-8b")
     small, big = (estimate_step(spec, Layout(gpus=8, pp=4, global_batch=g, seq_len=2048, precision="bf16",
