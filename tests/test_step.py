@@ -113,8 +113,9 @@ def test_cli_json_report_and_trace(tmp_path):
     xs = [e for e in t["traceEvents"] if e["ph"] == "X"]
     end_us = max(e["ts"] + e["dur"] for e in xs)
     assert end_us == pytest.approx(d["step_time_s"] * 1e6, rel=1e-6)
-    compute_us = sum(e["dur"] for e in xs if e["pid"] == 0 and e["tid"] == 0)
-    assert compute_us <= d["step_time_s"] * 1e6
+    crit = d["pipeline"]["critical_rank"]
+    compute_us = sum(e["dur"] for e in xs if e["pid"] == crit and e["tid"] == 0)   # the compute stream
+    assert compute_us == pytest.approx((d["breakdown"]["compute"] + d["breakdown"]["framework"]) * 1e6, rel=1e-6)
     r = CliRunner().invoke(cli, args + ["--report"])
     assert r.exit_code == 0 and "where the step goes" in r.output and "hottest links" in r.output
     r = CliRunner().invoke(cli, ["step", "--model", "llama3-8b", "--system", "hgx-h100", "--gpus", "12", "--tp", "8",
