@@ -13,7 +13,7 @@ from rich.text import Text
 
 from topologies.errors import FabricEmuError
 
-__all__ = ["step_cmd", "step_summary", "breakdown_table", "placement_table", "training_table",
+__all__ = ["step_cmd", "step_summary", "breakdown_table", "placement_table", "hottest_table", "training_table",
            "BREAKDOWN_STYLE"]
 
 #: Order and colour of the breakdown components.
@@ -68,6 +68,17 @@ def breakdown_table(res, width: int = 60) -> Group:
     for k, v in res.comm_s.items():
         comm.add_row(k, f"{v * 1e6:,.1f}")
     return Group(t, Text("step: ") + bar, comm)
+
+
+def hottest_table(res, top: int = 5) -> Table:
+    """The most utilised links over all of the step's traffic phases, with the groups crossing them."""
+    t = Table(title="hottest links of the step's traffic (each phase with all of its groups at once)",
+              title_justify="left")
+    for name in ("phase", "link", "tier", "utilization", "groups crossing"):
+        t.add_column(name)
+    for row in res.hottest_links(top):
+        t.add_row(row["phase"], row["link"], row["tier"], f"{row['utilization']:.0%}", ", ".join(row["groups"]))
+    return t
 
 
 def placement_table(res) -> Table:
@@ -192,6 +203,7 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
         from cli.report import congestion_panel
 
         out.print(placement_table(res))
+        out.print(hottest_table(res))
         for ph in res.traffic.phases:
             if ph.report is not None:
                 out.print(Text(f"congestion of the step's {ph.name} traffic ({ph.tasks} tasks at once, "
