@@ -118,7 +118,8 @@ def training_table(rep) -> Table:
 
 @click.command("step")
 @click.option("--model", "model", required=True, help="Built-in model (fabric-emu models) or a model .toml file.")
-@click.option("--system", "system", required=True, help="Domain preset, e.g. gb300-nvl72, gb200-nvl72, hgx-h100.")
+@click.option("--system", "system", required=True,
+              help="Domain preset (gb300-nvl72, gb200-nvl72, hgx-h100, ...) or a topology spec file of NVLink domains.")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Override the cluster (scaleout, nic, oversubscription, tiers, planes, ...).")
 @click.option("--gpus", "gpus", required=True, type=int, help="GPUs of the job (domains are added as needed).")

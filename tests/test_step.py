@@ -128,3 +128,12 @@ def test_reference_scenario_within_ten_percent():
     rep = validate_training(ids=["dsv3-gb300-256"])
     row = next(r for r in rep.rows if r.quantity == "TFLOPs/GPU")
     assert row.split == "held-out" and abs(row.rel_error) <= TOLERANCE["reference"], row
+
+
+def test_system_spec_file(repo):
+    spec_file = repo / "docs" / "examples" / "gb300-4racks-failed-spine.toml"
+    lay = Layout(gpus=128, ep=8, global_batch=128, micro_batch=1, seq_len=2048, precision="mxfp8")
+    res = estimate_step(QWEN, lay, str(spec_file))
+    assert res.gpu == "GB300" and res.placement["gpus_per_domain"] == 72 and res.fabric == "gb300-4racks-failed-spine"
+    with pytest.raises(SpecError, match="NVLink domains of a catalog GPU"):
+        estimate_step(QWEN, lay, str(repo / "docs" / "examples" / "fat-tree-2to1.toml"))
