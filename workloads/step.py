@@ -291,7 +291,9 @@ class StepResult:
                "tokens_per_s": self.tokens_per_s, "tflops_per_gpu": self.tflops_per_gpu,
                "flops_per_token": self.flops_per_token, "flops_convention": self.flops_convention,
                "mfu_bf16": self.mfu_bf16, "mfu_fp8": self.mfu_fp8,
-               "memory_per_gpu_GiB": self.memory.as_dict(), "placement": self.placement,
+               "memory_per_gpu_GiB": self.memory.as_dict(),
+               "memory_exceeds_hbm": not self.memory.fits(catalog.gpu(self.gpu).hbm_bytes),
+               "placement": self.placement,
                "comm_us": {k: v * 1e6 for k, v in self.comm_s.items()}, "pipeline": self.pipeline,
                "overlap": list(self.overlap), "routing": self.routing, "policy": self.policy,
                "phases": [p.as_dict() for p in self.traffic.phases]}
