@@ -30,6 +30,8 @@ __all__ = ["cli", "COMMANDS", "OneLineGroup"]
 #: Commands defined in their own modules, one line each: name -> ("module:attribute", short help).
 COMMANDS = {
     "run": ("cli.run:run_cmd", "Simulate COLLECTIVE on a fabric and print nccl-tests-style results."),
+    "step": ("cli.step_cmd:step_cmd",
+             "Estimate one training step: time, breakdown, tokens/s, TFLOPs/GPU, MFU, memory, exposed communication."),
     "models": ("cli.models_cmd:models_command",
                "List the built-in models: sizes, parameters and FLOPs per token (Megatron and TorchTitan)."),
 }
@@ -226,10 +228,16 @@ def validate_cmd(path, as_json) -> None:
     if not rep.rows:
         raise SpecError(f"validate: {brief(path) if path else 'the reference file'} has no validation points "
                         f"([[point]] tables); nothing was checked")
-    if as_json:
-        echo_json(rep.as_dict())
-    else:
+    from cli.step_cmd import training_table
+    from workloads.training_validate import validate_training
+
+    if not as_json:
         stdout_console().print(validation_table(_cleaned(rep)))
+    train = validate_training(progress=lambda pid, k, n: err.print(f"[training {k}/{n}] {clean(pid)}"))
+    if as_json:
+        echo_json(rep.as_dict() | {"training": train.as_dict()})
+    else:
+        stdout_console().print(training_table(_cleaned(train)))
 
 
 def _cleaned(obj):
@@ -256,7 +264,7 @@ def _cleaned(obj):
 @cli.command("demo")
 @handles_errors
 def demo() -> None:
-    """A tour: topology summaries and bisection bandwidth of reference systems."""
+    """A tour: DeepSeek-V3 step on GB300 vs GB200 NVL72, and 256 vs 1,024 GPUs."""
     from cli.demo import run_demo
 
     run_demo(stdout_console(), progress_console())
