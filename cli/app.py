@@ -179,20 +179,30 @@ def run_cmd(collective, topo, sets, ranks, size, sizes, algo, routing, seed, gro
 
 @cli.command("validate")
 @click.option("--file", "path", default=None, type=click.Path(dir_okay=False),
-              help="Validation file (default: the reference points shipped with fabric-emu).")
+              help="Validation file (default: the published points shipped with fabric-emu).")
+@click.option("--split", "split", type=click.Choice(["fit", "held_out"]), default=None,
+              help="Only the points of one split.")
 @json_option
 @handles_errors
-def validate_cmd(path, as_json) -> None:
-    """Predict every published reference point and compare with the measurement."""
+def validate_cmd(path, split, as_json) -> None:
+    """Predict the published points and compare: fit and held-out errors apart.
+
+    Exits 1 when the file holds no point or tables it does not know.
+    """
     from cli.report import validation_table
     from collectives.validate import validate
 
     err = _progress()
-    rep = validate(path, progress=lambda pid, k, n: err.print(f"[{k}/{n}] {pid}", highlight=False))
+    rep = validate(path, progress=lambda pid, k, n: err.print(f"[{k}/{n}] {pid}", highlight=False),
+                   splits=(split,) if split else None)
     if as_json:
         _echo_json(rep.as_dict())
     else:
         _stdout().print(validation_table(rep))
+    if not rep.ok:
+        what = f"unrecognised tables: {', '.join(rep.unrecognised)}" if rep.unrecognised else "no points"
+        err.print(f"[red]validation file {rep.source}: {what}[/red]", highlight=False)
+        sys.exit(1)
 
 
 @cli.command("demo")

@@ -152,19 +152,24 @@ class Planner:
         hw = nm.HW_LATENCIES_US[2 if inter else 0][1][2]
         return (base + hw) * 1e-6
 
-    def scale(self, res: np.ndarray, kind: str, protocol: str = "Simple") -> np.ndarray:
-        """Weight multipliers 1/(transport efficiency x protocol efficiency) for resources ``res``."""
-        eff = np.asarray(self.calib.efficiency(kind)) * PROTOCOL_EFFICIENCY[protocol]
+    def scale(self, res: np.ndarray, kind: str, protocol: str = "Simple", kernel: float = 1.0) -> np.ndarray:
+        """Weight multipliers 1/(transport x protocol x kernel efficiency) for resources ``res``.
+
+        ``kernel`` is NCCL's kernel limit of the (algorithm, protocol, size)
+        (:attr:`nccl_model.AlgoEstimate.kernel_efficiency`): LL caps, per-channel caps
+        and the tree correction factor, applied to every link the flow crosses.
+        """
+        eff = np.asarray(self.calib.efficiency(kind)) * PROTOCOL_EFFICIENCY[protocol] * kernel
         t = self.transport[np.maximum(res, 0)]
         return np.where(res >= 0, 1.0 / eff[t], 0.0)
 
     def routed(self, src, dst, size, *, kind: str, protocol: str, latency_s: float, label: str,
-               pxn: bool = False, salt=None, phase=0) -> FlowSet:
+               pxn: bool = False, salt=None, phase=0, kernel: float = 1.0) -> FlowSet:
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         routes = self.router.route(src, dst, policy=self.policy, seed=self.seed, salt=salt, pxn=pxn)
         return FlowSet.from_routes(routes, size, label=label, latency_s=latency_s, phase=phase,
-                                   weight_scale=self.scale(routes.res, kind, protocol))
+                                   weight_scale=self.scale(routes.res, kind, protocol, kernel))
 
     def ports(self, ranks, which: str, size, *, kind: str, protocol: str, latency_s: float, label: str,
               phase=0) -> FlowSet:
@@ -212,7 +217,8 @@ class Planner:
             sizes[d == ranks[0]] = 0.0
         inter = self.domain[s] != self.domain[d]
         return self.routed(s, d, sizes, kind="collective", protocol=est.protocol, latency_s=est.latency_s,
-                           label=label or op.label, pxn=bool(inter.any()), salt=c * 1_000_003 + s, phase=phase)
+                           label=label or op.label, pxn=bool(inter.any()), salt=c * 1_000_003 + s, phase=phase,
+                           kernel=est.kernel_efficiency)
 
     # ------------------------------------------------------------------ trees
     def tree(self, op: Collective, size: int, est: nm.AlgoEstimate, *, ranks=None, label=None,
@@ -246,7 +252,8 @@ class Planner:
         if not src:
             raise SpecError("algo: tree needs at least two ranks")
         return self.routed(np.array(src), np.array(dst), np.array(sizes), kind="collective", protocol=est.protocol,
-                           latency_s=est.latency_s, label=label or op.label, pxn=True, salt=np.array(salt))
+                           latency_s=est.latency_s, label=label or op.label, pxn=True, salt=np.array(salt),
+                           kernel=est.kernel_efficiency)
 
     # ------------------------------------------------------------------- nvls
     def nvls(self, op: Collective, size: int, est: nm.AlgoEstimate, *, ranks=None, up=None, down=None,

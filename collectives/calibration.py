@@ -107,8 +107,8 @@ def p2p_nvlink_efficiency(gpu_name: str) -> float:
     return p2p_kernel_factor() * measured_link_ratio(gpu_name)
 
 
-#: Protocol wire efficiency relative to Simple (NCCL tuning model).
-PROTOCOL_EFFICIENCY = {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}
+#: Protocol wire efficiency relative to Simple (NCCL tuning model; one table, in nccl_model).
+PROTOCOL_EFFICIENCY = dict(zip(nm.PROTOCOLS, nm.PROTOCOL_WIRE_EFFICIENCY))
 
 
 @dataclass(frozen=True)

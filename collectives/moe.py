@@ -52,9 +52,11 @@ import numpy as np
 
 from topologies.errors import SpecError
 
-__all__ = ["ROUTING_KINDS", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
+__all__ = ["ROUTING_KINDS", "DISPATCH_DTYPES", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
 
 ROUTING_KINDS = ("uniform", "skewed", "node_limited", "deepseek")
+#: Dispatch payload types: DeepEP's FP8 with per-128-channel scales, or BF16 (HybridEP's BF16 tables).
+DISPATCH_DTYPES = ("fp8", "bf16")
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ class TokenRouting:
     n_group: int = 8
     skew_sigma: float = 1.0
     seed: int = 0
+    dispatch_dtype: str = "fp8"
 
     def __post_init__(self) -> None:
         if self.kind not in ROUTING_KINDS:
@@ -82,12 +85,16 @@ class TokenRouting:
             raise SpecError(f"moe topk: {self.topk} exceeds the {self.experts} experts")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise SpecError(f"seed: {self.seed!r} must be an integer >= 0")
+        if self.dispatch_dtype not in DISPATCH_DTYPES:
+            raise SpecError(f"moe dispatch_dtype: {self.dispatch_dtype!r} is not one of {', '.join(DISPATCH_DTYPES)}")
         if not (self.skew_sigma >= 0):
             raise SpecError(f"moe skew_sigma: {self.skew_sigma!r} must be >= 0")
 
     @property
     def dispatch_bytes_per_token(self) -> float:
-        """FP8 payload plus one float32 scale per 128 channels (DeepEP)."""
+        """FP8: payload plus one float32 scale per 128 channels (DeepEP); BF16: ``2 * hidden``."""
+        if self.dispatch_dtype == "bf16":
+            return 2.0 * self.hidden
         return self.hidden + self.hidden / 128 * 4
 
     @property

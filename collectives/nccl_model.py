@@ -86,6 +86,7 @@ __all__ = [
     "COLLECTIVES",
     "MODELED_COLLECTIVES",
     "PATTERNS",
+    "PROTOCOL_WIRE_EFFICIENCY",
     "NcclSystem",
     "Graph",
     "AlgoEstimate",
@@ -191,6 +192,11 @@ TREE_CORRECTION_FACTOR: tuple[tuple[float, ...], ...] = (
     (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0),
     (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
 )
+
+#: Wire efficiency of each protocol relative to Simple as NCCL's model uses it: LL moves
+#: 8-byte lines with a 4-byte flag (the ring LL x0.5, tuning.cc l.330), LL128 keeps 120
+#: of 128 bytes (the ring LL128 x0.92, l.332), Simple 1.
+PROTOCOL_WIRE_EFFICIENCY: tuple[float, float, float] = (0.5, 0.92, 1.0)
 
 #: ``getNetOverhead`` (tuning.cc l.228): per-step network post overhead in us.
 NET_OVERHEAD_US: dict[str, float] = {"intel": 1.0, "amd": 2.0, "arm": 1.0}
@@ -433,6 +439,13 @@ class AlgoEstimate:
         Whether NCCL would consider the pair in its argmin.
     reason : str or None
         Why the pair is disabled (None when enabled).
+    kernel_efficiency : float
+        ``bandwidth / nominal``, in (0, 1]: the part of NCCL's bandwidth that is a kernel
+        limit rather than the wire (LL/LL128 caps, per-channel caps, the tree LL 1/3.8,
+        the tree correction factor of this size). ``nominal`` is the graph bandwidth times
+        the protocol's wire efficiency (:data:`PROTOCOL_WIRE_EFFICIENCY`; tree all-reduce
+        also its 0.92). The flow model applies it to the flows of the plan, so that on an
+        idle fabric flow times and NCCL's times use the same kernel limits.
     """
 
     algorithm: str
@@ -444,6 +457,7 @@ class AlgoEstimate:
     nchannels: int
     enabled: bool
     reason: str | None = field(default=None)
+    kernel_efficiency: float = 1.0
 
 
 # --------------------------------------------------------------------------------------
@@ -835,6 +849,7 @@ def nccl_graph(
 class _Model:
     lat: tuple[tuple[tuple[float, ...], ...], ...]  # [coll][algo][proto] us (nan: no entry)
     bw: tuple[tuple[tuple[float, ...], ...], ...]  # [coll][algo][proto] GB/s before disabling
+    raw: tuple[tuple[tuple[float, ...], ...], ...]  # [coll][algo][proto] GB/s of the graph x nominal protocol
     why: tuple[tuple[tuple[str | None, ...], ...], ...]  # [coll][algo][proto] reason or None
     graphs: tuple[Graph, ...]  # per algorithm
     comm_nchannels: int
@@ -890,6 +905,7 @@ def _tune(system: NcclSystem) -> _Model:
     nan = math.nan
     lat = [[[nan] * 3 for _ in range(7)] for _ in range(5)]
     bw = [[[0.0] * 3 for _ in range(7)] for _ in range(5)]
+    raw = [[[0.0] * 3 for _ in range(7)] for _ in range(5)]
     why: list[list[list[str | None]]] = [[[None] * 3 for _ in range(7)] for _ in range(5)]
 
     for coll in range(5):
@@ -929,6 +945,9 @@ def _tune(system: NcclSystem) -> _Model:
                     inter_bw = g.bw_inter_GBps * (2 if (n_nodes <= 2 and a == _NVLS_TREE) else 1)
                     b = min(intra_bw, inter_bw, nvlstree_max if a == _NVLS_TREE else math.inf)
                 bus = nch * b
+                # Nominal bandwidth the wire allows this protocol (the tree's own 0.92 included):
+                # the refinements below that fall short of it are kernel limits.
+                nominal = bus * (0.92 if (a == _TREE and coll == _AR) else 1.0) * PROTOCOL_WIRE_EFFICIENCY[p]
                 # Model refinements, in tuning.cc's order (l.330-366).
                 if a == _RING and p == _LL:
                     bus = min(ll_max, bus * 0.5)
@@ -968,6 +987,9 @@ def _tune(system: NcclSystem) -> _Model:
                     ratio = n_ranks / nsteps if a in (_RING, _NVLS, _NVLS_TREE) else 0.5
                     bus *= ratio
                 bw[coll][a][p] = bus
+                if not (a != _RING and coll in (_AG, _RS)):
+                    nominal *= n_ranks / nsteps if a in (_RING, _NVLS, _NVLS_TREE) else 0.5
+                raw[coll][a][p] = nominal
                 if heads_reason:
                     why[coll][a][p] = heads_reason
                 elif collnet_algo and p != _SIMPLE:
@@ -1044,7 +1066,7 @@ def _tune(system: NcclSystem) -> _Model:
     def freeze(x):  # nested lists -> nested tuples
         return tuple(freeze(v) for v in x) if isinstance(x, list) else x
 
-    return _Model(freeze(lat), freeze(bw), freeze(why), graphs, comm_nch)
+    return _Model(freeze(lat), freeze(bw), freeze(raw), freeze(why), graphs, comm_nch)
 
 
 # --------------------------------------------------------------------------------------
@@ -1147,6 +1169,8 @@ def algo_times(
                 out.append(AlgoEstimate(an, pn, math.nan, 0.0, math.inf, 0.0, m.graphs[a].nchannels, False, reason))
                 continue
             lat_us, b_gbps = _algo_time_us(system, m, coll, a, p, nbytes)
+            nominal = m.raw[coll][a][p]
+            keff = min(1.0, b_gbps / nominal) if nominal > 0 and b_gbps > 0 else 1.0
             enabled = reason is None
             if enabled:
                 time_us = lat_us + nbytes / (1000.0 * b_gbps)
@@ -1155,7 +1179,7 @@ def algo_times(
             else:
                 time_s, busbw = math.inf, 0.0
             out.append(AlgoEstimate(
-                an, pn, lat_us * 1e-6, b_gbps * 1e9, time_s, busbw, m.graphs[a].nchannels, enabled, reason,
+                an, pn, lat_us * 1e-6, b_gbps * 1e9, time_s, busbw, m.graphs[a].nchannels, enabled, reason, keff,
             ))
     return out
 

@@ -52,9 +52,10 @@ def test_validate_cli_json():
     r = CliRunner().invoke(cli, ["validate", "--json"])
     assert r.exit_code == 0
     data = json.loads(r.stdout)
-    assert {"mean_abs_error", "max_abs_error", "rows"} <= set(data)
+    assert {"mean_abs_error", "max_abs_error", "rows", "summaries", "consistency", "ok"} <= set(data)
     ids = {row["id"] for row in data["rows"]}
-    assert "h100x8-allreduce-ring" in ids and "dsv3-gb300-256" in ids
+    assert "h100x8-allreduce-ring" in ids and data["training_points"] > 0
+    assert all({"split", "consistency", "source", "category"} <= set(row) for row in data["rows"])
 
 
 def test_validate_bad_file(tmp_path):
