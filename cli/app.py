@@ -180,7 +180,7 @@ def run_cmd(collective, topo, sets, ranks, size, sizes, algo, routing, seed, gro
 @cli.command("validate")
 @click.option("--file", "path", default=None, type=click.Path(dir_okay=False),
               help="Validation file (default: the published points shipped with fabric-emu).")
-@click.option("--split", "split", type=click.Choice(["fit", "held_out"]), default=None,
+@click.option("--split", "split", type=click.Choice(["fit", "heldout"]), default=None,
               help="Only the points of one split.")
 @json_option
 @handles_errors

@@ -88,7 +88,7 @@ def validation_table(rep) -> Group:
                               ("pred", "right", 8), ("meas", "right", 7), ("err", "right", 7),
                               ("", "left", 4), ("model", "left", 16)):
         t.add_column(name, justify=just, no_wrap=True, min_width=width, max_width=width, overflow="ellipsis")
-    set_label = {"fit": "fit", "held_out": "held", "unsplit": "-"}
+    set_label = {"fit": "fit", "heldout": "held", "unsplit": "-"}
     for r in rep.rows:
         pred = "-" if r.predicted is None else f"{r.predicted:,.1f}" if r.predicted < 1e4 else f"{r.predicted:.3g}"
         meas = "-" if r.measured is None else f"{r.measured:,.1f}"
@@ -102,7 +102,7 @@ def validation_table(rep) -> Group:
     lines = [t]
     for s in rep.summaries:
         lines.append(Text(f"{s.split:>8}: {s.n} points, mean |error| {s.mean_abs_error:.1%}, "
-                          f"max |error| {s.max_abs_error:.1%}", style="bold" if s.split == "held_out" else ""))
+                          f"max |error| {s.max_abs_error:.1%}", style="bold" if s.split == "heldout" else ""))
     if rep.consistency is not None:
         c = rep.consistency
         lines.append(Text(f"consistency checks (*, restate a constant's source; not in the errors): {c.n}, "

@@ -40,13 +40,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from collectives import nccl_model as nm
-from collectives.calibration import PROTOCOL_EFFICIENCY, Calibration
+from collectives.calibration import (PER_PEER_S, PROTOCOL_EFFICIENCY, Calibration, nic_p2p_factor,
+                                     nvls_domain_terms)
+from collectives.moe import plan_moe
 from collectives.ops import Collective
 from fabric import Router
 from fabric.flowset import FlowSet, concat
 from topologies import catalog
 from topologies.errors import SpecError, UnreachableError
-from topologies.graph import ROLES
+from topologies.graph import ROLES, TIERS
 
 __all__ = ["Plan", "Planner", "NCCL_TO_OURS"]
 
@@ -98,6 +100,7 @@ class Planner:
         self.has_sharp = bool(np.isin(cf.node_reduce[cf.node_role == ROLES.index("leaf")], [2, 3]).any())
         meta = cf.meta
         self.nic = catalog.nic(meta["nic"]) if meta.get("nic") else None
+        self._nic_tiers = np.array([TIERS.index("nic-up"), TIERS.index("nic-down")])
 
     def _nvls_domains(self) -> np.ndarray:
         cf = self.router.cf
@@ -172,10 +175,10 @@ class Planner:
                                    weight_scale=self.scale(routes.res, kind, protocol, kernel))
 
     def ports(self, ranks, which: str, size, *, kind: str, protocol: str, latency_s: float, label: str,
-              phase=0) -> FlowSet:
+              phase=0, kernel: float = 1.0) -> FlowSet:
         res, w = self.router.port(ranks, which)
         lat = (np.where(res >= 0, self._res_latency()[np.maximum(res, 0)], 0) * w).sum(axis=1)
-        return FlowSet.explicit(res, w * self.scale(res, kind, protocol), size, label=label,
+        return FlowSet.explicit(res, w * self.scale(res, kind, protocol, kernel), size, label=label,
                                 latency_s=lat + latency_s, phase=phase,
                                 src=np.asarray(ranks) if which.endswith("up") else -1,
                                 dst=np.asarray(ranks) if which.endswith("down") else -1)
@@ -271,10 +274,14 @@ class Planner:
                          "all_gather": (size / n, size), "reduce_scatter": (size, size / n)}[op.collective]
             else:
                 u, dn = up, down
-            sets.append(self.ports(g, "nvlink-up", u, kind="nvls", protocol="Simple", latency_s=est.latency_s,
-                                   label=label or op.label))
-            sets.append(self.ports(g, "nvlink-down", dn, kind="nvls", protocol="Simple", latency_s=est.latency_s,
-                                   label=label or op.label))
+            # large NVLink domains (issue 8 item 3): the in-switch reduction slows per doubling of the
+            # domain beyond 8 GPUs, and each operation pays a synchronisation term ~ n^2
+            keff, sync_s = nvls_domain_terms(n)
+            lat = est.latency_s + sync_s
+            sets.append(self.ports(g, "nvlink-up", u, kind="nvls", protocol="Simple", latency_s=lat,
+                                   label=label or op.label, kernel=keff))
+            sets.append(self.ports(g, "nvlink-down", dn, kind="nvls", protocol="Simple", latency_s=lat,
+                                   label=label or op.label, kernel=keff))
         return concat(sets, merge_phases=True)
 
     # ------------------------------------------------------------------ sharp
@@ -371,14 +378,61 @@ class Planner:
         return concat(sets, merge_phases=True), f"hier({intra}+{inter})"
 
     # ----------------------------------------------------------------- direct
-    def direct(self, op: Collective, src, dst, sizes, *, pxn: bool = True, label=None) -> FlowSet:
+    def _resource_tier(self) -> np.ndarray:
+        """Tier code of every resource (a trunk takes its first member's tier)."""
+        if not hasattr(self, "_rt"):
+            r = self.router
+            t = r.cf.link_tier.astype(np.int64)
+            if len(r.trunk_links):
+                t = np.concatenate([t, t[r.trunk_links[r.trunk_ptr[:-1]]]])
+            self._rt = t
+        return self._rt
+
+    def nic_connections(self, res: np.ndarray) -> np.ndarray:
+        """Per flow, the most concurrent network connections on a NIC port it crosses (0 if none).
+
+        Every flow of one point-to-point operation is one connection (one queue pair in
+        NCCL and DeepEP); a NIC port's count is the number of flows that cross it, in
+        its direction (sender side ``nic-up``, receiver side ``nic-down``: incast).
+        """
+        tier = self._resource_tier()
+        nic = np.isin(tier[np.maximum(res, 0)], self._nic_tiers) & (res >= 0)
+        if not nic.any():
+            return np.zeros(len(res), np.int64)
+        ids = np.where(nic, res, -1)
+        flat = ids[ids >= 0]
+        uniq, counts = np.unique(flat, return_counts=True)
+        per = np.zeros(ids.shape, np.int64)
+        per[ids >= 0] = counts[np.searchsorted(uniq, flat)]
+        return per.max(axis=1)
+
+    def direct(self, op: Collective, src, dst, sizes, *, pxn: bool = True, label=None,
+               kernel: str = "nccl") -> FlowSet:
+        """Point-to-point flows (all-to-all, send/recv, MoE) with the many-peer terms.
+
+        * NIC goodput falls with the concurrent connections ``k`` on the port
+          (:func:`collectives.calibration.nic_p2p_factor`): weights on NIC ports x 1/factor(k);
+        * each sender pays a per-peer cost (:data:`collectives.calibration.PER_PEER_S`
+          of the ``kernel`` family, ``"nccl"`` or ``"moe"``) for every peer it serves,
+          added to its flows' latency (the peers are served in turn).
+        """
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         inter = self.domain[src] != self.domain[dst]
         lat = np.where(inter, self.p2p_latency_s(True), self.p2p_latency_s(False))
         fs = self.routed(src, dst, sizes, kind="p2p", protocol="Simple", latency_s=0.0, label=label or op.label,
                          pxn=pxn, salt=np.zeros(len(src), np.int64))
-        return FlowSet(**{**fs.__dict__, "latency_s": fs.latency_s + lat})
+        w = fs.weight
+        k = self.nic_connections(fs.res) if inter.any() else np.zeros(len(src), np.int64)
+        f = nic_p2p_factor(k)
+        if (f < 1.0).any():
+            on_nic = np.isin(self._resource_tier()[np.maximum(fs.res, 0)], self._nic_tiers) & (fs.res >= 0)
+            w = (np.ones(fs.res.shape) if w is None else w) * np.where(on_nic, 1.0 / f[:, None], 1.0)
+        per_peer = PER_PEER_S[kernel]
+        if per_peer > 0 and len(src):
+            peers = np.bincount(src, minlength=int(max(src.max(), dst.max())) + 1)
+            lat = lat + per_peer * peers[src]
+        return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": fs.latency_s + lat})
 
     def all_to_all_aggregated(self, op: Collective) -> FlowSet:
         """All-to-all with node-level forwarding (PXN), flows aggregated per node pair and rail.
@@ -415,8 +469,7 @@ class Planner:
         coll, size, algo = op.collective, op.size_bytes, op.algorithm
         ranks = np.asarray(op.ranks)
         if coll in ("moe_dispatch", "moe_combine"):
-            from collectives.moe import plan_moe
-            return plan_moe(self, op)
+            return plan_moe(self, op, Plan)
         if coll == "all_to_all":
             n = op.n
             agg = op.options.get("aggregate")
@@ -443,6 +496,7 @@ class Planner:
         # CollNet and NVLSTree), a ring for all-gather / reduce-scatter
         cross = "ring" if coll != "all_reduce" else ("sharp" if self.has_sharp else "tree")
         if algo == "auto":
+            # trusted for the choice: NCCL's own tuning model (what NCCL runs); see docs/collectives.md
             best = nm.choose(self.system(ranks), coll, max(size, 1))
             algo, extra = NCCL_TO_OURS[best.algorithm]
             hier_opts = {**extra, **hier_opts}

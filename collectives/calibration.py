@@ -51,7 +51,8 @@ from collectives import nccl_model as nm
 from topologies import catalog
 from topologies.errors import SpecError
 
-__all__ = ["Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
+__all__ = ["NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "nic_p2p_factor",
+           "Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
            "p2p_nvlink_efficiency", "Calibration", "calibration", "PROTOCOL_EFFICIENCY"]
 
 
@@ -107,6 +108,56 @@ def p2p_nvlink_efficiency(gpu_name: str) -> float:
     return p2p_kernel_factor() * measured_link_ratio(gpu_name)
 
 
+#: Measured host-device copy over the raw PCIe Gen5 x16 rate (nvbandwidth copy engine, 8 x H200):
+#: 55.43 GB/s H2D of 63.0 (stas00/ml-engineering network/README.md @ 744d01e; published point
+#: ``mle-h200-pcie5-h2d-d2h``, a consistency check of this constant).
+HOST_LINK_MEASURED = (55.43e9, 63.0e9)
+
+
+def host_link_efficiency() -> float:
+    """Achieved over raw host-link (PCIe) bandwidth: 0.88 (:data:`HOST_LINK_MEASURED`)."""
+    return HOST_LINK_MEASURED[0] / HOST_LINK_MEASURED[1]
+
+
+#: Many-peer NIC goodput (issue 8 item 1): with ``k`` concurrent connections (queue pairs) on
+#: a NIC port, point-to-point goodput is ``1 - NIC_PEER_DROP x (1 - 1/k)`` of the single-stream
+#: goodput: one connection keeps the measured goodput, many saturate at ``1 - NIC_PEER_DROP``.
+#: Fitted on the fit-split many-peer points (see docs/collectives.md, "Fits").
+NIC_PEER_DROP = 0.0
+
+#: Per-peer cost of point-to-point kernels, seconds per peer a sender serves (issue 8 item 2),
+#: by kernel family: NCCL's grouped send/recv, and MoE dispatch/combine kernels (DeepEP, HybridEP).
+#: Fitted on the fit-split rank sweeps (docs/collectives.md, "Fits").
+PER_PEER_S = {"nccl": 0.0, "moe": 0.0}
+
+
+#: Large NVLink domains (issue 8 item 3). NVLS all-reduce over ``n`` GPUs of one domain: the wire
+#: efficiency is divided by ``1 + NVLS_DOMAIN_SLOWDOWN x log2(n / 8)`` beyond 8 GPUs (one factor per
+#: doubling: the reduction fans in over more switch ports and chips), and every operation pays
+#: ``NVLS_SYNC_S_PER_RANK2 x (n^2 - 64)`` seconds more than NCCL's NVLS latency (all-pairs flag
+#: synchronisation of the n ranks; NCCL's constants are calibrated on 8-GPU boards, so both terms
+#: vanish at n <= 8). Both fitted by least squares (t = L + S/B) on the fit-split 72-rank GB200
+#: NVL72 sweeps (published cw-gb200-nvl72-1rack-allreduce-by-size, reference
+#: gb200-nvl72-allreduce-72-by-size): L = 582 us, asymptotic busbw 864 GB/s against the
+#: 8-GPU-calibrated 1,037 (collectives/fitting.py).
+NVLS_DOMAIN_SLOWDOWN = 0.0633
+NVLS_SYNC_S_PER_RANK2 = 0.1088e-6
+
+
+def nvls_domain_terms(n: int) -> tuple[float, float]:
+    """(kernel efficiency, extra latency in s) of NVLS over ``n`` GPUs of one domain."""
+    import math
+    slow = 1.0 + NVLS_DOMAIN_SLOWDOWN * max(0.0, math.log2(max(n, 1) / 8))
+    return 1.0 / slow, NVLS_SYNC_S_PER_RANK2 * max(0, n * n - 64)
+
+
+def nic_p2p_factor(k):
+    """Fraction of the single-stream NIC goodput left with ``k`` concurrent connections."""
+    import numpy as np
+    k = np.maximum(np.asarray(k, dtype=np.float64), 1.0)
+    return 1.0 - NIC_PEER_DROP * (1.0 - 1.0 / k)
+
+
 #: Protocol wire efficiency relative to Simple (NCCL tuning model; one table, in nccl_model).
 PROTOCOL_EFFICIENCY = dict(zip(nm.PROTOCOLS, nm.PROTOCOL_WIRE_EFFICIENCY))
 
@@ -144,4 +195,4 @@ def calibration(gpu_name: str, nic_name: str | None = None) -> Calibration:
         if n.measured_goodput_Bps:
             net = n.measured_goodput_Bps / n.line_rate_Bps
     return Calibration(gpu=gpu.name, nic=nic_name, nvlink_collective=coll, nvlink_nvls=nvls,
-                       nvlink_p2p=p2p_nvlink_efficiency(gpu.name), network=net)
+                       nvlink_p2p=p2p_nvlink_efficiency(gpu.name), network=net, host=host_link_efficiency())

@@ -46,17 +46,26 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from topologies.errors import SpecError
 
-__all__ = ["ROUTING_KINDS", "DISPATCH_DTYPES", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
+__all__ = ["ROUTING_KINDS", "DISPATCH_DTYPES", "FORMS", "METRICS", "LL_HEADER_BYTES", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
 
 ROUTING_KINDS = ("uniform", "skewed", "node_limited", "deepseek")
 #: Dispatch payload types: DeepEP's FP8 with per-128-channel scales, or BF16 (HybridEP's BF16 tables).
 DISPATCH_DTYPES = ("fp8", "bf16")
+#: Traffic forms: ``direct`` (per (token, rank) copy), ``hier`` (one network copy per (token, node),
+#: NVLink fan-out), ``ll`` (low-latency kernels: per (token, expert) message, straight to the rank).
+FORMS = ("direct", "hier", "ll")
+#: What a reported GB/s counts (docs/validation-data.md): ``logical`` tokens received per rank, own
+#: included; ``rdma`` DeepEP's internode bottleneck bytes (normal: distinct (token, node) pairs; LL: every
+#: (token, expert) copy with its 16-byte header); ``nccl_ep`` NCCL EP's valid selections x 2 x hidden.
+METRICS = ("logical", "rdma", "nccl_ep")
+#: Per-message header of DeepEP's low-latency FP8 dispatch (tests/test_low_latency.py @ 2be0d4f l.216-222).
+LL_HEADER_BYTES = 16
 
 
 @dataclass(frozen=True)
@@ -114,6 +123,7 @@ class TokenTraffic:
     rank_counts: np.ndarray
     node_counts: np.ndarray
     node_of: np.ndarray
+    copy_counts: np.ndarray | None = None  #: [s, d] (token, expert) selections of s on rank d (no dedup)
 
 
 def _topk_mask(scores: np.ndarray, k: int) -> np.ndarray:
@@ -124,15 +134,33 @@ def _topk_mask(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 def route_tokens(tr: TokenRouting, n_ranks: int, node_of) -> TokenTraffic:
-    """Draw the routing of every token of ``n_ranks`` EP ranks (``node_of[r]``: node index of rank r)."""
+    """Draw the routing of every token of ``n_ranks`` EP ranks (``node_of[r]``: node index of rank r).
+
+    The draw depends on the routing parameters only (not on the payload types), so a
+    dispatch and its combine see the same tokens; the last draws are memoised.
+    """
     node_of = np.asarray(node_of, dtype=np.int64)
+    key = (replace(tr, dispatch_dtype="fp8"), int(n_ranks), node_of.tobytes())
+    hit = _ROUTE_CACHE.get(key)
+    if hit is None:
+        hit = _route_tokens(tr, n_ranks, node_of)
+        if len(_ROUTE_CACHE) >= 16:
+            _ROUTE_CACHE.pop(next(iter(_ROUTE_CACHE)))
+        _ROUTE_CACHE[key] = hit
+    return hit
+
+
+_ROUTE_CACHE: dict = {}
+
+
+def _route_tokens(tr: TokenRouting, n_ranks: int, node_of: np.ndarray) -> TokenTraffic:
     if len(node_of) != n_ranks:
         raise SpecError(f"moe: node_of has {len(node_of)} entries for {n_ranks} ranks")
     E = tr.experts
-    if E % n_ranks:
-        raise SpecError(f"moe experts: {E} experts do not spread evenly over {n_ranks} EP ranks")
-    per_rank = E // n_ranks
-    rank_of_expert = np.arange(E) // per_rank
+    if E < n_ranks:
+        raise SpecError(f"moe experts: {E} experts are fewer than the {n_ranks} EP ranks")
+    # contiguous blocks, as even as possible (E = 288 over 64 ranks: 4 or 5 experts per rank)
+    rank_of_expert = (np.arange(E) * n_ranks) // E
     nodes = np.unique(node_of)
     node_index = np.searchsorted(nodes, node_of)
     n_nodes = len(nodes)
@@ -140,6 +168,7 @@ def route_tokens(tr: TokenRouting, n_ranks: int, node_of) -> TokenTraffic:
     rng = np.random.default_rng(tr.seed)
     log_pop = rng.lognormal(0.0, tr.skew_sigma, E) if tr.kind == "skewed" else None
     rank_counts = np.zeros((n_ranks, n_ranks), np.int64)
+    copy_counts = np.zeros((n_ranks, n_ranks), np.int64)
     node_counts = np.zeros((n_ranks, n_nodes), np.int64)
     T = tr.tokens_per_rank
     for s in range(n_ranks):
@@ -165,10 +194,12 @@ def route_tokens(tr: TokenRouting, n_ranks: int, node_of) -> TokenTraffic:
         ti, ei = np.nonzero(chosen)
         hit_rank[ti, rank_of_expert[ei]] = True
         rank_counts[s] = hit_rank.sum(axis=0)
+        copy_counts[s] = np.bincount(rank_of_expert[ei], minlength=n_ranks)
         hit_node = np.zeros((T, n_nodes), bool)
         hit_node[ti, node_of_expert[ei]] = True
         node_counts[s] = hit_node.sum(axis=0)
-    return TokenTraffic(rank_counts=rank_counts, node_counts=node_counts, node_of=node_index)
+    return TokenTraffic(rank_counts=rank_counts, node_counts=node_counts, node_of=node_index,
+                        copy_counts=copy_counts)
 
 
 def moe_flows(traffic: TokenTraffic, local_of: np.ndarray, bytes_per_token: float, *, form: str,
@@ -185,6 +216,9 @@ def moe_flows(traffic: TokenTraffic, local_of: np.ndarray, bytes_per_token: floa
     off = s_idx != d_idx
     if form == "direct":
         src, dst, size = s_idx[off], d_idx[off], C[off] * bytes_per_token
+    elif form == "ll":  # low-latency kernels: one message per (token, expert) selection, no dedup
+        E = traffic.copy_counts.astype(np.float64)
+        src, dst, size = s_idx[off], d_idx[off], E[off] * bytes_per_token
     elif form == "hier":
         same = off & (node[s_idx] == node[d_idx])
         parts_s, parts_d, parts_b = [s_idx[same]], [d_idx[same]], [C[same] * bytes_per_token]
@@ -210,7 +244,7 @@ def moe_flows(traffic: TokenTraffic, local_of: np.ndarray, bytes_per_token: floa
                 parts_b.append(b)
         src, dst, size = (np.concatenate(x) for x in (parts_s, parts_d, parts_b))
     else:
-        raise SpecError(f"moe form: {form!r} must be 'direct' or 'hier'")
+        raise SpecError(f"moe form: {form!r} must be one of {', '.join(FORMS)}")
     src, dst = np.asarray(src), np.asarray(dst)
     if combine:
         src, dst = dst, src
@@ -219,10 +253,12 @@ def moe_flows(traffic: TokenTraffic, local_of: np.ndarray, bytes_per_token: floa
     return src[keep], dst[keep], np.asarray(size)[keep], net[keep]
 
 
-def plan_moe(planner, op):
-    """Plan of a MoE dispatch or combine (``op.options['moe']``: TokenRouting; ``form``)."""
-    from collectives.algorithms import Plan
+def plan_moe(planner, op, plan_type):
+    """Plan of a MoE dispatch or combine (``op.options``: ``moe`` TokenRouting, ``form``, ``metric``).
 
+    ``plan_type`` is the :class:`collectives.algorithms.Plan` class (passed in so that this
+    module does not import the algorithms module).
+    """
     tr = op.options.get("moe") or TokenRouting()
     ranks = np.asarray(op.ranks)
     groups = planner.groups_by_domain(ranks)
@@ -236,15 +272,27 @@ def plan_moe(planner, op):
     algo = op.algorithm if op.algorithm != "auto" else None
     if form is None:
         form = "hier" if (algo == "hier" or (algo is None and len(groups) > 1)) else "direct"
+    if form not in FORMS:
+        raise SpecError(f"moe form: {form!r} must be one of {', '.join(FORMS)}")
+    metric = op.options.get("metric")
+    if metric is not None and metric not in METRICS:
+        raise SpecError(f"moe metric: {metric!r} must be one of {', '.join(METRICS)}")
     combine = op.collective == "moe_combine"
     per_token = tr.combine_bytes_per_token if combine else tr.dispatch_bytes_per_token
+    if form == "ll" and not combine and tr.dispatch_dtype == "fp8":
+        per_token += LL_HEADER_BYTES
     traffic = route_tokens(tr, len(ranks), node_of)
     s, d, b, net = moe_flows(traffic, local_of, per_token, form=form, combine=combine)
-    fs = planner.direct(op, ranks[s], ranks[d], b, pxn=op.options.get("pxn", form == "direct"))
-    if len(groups) > 1:  # DeepEP internode: distinct (token, node) pairs incl. own node, per rank
+    fs = planner.direct(op, ranks[s], ranks[d], b, pxn=op.options.get("pxn", form == "direct"), kernel="moe")
+    if metric == "nccl_ep":
+        logical = traffic.copy_counts.sum(axis=1).mean() * 2.0 * tr.hidden
+    elif metric == "rdma" and form == "ll":
+        logical = traffic.copy_counts.sum(axis=1).mean() * per_token
+    elif metric == "logical" or (metric is None and len(groups) == 1):
+        logical = traffic.rank_counts.sum(axis=0).mean() * per_token  # tokens received per rank, own included
+    else:                # DeepEP internode normal: distinct (token, node) pairs incl. own node, per rank
         logical = traffic.node_counts.sum(axis=1).mean() * per_token
-    else:                # DeepEP intranode: tokens received per rank incl. its own
-        logical = traffic.rank_counts.sum(axis=0).mean() * per_token
-    return Plan(op, fs, f"{form}", "Simple", None, float(fs.latency_s.max(initial=0)), logical_bytes=float(logical),
-                notes=f"routing={tr.kind}, tokens/rank={tr.tokens_per_rank}, topk={tr.topk}, "
-                      f"network bytes={b[net].sum():.3e}")
+    return plan_type(op, fs, f"{form}", "Simple", None, float(fs.latency_s.max(initial=0)),
+                     logical_bytes=float(logical),
+                     notes=f"routing={tr.kind}, tokens/rank={tr.tokens_per_rank}, topk={tr.topk}, "
+                           f"network bytes={b[net].sum():.3e}")
