@@ -73,6 +73,7 @@ class Plan:
     latency_s: float        # software latency added to every flow
     logical_bytes: float | None = None  # MoE: bytes as DeepEP counts them
     notes: str = ""
+    kernel_efficiency: float = 1.0  # NCCL kernel limit / large-domain NVLS factor applied to the flows
 
 
 class Planner:
@@ -424,13 +425,14 @@ class Planner:
                          pxn=pxn, salt=np.zeros(len(src), np.int64))
         w = fs.weight
         k = self.nic_connections(fs.res) if inter.any() else np.zeros(len(src), np.int64)
-        f = nic_p2p_factor(k)
+        f = nic_p2p_factor(k, kernel)
         if (f < 1.0).any():
             on_nic = np.isin(self._resource_tier()[np.maximum(fs.res, 0)], self._nic_tiers) & (fs.res >= 0)
             w = (np.ones(fs.res.shape) if w is None else w) * np.where(on_nic, 1.0 / f[:, None], 1.0)
         per_peer = PER_PEER_S[kernel]
         if per_peer > 0 and len(src):
-            peers = np.bincount(src, minlength=int(max(src.max(), dst.max())) + 1)
+            pairs = np.unique(np.stack([src, dst]), axis=1)  # distinct destinations of every sender
+            peers = np.bincount(pairs[0], minlength=int(max(src.max(), dst.max())) + 1)
             lat = lat + per_peer * peers[src]
         return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": fs.latency_s + lat})
 
@@ -526,12 +528,16 @@ class Planner:
             est = self.nccl_estimate(ranks, coll, size, nccl_name)
             return Plan(op, self.sharp(op, size, est), "sharp", "Simple", nccl_name, est.latency_s)
         est = self.nccl_estimate(ranks, coll, size, nccl_name)
+        keff, lat = est.kernel_efficiency, est.latency_s
         if algo == "ring":
             fs = self.ring(op, size, est, broadcast=coll == "broadcast")
         elif algo == "tree":
             fs = self.tree(op, size, est)
         elif algo == "nvls":
             fs = self.nvls(op, size, est)
+            keff, sync = nvls_domain_terms(op.n)
+            lat += sync
         else:  # pragma: no cover - guarded by Collective
             raise SpecError(f"algo: {algo!r} is not implemented for {coll}")
-        return Plan(op, fs, algo, est.protocol if algo != "nvls" else "Simple", nccl_name, est.latency_s)
+        return Plan(op, fs, algo, est.protocol if algo != "nvls" else "Simple", nccl_name, lat,
+                    kernel_efficiency=keff)

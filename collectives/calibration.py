@@ -119,16 +119,27 @@ def host_link_efficiency() -> float:
     return HOST_LINK_MEASURED[0] / HOST_LINK_MEASURED[1]
 
 
-#: Many-peer NIC goodput (issue 8 item 1): with ``k`` concurrent connections (queue pairs) on
-#: a NIC port, point-to-point goodput is ``1 - NIC_PEER_DROP x (1 - 1/k)`` of the single-stream
+#: Many-peer NIC goodput (issue 8 item 1): with ``k`` concurrent connections (queue pairs) on a
+#: NIC port, point-to-point goodput is ``1 - NIC_PEER_DROP x (1 - 1/k)`` of the single-stream
 #: goodput: one connection keeps the measured goodput, many saturate at ``1 - NIC_PEER_DROP``.
-#: Fitted on the fit-split many-peer points (see docs/collectives.md, "Fits").
-NIC_PEER_DROP = 0.0
+#: By kernel family. ``nccl`` (proxy-driven send/recv, one connection per peer pair, PXN): fitted
+#: on the fit-split 4 x DGX A100 all-to-all (GTC25 S72583: 24 GB/s busbw over 8 x 200G HDR, i.e.
+#: 18.6 GB/s per NIC at k = 24 against the 24 GB/s single-stream goodput), which is also the NCCL
+#: maintainers' rule that an all-to-all gets "the performance of a single NIC" (nccl-tests #267):
+#: 1 - 18.6/24 = 0.226 at 1 - 1/24 -> 0.236. ``moe`` (GPU-initiated IBGDA kernels: DeepEP, HybridEP):
+#: the best value on the fit-split DeepEP internode rows (normal and low-latency, k = 1 to 248),
+#: which show no many-peer loss (docs/collectives.md, "Fits").
+NIC_PEER_DROP = {"nccl": 0.236, "moe": 0.0, "moe_ll": 0.0}
 
 #: Per-peer cost of point-to-point kernels, seconds per peer a sender serves (issue 8 item 2),
-#: by kernel family: NCCL's grouped send/recv, and MoE dispatch/combine kernels (DeepEP, HybridEP).
-#: Fitted on the fit-split rank sweeps (docs/collectives.md, "Fits").
-PER_PEER_S = {"nccl": 0.0, "moe": 0.0}
+#: by kernel family. ``moe``: least squares (through the origin) of measured minus modelled kernel
+#: time against the peer count on the fit-split HybridEP NVL72 rank sweeps (EP 8-36, dispatch and
+#: combine; reference hybridep-gb200-nvlink, published hybridep-gb200-nvlink-bf16-by-ep): 2.62 us.
+#: ``moe_ll`` (low-latency kernels: one warp group per expert, all peers served at once): 0, and
+#: the fit-split DeepEP LL rank sweep (EP 8-256, 128 tokens) confirms it (a per-peer cost would put
+#: EP256 at a third of the measured 39 GB/s). ``nccl``: 0, no fit-split NCCL all-to-all rank sweep
+#: exists (NCCL's per-peer step is inside the one-step p2p latency, an assumption in docs/collectives.md).
+PER_PEER_S = {"nccl": 0.0, "moe": 2.62e-6, "moe_ll": 0.0}
 
 
 #: Large NVLink domains (issue 8 item 3). NVLS all-reduce over ``n`` GPUs of one domain: the wire
@@ -151,11 +162,17 @@ def nvls_domain_terms(n: int) -> tuple[float, float]:
     return 1.0 / slow, NVLS_SYNC_S_PER_RANK2 * max(0, n * n - 64)
 
 
-def nic_p2p_factor(k):
-    """Fraction of the single-stream NIC goodput left with ``k`` concurrent connections."""
+def nic_p2p_factor(k, kernel: str = "nccl"):
+    """Fraction of the single-stream NIC goodput left with ``k`` concurrent connections.
+
+    Examples
+    --------
+    >>> float(nic_p2p_factor(1)), round(float(nic_p2p_factor(24)), 3)
+    (1.0, 0.774)
+    """
     import numpy as np
     k = np.maximum(np.asarray(k, dtype=np.float64), 1.0)
-    return 1.0 - NIC_PEER_DROP * (1.0 - 1.0 / k)
+    return 1.0 - NIC_PEER_DROP[kernel] * (1.0 - 1.0 / k)
 
 
 #: Protocol wire efficiency relative to Simple (NCCL tuning model; one table, in nccl_model).
@@ -185,8 +202,9 @@ class Calibration:
 def calibration(gpu_name: str, nic_name: str | None = None) -> Calibration:
     """The calibration for ``gpu_name`` GPUs (and ``nic_name`` NICs)."""
     gpu = catalog.gpu(gpu_name)
-    coll = gpu.nccl_nvlink_link_Bps / gpu.nvlink_link_Bps
-    arch = 3 if gpu.sm >= 100 else 2 if gpu.sm >= 90 else 1
+    # NCCL's per-link NVLink constant and its SM -> architecture index: one table each, in nccl_model
+    coll = nm.nvlink_bw_per_link_GBps(gpu.sm) * 1e9 / gpu.nvlink_link_Bps
+    arch = nm.arch_index(gpu.sm)
     nvls = coll * nm.NVLS_EFFICIENCY[arch] if nm.NVLS_EFFICIENCY[arch] > 0 else coll
     ref = catalog.nic("ConnectX-7")
     net = ref.measured_goodput_Bps / ref.line_rate_Bps
@@ -195,4 +213,6 @@ def calibration(gpu_name: str, nic_name: str | None = None) -> Calibration:
         if n.measured_goodput_Bps:
             net = n.measured_goodput_Bps / n.line_rate_Bps
     return Calibration(gpu=gpu.name, nic=nic_name, nvlink_collective=coll, nvlink_nvls=nvls,
-                       nvlink_p2p=p2p_nvlink_efficiency(gpu.name), network=net, host=host_link_efficiency())
+                       nvlink_p2p=p2p_nvlink_efficiency(gpu.name), network=net,
+                       # a fabric without a catalog NIC has placeholder host links at the port rate
+                       host=host_link_efficiency() if nic_name else 1.0)

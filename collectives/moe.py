@@ -283,7 +283,8 @@ def plan_moe(planner, op, plan_type):
         per_token += LL_HEADER_BYTES
     traffic = route_tokens(tr, len(ranks), node_of)
     s, d, b, net = moe_flows(traffic, local_of, per_token, form=form, combine=combine)
-    fs = planner.direct(op, ranks[s], ranks[d], b, pxn=op.options.get("pxn", form == "direct"), kernel="moe")
+    fs = planner.direct(op, ranks[s], ranks[d], b, pxn=op.options.get("pxn", form == "direct"),
+                         kernel="moe_ll" if form == "ll" else "moe")
     if metric == "nccl_ep":
         logical = traffic.copy_counts.sum(axis=1).mean() * 2.0 * tr.hidden
     elif metric == "rdma" and form == "ll":

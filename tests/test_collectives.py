@@ -156,7 +156,8 @@ def test_flow_level_ring_to_nvls_crossover_between_1_and_2_mib(h100):
 
 
 def test_ecmp_slower_than_spray_through_spines():
-    r = Router(compile_fabric(build("hgx-h100", {"domains": 8, "scaleout": "quantum-2"})))
+    # 2:1 leaves make the spines the bottleneck (with 56 connections per NIC the NICs bind on a 1:1 fabric)
+    r = Router(compile_fabric(build("hgx-h100", {"domains": 8, "scaleout": "quantum-2", "oversubscription": 2})))
     op = Collective("all_to_all", tuple(range(64)), 1 << 28, options={"pxn": False})
     ecmp = run(r, [op], policy="ecmp", report=True)[0]
     spray = run(r, [op], policy="spray")[0]
@@ -173,7 +174,9 @@ def test_failed_spine_shows_in_report():
     assert res.report.failed[0][0] == "spine 1"
     assert "spine 1" in res.report.verdict
     healthy = run(Router(compile_fabric(G)), [op])[0]
-    assert res.time_s > 1.5 * healthy.time_s  # cross-rail traffic squeezed onto the one spine left
+    # cross-rail traffic squeezed onto the one spine left (the healthy run is bound by the NICs, whose
+    # goodput falls with the 284 connections each carries, so the ratio is below the fabric-only 2x)
+    assert res.time_s > 1.2 * healthy.time_s
 
 
 def test_bad_requests():

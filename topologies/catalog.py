@@ -410,26 +410,29 @@ _SWITCH_LIST = (
     Switch("QM8700", "infiniband", 40, 200e9 / 8, 250e-9, None, True,
            sources=_src("S1-net", "S31"),
            notes="Quantum HDR: 40 x 200G. SHARPv2 exists but is not modelled (in_network_reduction None); the "
-                 "points that need this fabric ran without SHARP. hop_latency_s = 250 ns PARAMETER (NVIDIA "
-                 "published 0.6 us 'latency' for HDR [S1-net]; a cut-through hop is a fraction of it)."),
+                 "points that need this fabric ran without SHARP. hop_latency_s = 250 ns is an UNVERIFIED "
+                 "PARAMETER (NVIDIA published 0.6 us 'latency' for HDR [S1-net]; a cut-through hop is a "
+                 "fraction of it)."),
     Switch("QM9700-noSHARP", "infiniband", 64, 400e9 / 8, 250e-9, None, True,
            sources=_src("S14", "S31"),
            notes="Quantum-2 NDR run without SHARP (NCCL_COLLNET_ENABLE=0, no SHARP plugin): QM9700 with the "
-                 "in-network reduction disabled. Same ports and latency parameter as QM9700."),
+                 "in-network reduction disabled. Same ports and UNVERIFIED latency parameter as QM9700."),
     Switch("EFA-fabric-100G", "ethernet", 64, 100e9 / 8, 500e-9, None, True,
            sources=_src("S1-net", "S38"),
            notes="AWS's EFA network as seen from one 100G device: not a published switch; a non-blocking "
                  "Clos of 64-port switches at the device rate is an ASSUMPTION. SRD sprays packets over "
-                 "paths (adaptive routing True). hop_latency_s PARAMETER, as Ethernet [S38]."),
+                 "paths (adaptive routing True). hop_latency_s is an UNVERIFIED PARAMETER, as Ethernet [S38]."),
     Switch("EFA-fabric-200G", "ethernet", 64, 200e9 / 8, 500e-9, None, True,
-           sources=_src("S1-net", "S38"), notes="As EFA-fabric-100G, ports at 200G (p5en)."),
+           sources=_src("S1-net", "S38"),
+           notes="As EFA-fabric-100G (UNVERIFIED latency parameter), ports at 200G (p5en)."),
     Switch("EFA-fabric-400G", "ethernet", 64, 400e9 / 8, 500e-9, None, True,
            sources=_src("S1-net", "S38"),
-           notes="As EFA-fabric-100G, ports at 400G (p5 bundles of 4 x 100G, p6-b200)."),
+           notes="As EFA-fabric-100G (UNVERIFIED latency parameter), ports at 400G (p5 bundles of 4 x 100G, "
+                 "p6-b200)."),
     Switch("GCP-TCPXO-fabric", "ethernet", 64, 200e9 / 8, 500e-9, None, False,
            sources=_src("S1-net", "S38"),
            notes="GCP A3 Mega's network as seen from one 200G NIC: a non-blocking Clos is an ASSUMPTION; "
-                 "hop_latency_s PARAMETER, as Ethernet [S38]."),
+                 "hop_latency_s is an UNVERIFIED PARAMETER, as Ethernet [S38]."),
     Switch("SN5600", "ethernet", 64, 800e9 / 8, 500e-9, None, True,
            sources=_src("S17", "S30", "S46", "S38", "S31"),
            notes="Spectrum-4: 64 x 800GbE at 100 Gb/s per lane (or 128 x 400G / 256 x 200G), 51.2 Tb/s "
