@@ -182,9 +182,10 @@ def run_cmd(collective, topo, sets, ranks, size, sizes, algo, routing, seed, gro
               help="Validation file (default: the published points shipped with fabric-emu).")
 @click.option("--split", "split", type=click.Choice(["fit", "heldout"]), default=None,
               help="Only the points of one split.")
+@click.option("--id", "ids", multiple=True, help="Only this point id (repeatable).")
 @json_option
 @handles_errors
-def validate_cmd(path, split, as_json) -> None:
+def validate_cmd(path, split, ids, as_json) -> None:
     """Predict the published points and compare: fit and held-out errors apart.
 
     Exits 1 when the file holds no point or tables it does not know.
@@ -194,7 +195,7 @@ def validate_cmd(path, split, as_json) -> None:
 
     err = _progress()
     rep = validate(path, progress=lambda pid, k, n: err.print(f"[{k}/{n}] {pid}", highlight=False),
-                   splits=(split,) if split else None)
+                   splits=(split,) if split else None, ids=list(ids) or None)
     if as_json:
         _echo_json(rep.as_dict())
     else:

@@ -40,8 +40,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from collectives import nccl_model as nm
-from collectives.calibration import (PER_PEER_S, PROTOCOL_EFFICIENCY, Calibration, nic_p2p_factor,
-                                     nvls_domain_terms)
+from collectives.calibration import PROTOCOL_EFFICIENCY, Calibration, nic_p2p_factor, nvls_domain_terms
 from collectives.moe import plan_moe
 from collectives.ops import Collective
 from fabric import Router
@@ -411,11 +410,10 @@ class Planner:
                kernel: str = "nccl") -> FlowSet:
         """Point-to-point flows (all-to-all, send/recv, MoE) with the many-peer terms.
 
-        * NIC goodput falls with the concurrent connections ``k`` on the port
-          (:func:`collectives.calibration.nic_p2p_factor`): weights on NIC ports x 1/factor(k);
-        * each sender pays a per-peer cost (:data:`collectives.calibration.PER_PEER_S`
-          of the ``kernel`` family, ``"nccl"`` or ``"moe"``) for every peer it serves,
-          added to its flows' latency (the peers are served in turn).
+        NIC goodput falls with the concurrent connections ``k`` on the port
+        (:func:`collectives.calibration.nic_p2p_factor` of the ``kernel`` family): weights
+        on NIC ports x 1/factor(k). The per-peer cost of MoE kernels is added by
+        :func:`collectives.moe.plan_moe` (it depends on the EP group, not on the flows).
         """
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
@@ -429,11 +427,6 @@ class Planner:
         if (f < 1.0).any():
             on_nic = np.isin(self._resource_tier()[np.maximum(fs.res, 0)], self._nic_tiers) & (fs.res >= 0)
             w = (np.ones(fs.res.shape) if w is None else w) * np.where(on_nic, 1.0 / f[:, None], 1.0)
-        per_peer = PER_PEER_S[kernel]
-        if per_peer > 0 and len(src):
-            pairs = np.unique(np.stack([src, dst]), axis=1)  # distinct destinations of every sender
-            peers = np.bincount(pairs[0], minlength=int(max(src.max(), dst.max())) + 1)
-            lat = lat + per_peer * peers[src]
         return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": fs.latency_s + lat})
 
     def all_to_all_aggregated(self, op: Collective) -> FlowSet:

@@ -129,7 +129,7 @@ def host_link_efficiency() -> float:
 #: 1 - 18.6/24 = 0.226 at 1 - 1/24 -> 0.236. ``moe`` (GPU-initiated IBGDA kernels: DeepEP, HybridEP):
 #: the best value on the fit-split DeepEP internode rows (normal and low-latency, k = 1 to 248),
 #: which show no many-peer loss (docs/collectives.md, "Fits").
-NIC_PEER_DROP = {"nccl": 0.236, "moe": 0.0, "moe_ll": 0.0}
+NIC_PEER_DROP = {"nccl": 0.236, "moe": 0.0, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll": 0.0}
 
 #: Per-peer cost of point-to-point kernels, seconds per peer a sender serves (issue 8 item 2),
 #: by kernel family. ``moe``: least squares (through the origin) of measured minus modelled kernel
@@ -139,7 +139,11 @@ NIC_PEER_DROP = {"nccl": 0.236, "moe": 0.0, "moe_ll": 0.0}
 #: the fit-split DeepEP LL rank sweep (EP 8-256, 128 tokens) confirms it (a per-peer cost would put
 #: EP256 at a third of the measured 39 GB/s). ``nccl``: 0, no fit-split NCCL all-to-all rank sweep
 #: exists (NCCL's per-peer step is inside the one-step p2p latency, an assumption in docs/collectives.md).
-PER_PEER_S = {"nccl": 0.0, "moe": 2.62e-6, "moe_ll": 0.0}
+#: ``uccl`` / ``uccl_ll`` (UCCL-EP: DeepEP-compatible kernels whose RDMA is posted by CPU proxy threads
+#: over EFA): least squares of (measured - modelled) kernel time against EP - 1 on the fit-split
+#: UCCL-EP p5en normal dispatch rows (13.1 us; its combine times are not monotonic in EP and are left
+#: out) and p6-b200 low-latency dispatch and combine rows (9.07 us).
+PER_PEER_S = {"nccl": 0.0, "moe": 2.62e-6, "moe_ll": 0.0, "uccl": 13.1e-6, "uccl_ll": 9.07e-6}
 
 
 #: Large NVLink domains (issue 8 item 3). NVLS all-reduce over ``n`` GPUs of one domain: the wire

@@ -50,6 +50,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from collectives.calibration import PER_PEER_S
 from topologies.errors import SpecError
 
 __all__ = ["ROUTING_KINDS", "DISPATCH_DTYPES", "FORMS", "METRICS", "LL_HEADER_BYTES", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
@@ -171,30 +172,39 @@ def _route_tokens(tr: TokenRouting, n_ranks: int, node_of: np.ndarray) -> TokenT
     copy_counts = np.zeros((n_ranks, n_ranks), np.int64)
     node_counts = np.zeros((n_ranks, n_nodes), np.int64)
     T = tr.tokens_per_rank
+    k = tr.topk
+    # experts of one node are contiguous when the ranks of a node are: per-node maxima by reduceat
+    starts = np.flatnonzero(np.r_[True, np.diff(node_of_expert) != 0])
+    contiguous = len(starts) == n_nodes
+    log_pop32 = np.log(log_pop).astype(np.float32)[None, :] if log_pop is not None else None
+    ti = np.repeat(np.arange(T), k)
     for s in range(n_ranks):
-        if tr.kind == "skewed":
-            scores = np.log(log_pop)[None, :] + rng.gumbel(size=(T, E))
+        # float32 scores: the top-k only needs the order (ties have probability ~ T E 2^-24)
+        u = rng.random((T, E), dtype=np.float32)
+        if tr.kind == "skewed":  # Gumbel-top-k = sampling without replacement in proportion to popularity
+            scores = log_pop32 - np.log(-np.log(np.maximum(u, np.float32(1e-30))))
         else:
-            scores = rng.random((T, E))
+            scores = u
         if tr.kind == "node_limited" and n_nodes > 1:
-            best = np.full((T, n_nodes), -np.inf)
-            for j in range(n_nodes):
-                best[:, j] = scores[:, node_of_expert == j].max(axis=1)
+            if contiguous:
+                best = np.maximum.reduceat(scores, starts, axis=1)
+            else:
+                best = np.stack([scores[:, node_of_expert == j].max(axis=1) for j in range(n_nodes)], axis=1)
             keep = _topk_mask(best, min(tr.topk_groups, n_nodes))
             scores = np.where(keep[:, node_of_expert], scores, -np.inf)
         elif tr.kind == "deepseek":
             if E % tr.n_group:
                 raise SpecError(f"moe n_group: {E} experts do not split into {tr.n_group} groups")
             g = scores.reshape(T, tr.n_group, E // tr.n_group)
-            top2 = -np.partition(-g, 1, axis=2)[:, :, :2].sum(axis=2)
+            top2 = np.partition(g, E // tr.n_group - 2, axis=2)[:, :, -2:].sum(axis=2)
             keep = _topk_mask(top2, min(tr.topk_groups, tr.n_group))
             scores = np.where(np.repeat(keep, E // tr.n_group, axis=1), scores, -np.inf)
-        chosen = _topk_mask(scores, tr.topk)
+        ei = np.argpartition(scores, E - k, axis=1)[:, E - k:].ravel()  # the k best experts of every token
+        r_of = rank_of_expert[ei]
         hit_rank = np.zeros((T, n_ranks), bool)
-        ti, ei = np.nonzero(chosen)
-        hit_rank[ti, rank_of_expert[ei]] = True
+        hit_rank[ti, r_of] = True
         rank_counts[s] = hit_rank.sum(axis=0)
-        copy_counts[s] = np.bincount(rank_of_expert[ei], minlength=n_ranks)
+        copy_counts[s] = np.bincount(r_of, minlength=n_ranks)
         hit_node = np.zeros((T, n_nodes), bool)
         hit_node[ti, node_of_expert[ei]] = True
         node_counts[s] = hit_node.sum(axis=0)
@@ -254,7 +264,8 @@ def moe_flows(traffic: TokenTraffic, local_of: np.ndarray, bytes_per_token: floa
 
 
 def plan_moe(planner, op, plan_type):
-    """Plan of a MoE dispatch or combine (``op.options``: ``moe`` TokenRouting, ``form``, ``metric``).
+    """Plan of a MoE dispatch or combine (``op.options``: ``moe`` TokenRouting, ``form``, ``metric``,
+    ``kernel`` family of :data:`collectives.calibration.PER_PEER_S`).
 
     ``plan_type`` is the :class:`collectives.algorithms.Plan` class (passed in so that this
     module does not import the algorithms module).
@@ -283,8 +294,12 @@ def plan_moe(planner, op, plan_type):
         per_token += LL_HEADER_BYTES
     traffic = route_tokens(tr, len(ranks), node_of)
     s, d, b, net = moe_flows(traffic, local_of, per_token, form=form, combine=combine)
-    fs = planner.direct(op, ranks[s], ranks[d], b, pxn=op.options.get("pxn", form == "direct"),
-                         kernel="moe_ll" if form == "ll" else "moe")
+    family = op.options.get("kernel") or ("moe_ll" if form == "ll" else "moe")
+    if family not in PER_PEER_S:
+        raise SpecError(f"moe kernel: {family!r} is not one of {', '.join(PER_PEER_S)}")
+    fs = planner.direct(op, ranks[s], ranks[d], b, pxn=op.options.get("pxn", form == "direct"), kernel=family)
+    if PER_PEER_S[family] > 0:  # the kernel serves the other EP ranks in turn (issue 8 item 2)
+        fs = replace(fs, latency_s=fs.latency_s + PER_PEER_S[family] * (len(ranks) - 1))
     if metric == "nccl_ep":
         logical = traffic.copy_counts.sum(axis=1).mean() * 2.0 * tr.hidden
     elif metric == "rdma" and form == "ll":

@@ -353,6 +353,9 @@ def _moe_one(p: _Point, ep: int, coll: str, measured: float, rid: str, quantity:
         opts["form"] = str(p["form"])
     elif "low-latency" in str(p.get("kernel", "")):
         opts["form"] = "ll"
+    kernel = str(p.get("kernel", ""))
+    if "UCCL" in kernel:  # CPU-proxy kernels (settings.kernel names them)
+        opts["kernel"] = "uccl_ll" if "low-latency" in kernel else "uccl"
     if "metric" in p:
         opts["metric"] = str(p["metric"])
     # epoch mode (1 % tolerance): MoE flows all differ in size, exact re-solves at every finish are

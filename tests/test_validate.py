@@ -49,12 +49,12 @@ def test_deepep_internode_within_15_percent(internode, ep):
 
 
 def test_validate_cli_json():
-    r = CliRunner().invoke(cli, ["validate", "--json"])
+    r = CliRunner().invoke(cli, ["validate", "--json", "--id", "h100x8-allreduce-ring", "--id", "gtc25-b200x8-alltoall"])
     assert r.exit_code == 0
     data = json.loads(r.stdout)
     assert {"mean_abs_error", "max_abs_error", "rows", "summaries", "consistency", "ok"} <= set(data)
     ids = {row["id"] for row in data["rows"]}
-    assert "h100x8-allreduce-ring" in ids and data["training_points"] > 0
+    assert ids == {"h100x8-allreduce-ring", "gtc25-b200x8-alltoall"} and data["training_points"] > 0
     assert all({"split", "consistency", "source", "category"} <= set(row) for row in data["rows"])
 
 
