@@ -40,7 +40,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from collectives import nccl_model as nm
-from collectives.calibration import PROTOCOL_EFFICIENCY, Calibration, nic_p2p_factor, nvls_domain_terms
+from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, nic_p2p_factor, nvls_domain_terms,
+                                     nvls_fill_factor)
 from collectives.moe import plan_moe
 from collectives.ops import Collective
 from fabric import Router
@@ -132,7 +133,7 @@ class Planner:
                              has_nvswitch=has_nvlink,
                              nvls_capable=bool(has_nvlink and self.nvls_domain[self.domain[groups[0][0]]]),
                              nics_per_node=ppn if nnodes > 1 else 0, nic_Bps=nic_Bps if nnodes > 1 else 0.0,
-                             collnet=self.has_sharp)
+                             collnet=self.has_sharp, latency_inter_us=self.calib.net_latency_s * 1e6)
 
     def nccl_estimate(self, ranks, collective: str, size: int, algorithm: str) -> nm.AlgoEstimate:
         """NCCL's best protocol for ``algorithm`` (its latency is the software latency we add)."""
@@ -149,11 +150,11 @@ class Planner:
             raise SpecError(f"algo: NCCL's model has no {algorithm} for {collective} on this group")
         return min(usable, key=lambda e: e.latency_s)
 
-    def p2p_latency_s(self, inter: bool) -> float:
+    def p2p_latency_s(self, inter: bool, plugin: bool = True) -> float:
         """One Simple-protocol ring step of NCCL's model (assumption, see calibration)."""
         base = nm.BASE_LATENCIES_US[1][2]
         hw = nm.HW_LATENCIES_US[2 if inter else 0][1][2]
-        return (base + hw) * 1e-6
+        return (base + hw) * 1e-6 + (2 * self.calib.net_latency_s if inter and plugin else 0.0)
 
     def scale(self, res: np.ndarray, kind: str, protocol: str = "Simple", kernel: float = 1.0) -> np.ndarray:
         """Weight multipliers 1/(transport x protocol x kernel efficiency) for resources ``res``.
@@ -277,6 +278,7 @@ class Planner:
             # large NVLink domains (issue 8 item 3): the in-switch reduction slows per doubling of the
             # domain beyond 8 GPUs, and each operation pays a synchronisation term ~ n^2
             keff, sync_s = nvls_domain_terms(n)
+            keff *= nvls_fill_factor(size)
             lat = est.latency_s + sync_s
             sets.append(self.ports(g, "nvlink-up", u, kind="nvls", protocol="Simple", latency_s=lat,
                                    label=label or op.label, kernel=keff))
@@ -418,7 +420,8 @@ class Planner:
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         inter = self.domain[src] != self.domain[dst]
-        lat = np.where(inter, self.p2p_latency_s(True), self.p2p_latency_s(False))
+        # the net plugin's latencyInter belongs to NCCL's proxy path; MoE kernels carry their own fits
+        lat = np.where(inter, self.p2p_latency_s(True, plugin=kernel == "nccl"), self.p2p_latency_s(False))
         fs = self.routed(src, dst, sizes, kind="p2p", protocol="Simple", latency_s=0.0, label=label or op.label,
                          pxn=pxn, salt=np.zeros(len(src), np.int64))
         w = fs.weight
@@ -529,6 +532,7 @@ class Planner:
         elif algo == "nvls":
             fs = self.nvls(op, size, est)
             keff, sync = nvls_domain_terms(op.n)
+            keff *= nvls_fill_factor(size)
             lat += sync
         else:  # pragma: no cover - guarded by Collective
             raise SpecError(f"algo: {algo!r} is not implemented for {coll}")

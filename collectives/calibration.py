@@ -51,7 +51,7 @@ from collectives import nccl_model as nm
 from topologies import catalog
 from topologies.errors import SpecError
 
-__all__ = ["NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "nic_p2p_factor",
+__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_factor", "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "nic_p2p_factor",
            "Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
            "p2p_nvlink_efficiency", "Calibration", "calibration", "PROTOCOL_EFFICIENCY"]
 
@@ -154,9 +154,24 @@ PER_PEER_S = {"nccl": 0.0, "moe": 2.62e-6, "moe_ll": 0.0, "uccl": 13.1e-6, "uccl
 #: vanish at n <= 8). Both fitted by least squares (t = L + S/B) on the fit-split 72-rank GB200
 #: NVL72 sweeps (published cw-gb200-nvl72-1rack-allreduce-by-size, reference
 #: gb200-nvl72-allreduce-72-by-size): L = 582 us, asymptotic busbw 864 GB/s against the
-#: 8-GPU-calibrated 1,037 (collectives/fitting.py).
+#: 8-GPU-calibrated 1,037; less the 38 us of the pipeline fill (below) that the same fit absorbs.
 NVLS_DOMAIN_SLOWDOWN = 0.0633
-NVLS_SYNC_S_PER_RANK2 = 0.1088e-6
+NVLS_SYNC_S_PER_RANK2 = 0.1014e-6
+
+
+#: NVLS pipeline fill (issue 8 item 5, mid-size messages): every chunk is reduced
+#: (``multimem.ld_reduce``) and then multicast (``multimem.st``); the two stages overlap only once
+#: the pipeline window of ``NVLS_PIPELINE_WINDOW_BYTES`` per GPU is in flight, so the first window
+#: moves at half rate: ``t = lat + (S + min(S, W)) / B``. Fitted by grid search (mean |busbw error|)
+#: on the fit-split 8 x H200 NVLS sweep (mle-h200x8-allreduce-auto-by-size, 2 MiB - 16 GiB);
+#: docs/collectives.md, "Fits".
+NVLS_PIPELINE_WINDOW_BYTES = 16 << 20
+
+
+def nvls_fill_factor(size_bytes: float) -> float:
+    """Kernel efficiency of the NVLS pipeline fill: ``S / (S + min(S, W))``."""
+    s = float(size_bytes)
+    return s / (s + min(s, NVLS_PIPELINE_WINDOW_BYTES)) if s > 0 else 1.0
 
 
 def nvls_domain_terms(n: int) -> tuple[float, float]:
@@ -164,6 +179,23 @@ def nvls_domain_terms(n: int) -> tuple[float, float]:
     import math
     slow = 1.0 + NVLS_DOMAIN_SLOWDOWN * max(0.0, math.log2(max(n, 1) / 8))
     return 1.0 / slow, NVLS_SYNC_S_PER_RANK2 * max(0, n * n - 64)
+
+
+#: Per-step network latency that a net plugin reports to NCCL (``latencyInter``, us), by NIC family
+#: (catalog NIC name prefix). NCCL's IB plugin reports 0 (net_ib/init.cc l.558). EFA (aws-ofi-nccl
+#: over SRD) and GPUDirect-TCPXO: fitted by grid search (mean |busbw error|) on the fit-split sweeps
+#: of their fabrics (EFA: aws-p5-2node-efa-allreduce-by-size, mle-p6b200-4node-efa-allreduce-auto-by-size;
+#: TCPXO: gcp-a3mega-2node-tcpxo-allreduce-by-size): EFA 80 us (grid 0-160 step 20: mean error 94 % at 0,
+#: 13 % at 80), TCPXO 320 us (grid to 640: 177 % at 0, 21 % at 320); docs/collectives.md, "Fits".
+NET_LATENCY_US = {"EFA": 80.0, "TCPXO": 320.0}
+
+
+def net_latency_us(nic_name: str | None) -> float:
+    """``latencyInter`` of the NIC's net plugin, us (0 for InfiniBand/RoCE ConnectX)."""
+    if not nic_name:
+        return 0.0
+    name = catalog.nic(nic_name).name
+    return next((v for k, v in NET_LATENCY_US.items() if name.startswith(k)), 0.0)
 
 
 def nic_p2p_factor(k, kernel: str = "nccl"):
@@ -194,6 +226,7 @@ class Calibration:
     nvlink_p2p: float
     network: float
     host: float = 1.0
+    net_latency_s: float = 0.0  #: the net plugin's latencyInter (:data:`NET_LATENCY_US`)
 
     def efficiency(self, kind: str) -> tuple[float, float, float]:
         """(nvlink, host, network) efficiency for kernel ``kind`` (collective, nvls, p2p)."""
@@ -219,4 +252,5 @@ def calibration(gpu_name: str, nic_name: str | None = None) -> Calibration:
     return Calibration(gpu=gpu.name, nic=nic_name, nvlink_collective=coll, nvlink_nvls=nvls,
                        nvlink_p2p=p2p_nvlink_efficiency(gpu.name), network=net,
                        # a fabric without a catalog NIC has placeholder host links at the port rate
-                       host=host_link_efficiency() if nic_name else 1.0)
+                       host=host_link_efficiency() if nic_name else 1.0,
+                       net_latency_s=net_latency_us(nic_name) * 1e-6)

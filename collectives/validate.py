@@ -213,7 +213,7 @@ class _Point:
                              self.split, self.consistency, self.category, self.source)
 
 
-def crossover_bytes(router: Router, n: int = 8, lo: int = 1 << 16, hi: int = 1 << 24,
+def crossover_bytes(router: Router, n: int = 8, lo: int = 1 << 16, hi: int = 1 << 26,
                     algorithms: tuple[str, str] = ("ring", "nvls"), collective: str = "all_reduce") -> float:
     """Smallest size where ``algorithms[1]`` beats ``algorithms[0]`` (best protocol) in the flow-level model."""
     planner = planner_for(router)

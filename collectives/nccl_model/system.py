@@ -52,6 +52,9 @@ class NcclSystem:
         IB SHARP (NCCL's CollNet plugin) is available.
     cpu_vendor : {"intel", "amd", "arm"}
         Host CPU; sets the per-step network overhead and the multi-node LL cap row.
+    latency_inter_us : float
+        The net plugin's ``latencyInter`` (us): 0 for NCCL's IB plugin (``net_ib/init.cc``);
+        other transports (EFA, TCPXO) report more, added per network step (twice for Simple).
 
     Examples
     --------
@@ -70,6 +73,7 @@ class NcclSystem:
     nic_Bps: float = 0.0
     collnet: bool = False
     cpu_vendor: str = "intel"
+    latency_inter_us: float = 0.0
 
     def __post_init__(self) -> None:
         _check_int("arch_sm", self.arch_sm, 60, "an integer SM version >= 60 (e.g. 80, 90, 100)")
@@ -81,6 +85,10 @@ class NcclSystem:
             math.isfinite(self.nic_Bps) and self.nic_Bps >= 0
         ):
             raise SpecError(f"nic_Bps must be a finite number of bytes/s >= 0, got {self.nic_Bps!r}")
+        if isinstance(self.latency_inter_us, bool) or not isinstance(self.latency_inter_us, (int, float)) or not (
+            math.isfinite(self.latency_inter_us) and self.latency_inter_us >= 0
+        ):
+            raise SpecError(f"latency_inter_us must be a finite number of us >= 0, got {self.latency_inter_us!r}")
         vendor = self.cpu_vendor.lower() if isinstance(self.cpu_vendor, str) else self.cpu_vendor
         if vendor not in NET_OVERHEAD_US:
             raise SpecError(f"cpu_vendor must be one of intel, amd, arm, got {self.cpu_vendor!r}")

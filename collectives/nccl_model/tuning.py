@@ -222,7 +222,9 @@ def _tune(system: NcclSystem) -> _Model:
                 # Latency (l.384-435).
                 lt = BASE_LATENCIES_US[a][p]
                 intra_lat = HW_LATENCIES_US[intra_hw][a][p]
-                inter_lat = HW_LATENCIES_US[_HW_NET][_TREE if ppn == 1 else a][p]  # + latencyInter (0 on IB)
+                # + latencyInter, twice for Simple (the flush) (tuning.cc l.390-392)
+                inter_lat = HW_LATENCIES_US[_HW_NET][_TREE if ppn == 1 else a][p] + system.latency_inter_us * (
+                    2 if p == _SIMPLE else 1)
                 if a == _RING:
                     hop = HW_LATENCIES_US[hw_ring][a][p]
                     if coll in (_REDUCE, _BCAST):
