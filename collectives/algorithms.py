@@ -409,12 +409,13 @@ class Planner:
         return per.max(axis=1)
 
     def direct(self, op: Collective, src, dst, sizes, *, pxn: bool = True, label=None,
-               kernel: str = "nccl") -> FlowSet:
+               kernel: str = "nccl", connections_per_flow: int = 1) -> FlowSet:
         """Point-to-point flows (all-to-all, send/recv, MoE) with the many-peer terms.
 
         NIC goodput falls with the concurrent connections ``k`` on the port
         (:func:`collectives.calibration.nic_p2p_factor` of the ``kernel`` family): weights
-        on NIC ports x 1/factor(k). The per-peer cost of MoE kernels is added by
+        on NIC ports x 1/factor(k); a flow that stands for several connections (node-aggregated
+        all-to-all) says so with ``connections_per_flow``. The per-peer cost of MoE kernels is added by
         :func:`collectives.moe.plan_moe` (it depends on the EP group, not on the flows).
         """
         src = np.asarray(src, dtype=np.int64)
@@ -425,7 +426,7 @@ class Planner:
         fs = self.routed(src, dst, sizes, kind="p2p", protocol="Simple", latency_s=0.0, label=label or op.label,
                          pxn=pxn, salt=np.zeros(len(src), np.int64))
         w = fs.weight
-        k = self.nic_connections(fs.res) if inter.any() else np.zeros(len(src), np.int64)
+        k = self.nic_connections(fs.res) * connections_per_flow if inter.any() else np.zeros(len(src), np.int64)
         f = nic_p2p_factor(k, kernel)
         if (f < 1.0).any():
             on_nic = np.isin(self._resource_tier()[np.maximum(fs.res, 0)], self._nic_tiers) & (fs.res >= 0)
@@ -458,7 +459,7 @@ class Planner:
         off = A != B
         src = M[A[off]][:, j].ravel()            # stage 2: (A, j) -> (B, j)
         dst = M[B[off]][:, j].ravel()
-        net = self.direct(op, src, dst, g * chunk, pxn=False)
+        net = self.direct(op, src, dst, g * chunk, pxn=False, connections_per_flow=g)
         return concat([nv, net], merge_phases=True)
 
     # ------------------------------------------------------------------- plan
