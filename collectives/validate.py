@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
@@ -166,6 +166,10 @@ def _router(preset: str, overrides: dict | None = None) -> Router:
     from topologies.presets import presets
     if preset not in {p.name for p in presets()}:
         raise _Unmodelled(f"preset {preset} not in this build")
+    from topologies.catalog import SCALEOUT_FABRICS
+    so = (overrides or {}).get("scaleout")
+    if so not in (None, "none") and so not in SCALEOUT_FABRICS:
+        raise _Unmodelled(f"scaleout {so} not in the catalog")
     key = (preset, tuple(sorted((overrides or {}).items())))
     if key not in _ROUTERS:
         _ROUTERS[key] = Router(compile_fabric(build(preset, overrides or {})))
@@ -345,10 +349,21 @@ def _moe_router(p, ep: int) -> Router:
     return _router(p["system"], _fabric_overrides(p))
 
 
-def _moe_one(p: _Point, ep: int, coll: str, measured: float, rid: str, quantity: str) -> ValidationRow:
+#: MoE metrics this module predicts (docs/validation-data.md); ``latency`` compares the kernel time.
+MOE_METRICS = ("logical", "rdma", "nccl_ep", "latency")
+
+
+def _moe_one(p: _Point, ep: int, coll: str, measured: float, rid: str, quantity: str,
+             tokens: int | None = None) -> ValidationRow:
+    metric = str(p.get("metric", "")) or None
+    if metric is not None and metric not in MOE_METRICS:
+        raise _Unmodelled(f"metric {metric}")
     r = _moe_router(p, ep)
     multi = r.cf.n_gpus > 0 and len(np.unique(r.cf.node_domain[r.cf.gpus[:ep]])) > 1
-    opts = {"moe": _moe_routing(p, "node_limited" if multi else "uniform", ep)}
+    tr = _moe_routing(p, "node_limited" if multi else "uniform", ep)
+    if tokens is not None:
+        tr = replace(tr, tokens_per_rank=int(tokens))
+    opts = {"moe": tr}
     if "form" in p:
         opts["form"] = str(p["form"])
     elif "low-latency" in str(p.get("kernel", "")):
@@ -356,42 +371,55 @@ def _moe_one(p: _Point, ep: int, coll: str, measured: float, rid: str, quantity:
     kernel = str(p.get("kernel", ""))
     if "UCCL" in kernel:  # CPU-proxy kernels (settings.kernel names them)
         opts["kernel"] = "uccl_ll" if "low-latency" in kernel else "uccl"
-    if "metric" in p:
-        opts["metric"] = str(p["metric"])
+    if metric not in (None, "latency"):
+        opts["metric"] = metric
     # epoch mode (1 % tolerance): MoE flows all differ in size, exact re-solves at every finish are
     # 3x slower for < 1 % difference in the completion time
     [res] = run(r, [Collective(coll, tuple(range(ep)), 0, options=opts)], mode="epoch", epsilon=0.01)
+    if metric == "latency":
+        return p.row(rid, "latency us", res.time_s * 1e6, float(measured), res.algorithm)
     return p.row(rid, quantity, res.algbw_Bps / 1e9, float(measured), res.algorithm)
 
 
 def _moe(p: _Point) -> list[ValidationRow]:
     rows = []
+    lat = p.get("metric") == "latency"
     if "ep_dispatch_combine_GBps" in p:  # a rank sweep
-        for ep, disp, comb in p["ep_dispatch_combine_GBps"]:
-            for coll, value in (("moe_dispatch", disp), ("moe_combine", comb)):
+        for ep, d, c in p["ep_dispatch_combine_GBps"]:
+            for coll, value in (("moe_dispatch", d), ("moe_combine", c)):
                 rows.append(_moe_one(p, int(ep), coll, value, f"{p.id}@EP{int(ep)}:{coll.split('_')[1]}",
                                      "logical GB/s"))
         return rows
+    for key in ("tokens_dispatch_combine_latency_us", "tokens_dispatch_combine_GBps"):
+        if key in p and (lat == key.endswith("_us")):  # a batch-size sweep
+            for tok, d, c in p[key]:
+                for coll, value in (("moe_dispatch", d), ("moe_combine", c)):
+                    rows.append(_moe_one(p, int(p["ep"]), coll, value, f"{p.id}@T{int(tok)}:{coll.split('_')[1]}",
+                                         "GB/s", tokens=int(tok)))
+            return rows
     if "ep" in p:  # one EP group
-        for coll, key in (("moe_dispatch", "dispatch_GBps"), ("moe_combine", "combine_GBps")):
+        keys = (("moe_dispatch", "dispatch_latency_us"), ("moe_combine", "combine_latency_us")) if lat else \
+            (("moe_dispatch", "dispatch_GBps"), ("moe_combine", "combine_GBps"))
+        for coll, key in keys:
             if key in p:
                 rows.append(_moe_one(p, int(p["ep"]), coll, p[key], f"{p.id}:{coll.split('_')[1]}",
                                      "logical GB/s"))
-        return rows
+        if rows:
+            return rows
     if "ep_and_rdma_GBps" in p:  # DeepEP internode dispatch, RDMA bottleneck bandwidth
         for ep, gbps in p["ep_and_rdma_GBps"]:
             rows.append(_moe_one(p, int(ep), "moe_dispatch", gbps, f"{p.id}@EP{int(ep)}",
                                  "DeepEP RDMA GB/s (dispatch)"))
         return rows
-    raise SpecError(f"validation point {p.id!r}: no measurement (dispatch_GBps, ep_dispatch_combine_GBps or "
-                    "ep_and_rdma_GBps)")
+    raise SpecError(f"validation point {p.id!r}: no measurement (dispatch_GBps, ep_dispatch_combine_GBps, "
+                    "tokens_dispatch_combine_*, dispatch_latency_us or ep_and_rdma_GBps)")
 
 
 def _host_copy(p: _Point) -> list[ValidationRow]:
     """Host-device copy bandwidth: the host link's raw rate x the host-link efficiency."""
     from collectives.calibration import host_link_efficiency
-    if "raw_GBps" not in p:
-        raise _Unmodelled(f"{p.get('link', 'host link')} rate not in the catalog")
+    if "raw_GBps" not in p or not any(k in p for k in ("h2d_GBps", "d2h_GBps")):
+        raise _Unmodelled(f"{p.get('link', 'host link')} rate or copy figures not in the point")
     eta = host_link_efficiency()
     return [p.row(f"{p.id}:{key[:3]}", "host copy GB/s", float(p["raw_GBps"]) * eta, float(p[key]),
                   f"raw x {eta:.3f}") for key in ("h2d_GBps", "d2h_GBps") if key in p]
