@@ -34,8 +34,9 @@ def _values(kind, p):
         [key] = [k for k in SWEEPS if k in p]
         return [row[-1] for row in p[key]]
     if kind == "moe_alltoall":
-        if "ep_dispatch_combine_GBps" in p:
-            return [v for row in p["ep_dispatch_combine_GBps"] for v in row[1:]]
+        for key in ("ep_dispatch_combine_GBps", "tokens_dispatch_combine_GBps", "tokens_dispatch_combine_latency_us"):
+            if key in p:  # one sweep row = (ep or tokens, dispatch, combine); bandwidth and latency count once
+                return [v for row in p[key] for v in row[1:]]
         # bandwidth and latency of one kernel are one measurement: count the bandwidth, else the latency
         return [p[k] for k in ("dispatch_GBps", "combine_GBps") if k in p] or \
             [p[k] for k in ("dispatch_latency_us", "combine_latency_us") if k in p]
@@ -82,7 +83,15 @@ def test_values_positive_and_sizes_integer(kind, p):
                 assert isinstance(p[key], int) and p[key] >= 1
     if kind == "moe_alltoall":
         assert "ep" in p or "ep_dispatch_combine_GBps" in p
-        assert p.get("metric") in ("logical", "rdma", "nccl_ep"), p["id"]
+        assert p.get("metric") in ("logical", "rdma", "nccl_ep", "latency", "trtllm_logical"), p["id"]
+        for key in ("tokens_dispatch_combine_GBps", "tokens_dispatch_combine_latency_us"):
+            for row in p.get(key, []):
+                assert isinstance(row[0], int) and row[0] > 0 and all(v > 0 for v in row[1:]), (p["id"], row)
+        if "tokens_dispatch_combine_GBps" in p and "tokens_dispatch_combine_latency_us" in p:
+            assert [r[0] for r in p["tokens_dispatch_combine_GBps"]] == \
+                [r[0] for r in p["tokens_dispatch_combine_latency_us"]], p["id"]
+        if p["metric"] == "latency":
+            assert "dispatch_latency_us" in p and "combine_latency_us" in p, p["id"]
 
 
 def test_a_group_is_one_setup_on_one_side():
