@@ -366,8 +366,8 @@ def _moe_one(p: _Point, ep: int, coll: str, measured: float, rid: str, quantity:
     opts = {"moe": tr}
     if "form" in p:
         opts["form"] = str(p["form"])
-    elif "low-latency" in str(p.get("kernel", "")):
-        opts["form"] = "ll"
+    elif "low-latency" in str(p.get("kernel", "")) or "pplx" in str(p.get("kernel", "")):
+        opts["form"] = "ll"  # per (token, expert) messages straight to the rank (pplx-kernels work so too)
     kernel = str(p.get("kernel", ""))
     if "UCCL" in kernel:  # CPU-proxy kernels (settings.kernel names them)
         opts["kernel"] = "uccl_ll" if "low-latency" in kernel else "uccl"
@@ -420,6 +420,8 @@ def _host_copy(p: _Point) -> list[ValidationRow]:
     from collectives.calibration import host_link_efficiency
     if "raw_GBps" not in p or not any(k in p for k in ("h2d_GBps", "d2h_GBps")):
         raise _Unmodelled(f"{p.get('link', 'host link')} rate or copy figures not in the point")
+    if not str(p.get("link", "pcie")).startswith("pcie"):
+        raise _Unmodelled(f"{p['link']}: the measured efficiency is PCIe's")
     eta = host_link_efficiency()
     return [p.row(f"{p.id}:{key[:3]}", "host copy GB/s", float(p["raw_GBps"]) * eta, float(p[key]),
                   f"raw x {eta:.3f}") for key in ("h2d_GBps", "d2h_GBps") if key in p]
