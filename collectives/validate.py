@@ -9,7 +9,7 @@ File format (TOML): arrays of tables ``[[collective]]``, ``[[moe_alltoall]]`` an
 ``[[training]]``. Every point may carry
 
 * ``split``: ``"fit"`` (used to choose model forms and fit constants) or
-  ``"held_out"`` (never looked at while fitting); default ``"unsplit"``;
+  ``"heldout"`` (never looked at while fitting); default ``"unsplit"``;
 * ``consistency``: ``true`` when the point restates a constant taken from the same
   source (it is reported apart and kept out of the error summary);
 * ``category``: free text (``nvlink``, ``multinode``, ``nvl72``, ``ep``...);
