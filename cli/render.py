@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 
-from fabric import BisectionResult
-from topologies import FabricSummary, Preset
+from cli.output import clean
 
-__all__ = ["presets_table", "summary_table", "bisection_table", "gbps"]
+if TYPE_CHECKING:  # pragma: no cover
+    from fabric import BisectionResult
+    from topologies import FabricSummary, Preset
+
+__all__ = ["presets_table", "summary_table", "bisection_table", "gbps", "oversubscription_note"]
 
 
 def gbps(value_Bps: float) -> str:
@@ -25,20 +30,26 @@ def presets_table(presets: list[Preset]) -> Table:
     return t
 
 
-def summary_table(summary: FabricSummary, bis: BisectionResult | None, failures: tuple = ()) -> Table:
-    t = Table(title=f"topology {summary.name}", title_justify="left", show_header=False)
+def summary_table(summary: FabricSummary, bis: BisectionResult | None, failures: tuple = (),
+                  notes: dict | None = None) -> Table:
+    """Counts, failures, bisection and ``notes`` (field -> text, None skipped) of one fabric."""
+    t = Table(title=f"topology {clean(summary.name)}", title_justify="left", show_header=False)
     t.add_column("field", style="bold")
     t.add_column("value")
     t.add_row("GPUs", f"{summary.gpus:,} in {summary.domains:,} NVLink domain(s)")
     t.add_row("NICs", f"{summary.nics:,}")
     t.add_row("switches", f"{summary.switches:,} (" + ", ".join(f"{v:,} {k}" for k, v in summary.switches_by_role.items()) + ")")
-    t.add_row("cables", f"{summary.cables:,} (" + ", ".join(f"{v:,} {k}" for k, v in summary.cables_by_tier.items()) + ")")
+    t.add_row("cables", f"{summary.cables:,} (" + ", ".join(f"{v:,} {clean(k)}" for k, v in summary.cables_by_tier.items())
+              + ")")
     t.add_row("links (directed)", f"{summary.links:,}")
     for sel, links in failures:
-        t.add_row("failed", f"{sel} ({len(links)} links)")
+        t.add_row("failed", f"{clean(sel)} ({len(links)} links)")
+    for field, text in (notes or {}).items():
+        if text:
+            t.add_row(field, clean(text))
     if bis is not None:
         t.add_row("bisection", f"{gbps(bis.bisection_Bps)} GB/s per direction ({gbps(bis.per_gpu_Bps)} GB/s per GPU)")
-        t.add_row("min-cut partition", bis.partition.describe())
+        t.add_row("min-cut partition", clean(bis.partition.describe()))
     return t
 
 
@@ -50,5 +61,34 @@ def bisection_table(rows: list[tuple[str, BisectionResult]]) -> Table:
     t.add_column("per GPU GB/s", justify="right")
     t.add_column("min-cut partition")
     for name, b in rows:
-        t.add_row(name, f"{b.gpus:,}", gbps(b.bisection_Bps), gbps(b.per_gpu_Bps), b.partition.name)
+        t.add_row(clean(name), f"{b.gpus:,}", gbps(b.bisection_Bps), gbps(b.per_gpu_Bps), clean(b.partition.name))
     return t
+
+
+def oversubscription_note(meta: dict, *, only_if_rounded: bool = False) -> str | None:
+    """'leaf 2.2:1 (asked 2:1; ...)': the down:up ratios built, and the ones asked when the radix rounded them.
+
+    Examples
+    --------
+    >>> oversubscription_note({"oversubscription": [2.0], "clos": {"oversubscription_built": [2.2]}})
+    'leaf 2.2:1 (asked 2:1; the switch radix rounds the port split)'
+    >>> oversubscription_note({"oversubscription": [2.0], "clos": {"oversubscription_built": [2.0]}},
+    ...                       only_if_rounded=True) is None
+    True
+    """
+    asked = meta.get("oversubscription")
+    built = (meta.get("clos") or {}).get("oversubscription_built") if isinstance(meta.get("clos"), dict) else None
+    if not asked or not built:
+        return None
+    asked = list(asked) if isinstance(asked, (list, tuple)) else [asked]
+    try:
+        pairs = [(tier, float(a), float(b)) for tier, a, b in zip(["leaf", "spine"], asked, built)]
+    except (TypeError, ValueError):
+        return None
+    rounded = any(abs(b - a) > 0.01 * a for _, a, b in pairs)
+    if only_if_rounded and not rounded:
+        return None
+    text = ", ".join(f"{tier} {b:.3g}:1" for tier, _, b in pairs)
+    if rounded:
+        text += " (asked " + ", ".join(f"{a:g}:1" for _, a, _ in pairs) + "; the switch radix rounds the port split)"
+    return text

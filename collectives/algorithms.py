@@ -41,7 +41,7 @@ import numpy as np
 
 from collectives import nccl_model as nm
 from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, nic_p2p_factor, nvls_domain_terms,
-                                     nvls_fill_factor)
+                                     nvls_fill_s)
 from collectives.moe import plan_moe
 from collectives.ops import Collective
 from fabric import Router
@@ -278,8 +278,8 @@ class Planner:
             # large NVLink domains (issue 8 item 3): the in-switch reduction slows per doubling of the
             # domain beyond 8 GPUs, and each operation pays a synchronisation term ~ n^2
             keff, sync_s = nvls_domain_terms(n)
-            keff *= nvls_fill_factor(size)
-            lat = est.latency_s + sync_s
+            fill_s = nvls_fill_s(size, max(u, dn), self.gpu.nvlink_Bps, self.calib.nvlink_nvls * keff)
+            lat = est.latency_s + sync_s + fill_s
             sets.append(self.ports(g, "nvlink-up", u, kind="nvls", protocol="Simple", latency_s=lat,
                                    label=label or op.label, kernel=keff))
             sets.append(self.ports(g, "nvlink-down", dn, kind="nvls", protocol="Simple", latency_s=lat,
@@ -415,7 +415,8 @@ class Planner:
         NIC goodput falls with the concurrent connections ``k`` on the port
         (:func:`collectives.calibration.nic_p2p_factor` of the ``kernel`` family): weights
         on NIC ports x 1/factor(k); a flow that stands for several connections (node-aggregated
-        all-to-all) says so with ``connections_per_flow``. The per-peer cost of MoE kernels is added by
+        all-to-all) says so with ``connections_per_flow`` (0: the flows are not concurrent connections,
+        e.g. sends routed in one batch for speed). The per-peer cost of MoE kernels is added by
         :func:`collectives.moe.plan_moe` (it depends on the EP group, not on the flows).
         """
         src = np.asarray(src, dtype=np.int64)
@@ -507,6 +508,12 @@ class Planner:
                             "switch (NVSwitch gen3+); use ring, tree or hier")
         if algo == "nvls" and len(groups) > 1:
             algo, hier_opts = "hier", {"intra": "nvls", "inter": cross, **hier_opts}
+        if algo == "sharp" and not self.has_sharp:
+            raise SpecError("algo: sharp needs InfiniBand switches with SHARP (quantum-2, quantum-x800); "
+                            "this fabric has none")
+        if algo == "sharp" and len(groups) == 1 and len(groups[0]) > 1:
+            raise SpecError("algo: sharp reduces across NVLink domains in the switches; these ranks share one "
+                            "domain: use ring, tree or nvls")
         if algo == "sharp" and max(len(g) for g in groups) > 1:
             algo, hier_opts = "hier", {"intra": "ring", "inter": "sharp", **hier_opts}
         if algo == "hier":
@@ -533,8 +540,8 @@ class Planner:
         elif algo == "nvls":
             fs = self.nvls(op, size, est)
             keff, sync = nvls_domain_terms(op.n)
-            keff *= nvls_fill_factor(size)
-            lat += sync
+            port = {"all_reduce": size * (1 + 1 / op.n)}.get(coll, float(size))
+            lat += sync + nvls_fill_s(size, port, self.gpu.nvlink_Bps, self.calib.nvlink_nvls * keff)
         else:  # pragma: no cover - guarded by Collective
             raise SpecError(f"algo: {algo!r} is not implemented for {coll}")
         return Plan(op, fs, algo, est.protocol if algo != "nvls" else "Simple", nccl_name, lat,

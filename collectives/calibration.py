@@ -51,7 +51,7 @@ from collectives import nccl_model as nm
 from topologies import catalog
 from topologies.errors import SpecError
 
-__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_factor", "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "nic_p2p_factor",
+__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "nic_p2p_factor",
            "Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
            "p2p_nvlink_efficiency", "Calibration", "calibration", "PROTOCOL_EFFICIENCY"]
 
@@ -162,16 +162,20 @@ NVLS_SYNC_S_PER_RANK2 = 0.1014e-6
 #: NVLS pipeline fill (issue 8 item 5, mid-size messages): every chunk is reduced
 #: (``multimem.ld_reduce``) and then multicast (``multimem.st``); the two stages overlap only once
 #: the pipeline window of ``NVLS_PIPELINE_WINDOW_BYTES`` per GPU is in flight, so the first window
-#: moves at half rate: ``t = lat + (S + min(S, W)) / B``. Fitted by grid search (mean |busbw error|)
-#: on the fit-split 8 x H200 NVLS sweep (mle-h200x8-allreduce-auto-by-size, 2 MiB - 16 GiB);
-#: docs/collectives.md, "Fits".
+#: is not overlapped: ``t = lat + (S + min(S, W)) / B``, the ``min(S, W) / B`` term added as latency
+#: at the idle-fabric port rate (so a plan stays linear in S above W). Fitted by grid search (mean
+#: |busbw error|) on the fit-split 8 x H200 NVLS sweep (mle-h200x8-allreduce-auto-by-size,
+#: 2 MiB - 16 GiB); docs/collectives.md, "Fits".
 NVLS_PIPELINE_WINDOW_BYTES = 16 << 20
 
 
-def nvls_fill_factor(size_bytes: float) -> float:
-    """Kernel efficiency of the NVLS pipeline fill: ``S / (S + min(S, W))``."""
+def nvls_fill_s(size_bytes: float, port_bytes: float, port_Bps: float, efficiency: float) -> float:
+    """Latency of the NVLS pipeline fill: the first ``min(S, W)`` bytes' share of ``port_bytes``
+    (the bytes the busiest port moves for size ``S``) at ``port_Bps x efficiency``."""
     s = float(size_bytes)
-    return s / (s + min(s, NVLS_PIPELINE_WINDOW_BYTES)) if s > 0 else 1.0
+    if s <= 0 or port_Bps <= 0 or efficiency <= 0:
+        return 0.0
+    return min(s, NVLS_PIPELINE_WINDOW_BYTES) / s * port_bytes / (port_Bps * efficiency)
 
 
 def nvls_domain_terms(n: int) -> tuple[float, float]:

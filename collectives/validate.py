@@ -24,7 +24,8 @@ File format (TOML): arrays of tables ``[[collective]]``, ``[[moe_alltoall]]`` an
 
 ``[[training]]`` points belong to the step-time estimator: they are accepted and
 counted, never predicted here. A file with no point, or with tables this module
-does not know, makes :attr:`ValidationReport.ok` false (the CLI exits 1).
+does not know, is refused with one SpecError line (the CLI exits 2); a report whose
+:attr:`ValidationReport.ok` is false (nothing predicted) makes the CLI exit 1.
 
 Examples
 --------
@@ -36,7 +37,6 @@ True
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -48,7 +48,8 @@ from collectives.ops import Collective
 from collectives.runner import planner_for, run
 from fabric import Router, compile_fabric
 from topologies import build
-from topologies.errors import FabricEmuError, SpecError
+from topologies.errors import FabricEmuError, SpecError, brief
+from topologies.files import parse_toml, read_text
 
 __all__ = ["ValidationRow", "ErrorSummary", "ValidationReport", "validate", "default_points_path",
            "default_points_paths",
@@ -432,11 +433,8 @@ def _sidecar(path: Path) -> dict:
     side = path.with_name(path.stem + ".settings.toml")
     if not side.exists():
         return {}
-    try:
-        doc = tomllib.loads(side.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"validation settings {str(side)!r}: not valid TOML ({exc})") from None
-    return {str(e.get("id")): e for e in doc.get("point", [])}
+    doc = parse_toml(read_text(side, what="validation settings"), source=f"validation settings {brief(str(side))}")
+    return {str(e.get("id")): e for e in doc.get("point", []) if isinstance(e, dict)}
 
 
 def validate(path: str | Path | None = None, *, ids: list[str] | None = None, progress=None,
@@ -459,8 +457,15 @@ def validate(path: str | Path | None = None, *, ids: list[str] | None = None, pr
     unrecognised: tuple = ()
     for one in paths:
         doc, side = _read(one)
-        unrecognised += tuple(k for k in doc if k not in KINDS)
-        items += _items(one, doc, side)
+        where = f"validation file {brief(str(one))}"
+        for key in doc:
+            if key not in KINDS:  # an unrecognised file checks nothing: refuse it (CLI exit 2)
+                raise SpecError(f"{where}: unknown table {brief(key)}; expected [[{']], [['.join(KINDS)}]]")
+        found = _items(one, doc, side)
+        if not found:
+            raise SpecError(f"{where} has no validation points ([[collective]], [[moe_alltoall]], [[host_copy]] "
+                            "or [[training]] tables); nothing was checked")
+        items += found
     rows, training = _predict(items, ids, splits, progress)
     errors = [r for r in rows if not r.consistency]
     summaries = tuple(_summary(s, [r for r in errors if r.split == s]) for s in SPLITS
@@ -474,12 +479,8 @@ def validate(path: str | Path | None = None, *, ids: list[str] | None = None, pr
 
 
 def _read(path: Path) -> tuple[dict, dict]:
-    try:
-        doc = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise SpecError(f"validation file {str(path)!r}: cannot read ({exc.strerror})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"validation file {str(path)!r}: not valid TOML ({exc})") from None
+    where = f"validation file {brief(str(path))}"
+    doc = parse_toml(read_text(path, what="validation file"), source=where)
     return doc, _sidecar(path)
 
 
@@ -522,7 +523,7 @@ def _predict(items, ids, splits, progress) -> tuple[list, int]:
         except FabricEmuError:
             raise
         except KeyError as exc:
-            raise SpecError(f"validation point {raw.get('id', k)!r}: missing field {exc.args[0]!r}") from None
+            raise SpecError(f"validation point {brief(raw.get('id', k))}: missing field {brief(exc.args[0])}") from None
         except (TypeError, ValueError, ZeroDivisionError) as exc:
-            raise SpecError(f"validation point {raw.get('id', k)!r}: bad value ({exc})") from None
+            raise SpecError(f"validation point {brief(raw.get('id', k))}: bad value ({brief(str(exc))[1:-1]})") from None
     return rows, training

@@ -117,10 +117,12 @@ def test_validate_reports_fit_and_heldout_apart_and_fails_on_empty(tmp_path):
     assert all(not r.consistency for r in rep.rows if r.split == "heldout")
     empty = tmp_path / "empty.toml"
     empty.write_text("# nothing\n")
-    assert CliRunner().invoke(cli, ["validate", "--file", str(empty)]).exit_code == 1
+    r = CliRunner().invoke(cli, ["validate", "--file", str(empty)])
+    assert r.exit_code == 2 and "no validation points" in r.stderr
     odd = tmp_path / "odd.toml"
     odd.write_text("[[benchmark]]\nid = 'x'\n")
-    assert CliRunner().invoke(cli, ["validate", "--file", str(odd)]).exit_code == 1
+    r = CliRunner().invoke(cli, ["validate", "--file", str(odd)])
+    assert r.exit_code == 2 and "unknown table" in r.stderr
     train = tmp_path / "train.toml"
     train.write_text("[[training]]\nid = 't'\ntokens_per_s_per_gpu = 1.0\n")
     r = CliRunner().invoke(cli, ["validate", "--file", str(train), "--json"])

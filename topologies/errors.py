@@ -10,7 +10,10 @@ layers re-export it.
 
 from __future__ import annotations
 
+import reprlib
+
 __all__ = [
+    "brief",
     "FabricEmuError",
     "SpecError",
     "UnitError",
@@ -57,3 +60,37 @@ class FlowError(SpecError):
 
 class ProblemTooLargeError(FabricEmuError):
     """A simulation would need more memory than the configured limit."""
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = 80
+_REPR.maxother = 80
+_REPR.maxlevel = 3
+_REPR.maxdict = _REPR.maxlist = _REPR.maxtuple = 6
+
+
+def brief(value: object) -> str:
+    """A short, one-line ``repr`` of a user value for error messages.
+
+    Long strings and deep or long containers are elided (no recursion limit
+    can be hit, however deep the value), and ``repr`` escapes control and
+    bidirectional-format characters, so the text is safe to show on a terminal.
+
+    Examples
+    --------
+    >>> len(brief("x" * 500)) < 100
+    True
+    >>> v = []
+    >>> for _ in range(5000):
+    ...     v = [v]
+    >>> brief(v)
+    '[[[[...]]]]'
+    >>> brief(chr(27) + "[31m" + chr(0x202E)) == repr(chr(27) + "[31m" + chr(0x202E))
+    True
+    >>> chr(27) in brief(chr(27))
+    False
+    """
+    try:
+        return _REPR.repr(value)
+    except Exception:  # a hostile __repr__: say what it is, nothing more
+        return f"<{type(value).__name__}>"

@@ -1,0 +1,121 @@
+"""Resource limits on user input: file sizes and the memory a problem may need.
+
+Every limit has a default, an environment variable and (in the CLI) an
+option; the library functions also take it as an argument.
+
+================================  ============================  ==========================
+limit                             environment variable          default
+================================  ============================  ==========================
+memory a build or run may need    ``FABRIC_EMU_MEMORY_LIMIT``   8 GiB (``--memory-limit``)
+spec / validation file size       ``FABRIC_EMU_MAX_INPUT``      4 MiB
+graph file (.json / .graphml)     ``FABRIC_EMU_MAX_GRAPH``      128 MiB
+================================  ============================  ==========================
+
+Values are sizes with a unit (``"16GiB"``) or a plain number of bytes.
+
+Examples
+--------
+>>> memory_limit_bytes("2GiB")
+2147483648
+>>> check_memory(1 << 20, what="toy", hint="none needed", limit="1GiB")
+>>> try:
+...     check_memory(3 << 30, what="toy", hint="use fewer ranks", limit="1GiB")
+... except ProblemTooLargeError as e:
+...     print(str(e)[:48])
+toy needs about 3 GiB (estimate), over the memor
+"""
+
+from __future__ import annotations
+
+import os
+
+from topologies.errors import ProblemTooLargeError, SpecError, brief
+from topologies.units import format_size, parse_size
+
+__all__ = [
+    "MEMORY_LIMIT_ENV",
+    "MAX_INPUT_ENV",
+    "MAX_GRAPH_ENV",
+    "DEFAULT_MEMORY_LIMIT_BYTES",
+    "DEFAULT_MAX_INPUT_BYTES",
+    "DEFAULT_MAX_GRAPH_BYTES",
+    "memory_limit_bytes",
+    "max_input_bytes",
+    "max_graph_bytes",
+    "check_memory",
+    "parse_limit",
+]
+
+MEMORY_LIMIT_ENV = "FABRIC_EMU_MEMORY_LIMIT"
+MAX_INPUT_ENV = "FABRIC_EMU_MAX_INPUT"
+MAX_GRAPH_ENV = "FABRIC_EMU_MAX_GRAPH"
+
+#: The flow engine's own default ceiling (fabric.engine.simulate) is 8 GiB too.
+DEFAULT_MEMORY_LIMIT_BYTES = 8 << 30
+#: Spec and validation files are a few kB; 4 MiB is three orders of magnitude of headroom.
+DEFAULT_MAX_INPUT_BYTES = 4 << 20
+#: A node-link JSON export takes ~150 B per directed link: 128 MiB is ~900 k links.
+DEFAULT_MAX_GRAPH_BYTES = 128 << 20
+
+
+def parse_limit(value, *, field: str) -> int:
+    """A limit given as bytes (int or digit string) or a size string; must be > 0."""
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        value = int(value.strip())
+    try:
+        out = parse_size(value, field=field)
+    except SpecError:
+        raise SpecError(f"{field}: {brief(value)} is not a size such as '8GiB' or a number of bytes") from None
+    if out <= 0:
+        raise SpecError(f"{field}: {brief(value)} must be a positive size such as '8GiB'")
+    return out
+
+
+def _from_env(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    return parse_limit(raw, field=name)
+
+
+def memory_limit_bytes(override=None) -> int:
+    """The memory limit: ``override`` if given, else ``$FABRIC_EMU_MEMORY_LIMIT``, else 8 GiB."""
+    if override is not None:
+        return parse_limit(override, field="--memory-limit")
+    return _from_env(MEMORY_LIMIT_ENV, DEFAULT_MEMORY_LIMIT_BYTES)
+
+
+def max_input_bytes() -> int:
+    """Largest spec or validation file read (``$FABRIC_EMU_MAX_INPUT``, default 4 MiB)."""
+    return _from_env(MAX_INPUT_ENV, DEFAULT_MAX_INPUT_BYTES)
+
+
+def max_graph_bytes() -> int:
+    """Largest graph file read (``$FABRIC_EMU_MAX_GRAPH``, default 128 MiB)."""
+    return _from_env(MAX_GRAPH_ENV, DEFAULT_MAX_GRAPH_BYTES)
+
+
+def check_memory(estimate_bytes: float, *, what: str, hint: str, limit=None, time_s: float | None = None) -> None:
+    """Raise :class:`ProblemTooLargeError` when ``estimate_bytes`` exceeds the memory limit.
+
+    The message gives the estimate, the limit and how to set it, and ``hint``
+    (the options that shrink the problem).
+    """
+    lim = memory_limit_bytes(limit)
+    if estimate_bytes <= lim:
+        return
+    est = format_size(estimate_bytes) if estimate_bytes < 1 << 60 else f"{estimate_bytes:.3g} B"
+    took = "" if time_s is None else f" and {_duration(time_s)}"
+    raise ProblemTooLargeError(
+        f"{what} needs about {est}{took} (estimate), over the memory limit of {format_size(lim)} "
+        f"(set with --memory-limit or {MEMORY_LIMIT_ENV}); {hint}")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.3g} days"
