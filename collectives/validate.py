@@ -308,12 +308,6 @@ def _collective(p: _Point) -> list[ValidationRow]:
         return [ValidationRow(p.id, "collective", f"{algos[0]}->{algos[1]} bytes", x, None, None, None, ok,
                               f"measured: {algos[0]} <= {lo} B, {algos[1]} >= {hi} B", p.split, p.consistency,
                               p.category, p.source)]
-    if "note" in p and "crossover" in p.id:  # the shared file's 8 x H100 crossover (measured 1-2 MiB)
-        x = crossover_bytes(r, p.get("ranks", 8))
-        ok = 2**20 < x <= 2 * 2**20
-        return [ValidationRow(p.id, "collective", "ring->nvls bytes", x, None, None, None, ok,
-                              "measured: ring <= 1 MiB, nvls >= 2 MiB", p.split, p.consistency, p.category,
-                              p.source)]
     rows = []
     cases = _collective_cases(p)
     opts = _collective_options(p)
