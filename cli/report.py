@@ -64,17 +64,50 @@ def congestion_panel(rep: CongestionReport, top: int = 10) -> Group:
     return Group(*lines)
 
 
-def validation_table(rep) -> Table:
-    t = Table(title=f"validation against {rep.source}", title_justify="left")
-    for name, just in (("point", "left"), ("quantity", "left"), ("predicted", "right"), ("measured", "right"),
-                       ("error", "right"), ("tol", "right"), ("", "left"), ("model", "left")):
-        t.add_column(name, justify=just, no_wrap=name == "point")
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _short_mid(text: str, width: int) -> str:
+    """Shorten in the middle, keeping the sweep suffix (``@EP36:dispatch``, ``@1GiB``) visible."""
+    if len(text) <= width:
+        return text
+    tail = text[text.find("@"):] if "@" in text else ""
+    tail = tail[-(width // 2):]
+    return text[: width - len(tail) - 1] + "…" + tail
+
+
+def validation_table(rep) -> Group:
+    """Validation rows (fit and held-out apart, consistency checks labelled) and error summaries.
+
+    Fits a 100-column terminal: the point id is shortened at the front-free end, the
+    quantity is abbreviated and no cell wraps.
+    """
+    t = Table(title=f"validation against {_short(rep.source, 80)}", title_justify="left", box=None,
+              pad_edge=False, expand=False)
+    for name, just, width in (("point", "left", 30), ("set", "left", 5), ("qty", "left", 7),
+                              ("pred", "right", 8), ("meas", "right", 7), ("err", "right", 7),
+                              ("", "left", 4), ("model", "left", 16)):
+        t.add_column(name, justify=just, no_wrap=True, min_width=width, max_width=width, overflow="ellipsis")
+    set_label = {"fit": "fit", "heldout": "held", "unsplit": "-"}
     for r in rep.rows:
-        pred = "-" if r.predicted is None else f"{r.predicted:,.1f}"
+        pred = "-" if r.predicted is None else f"{r.predicted:,.1f}" if r.predicted < 1e4 else f"{r.predicted:.3g}"
         meas = "-" if r.measured is None else f"{r.measured:,.1f}"
         err = "-" if r.rel_error is None else f"{r.rel_error:+.1%}"
-        tol = "-" if r.tolerance is None else f"{r.tolerance:.0%}"
         mark = {True: Text("pass", "green"), False: Text("FAIL", "bold red"), None: Text("n/a", "dim")}[r.passed]
-        t.add_row(r.id, r.quantity, pred, meas, err, tol, mark, r.note)
-    t.caption = f"mean |error| {rep.mean_abs_error:.1%}, max |error| {rep.max_abs_error:.1%}"
-    return t
+        qty = ("busbw" if r.quantity.startswith("busbw") else "RDMA" if "RDMA" in r.quantity else
+               "logical" if r.quantity.startswith("logical") else "bytes" if "bytes" in r.quantity else
+               _short(r.quantity, 7))
+        split = set_label.get(r.split, r.split) + ("*" if r.consistency else "")
+        t.add_row(_short_mid(r.id, 30), split, qty, pred, meas, err, mark, _short(r.note, 16))
+    lines = [t]
+    for s in rep.summaries:
+        lines.append(Text(f"{s.split:>8}: {s.n} points, mean |error| {s.mean_abs_error:.1%}, "
+                          f"max |error| {s.max_abs_error:.1%}", style="bold" if s.split == "heldout" else ""))
+    if rep.consistency is not None:
+        c = rep.consistency
+        lines.append(Text(f"consistency checks (*, restate a constant's source; not in the errors): {c.n}, "
+                          f"max |error| {c.max_abs_error:.1%}", style="dim"))
+    if rep.training_points:
+        lines.append(Text(f"{rep.training_points} training points: see the step-time table", style="dim"))
+    return Group(*lines)
