@@ -27,7 +27,7 @@ from collectives.algorithms import Plan, Planner
 from collectives.calibration import calibration
 from collectives.ops import Collective, busbw_factor
 from fabric import Router
-from fabric.congestion import CongestionReport, congestion
+from fabric.congestion import CongestionReport, congestion, max_link_utilization
 from fabric.decompose import simulate_split
 from fabric.flowset import concat, to_problem
 from topologies.errors import SpecError
@@ -92,7 +92,9 @@ def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: in
     fs = concat([p.flows.relabel(label) for p, label in zip(plans, labels)])
     problem, used = to_problem(fs, router)
     result = simulate_split(problem, mode=mode, epsilon=epsilon)
-    rep = congestion(router, fs, result, used, policy=planner.policy)
+    # the congestion report (hot links and the groups on them) only when asked; the results need one number
+    rep = congestion(router, fs, result, used, policy=planner.policy) if report else None
+    max_util = rep.max_utilization if rep is not None else max_link_utilization(router, result, used)
     out = []
     for i, p in enumerate(plans):
         mine = owner == i
@@ -105,9 +107,9 @@ def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: in
         out.append(CollectiveResult(
             collective=op.collective, label=labels[i], ranks=op.n, size_bytes=op.size_bytes, algorithm=p.algorithm,
             protocol=p.protocol, nccl_algorithm=p.nccl_algorithm, time_s=t, algbw_Bps=algbw, busbw_Bps=algbw * factor,
-            analytic_time_s=ana, latency_s=p.latency_s, max_link_utilization=rep.max_utilization,
+            analytic_time_s=ana, latency_s=p.latency_s, max_link_utilization=max_util,
             lower_bound_s=float(result.lower_bound_s), engine_mode=result.mode_used, logical_bytes=p.logical_bytes,
-            report=rep if report else None))
+            report=rep))
     return out
 
 

@@ -31,7 +31,7 @@ from fabric.flowset import FlowSet
 from fabric.routing import Router
 from topologies.graph import TIERS
 
-__all__ = ["LinkStat", "TierStat", "CongestionReport", "congestion"]
+__all__ = ["LinkStat", "TierStat", "CongestionReport", "congestion", "max_link_utilization"]
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,8 @@ def _groups_on(router: Router, fs: FlowSet, link: int, top: int = 4) -> tuple[in
     if len(rows) == 0:
         return 0, ()
     w = fs.weight[rows] if fs.weight is not None else np.ones(fs.res[rows].shape)
+    if fs.resource_scale is not None:
+        w = w * fs.resource_scale[np.maximum(fs.res[rows], 0)]
     scale = np.zeros(fs.res[rows].shape)
     for o, f in zip(owners, per_member):
         scale[fs.res[rows] == o] = f
@@ -139,6 +141,23 @@ def _groups_on(router: Router, fs: FlowSet, link: int, top: int = 4) -> tuple[in
     return len(rows), tuple((fs.labels[g], float(by[g] / total)) for g in order if by[g] > 0)
 
 
+def _link_util(router: Router, result: FlowResult, used: np.ndarray):
+    """(bytes per link, utilisation per link (NaN on failed links), utilisations of the links that carried bytes)."""
+    cf = router.cf
+    link_bytes = router.expand_to_links(_scatter(router, used, result.resource_bytes))
+    T = float(result.makespan_s)
+    cap = cf.link_capacity_Bps
+    with np.errstate(divide="ignore", invalid="ignore"):
+        util = np.where(cf.link_alive, link_bytes / (cap * T), np.nan) if T > 0 else np.zeros(cf.n_links)
+    return link_bytes, util, util[(link_bytes > 0) & cf.link_alive]
+
+
+def max_link_utilization(router: Router, result: FlowResult, used: np.ndarray) -> float:
+    """The report's ``max_utilization`` alone (no hot-link or group analysis): bytes / (capacity x makespan)."""
+    _, _, u = _link_util(router, result, used)
+    return float(u.max()) if len(u) else 0.0
+
+
 def congestion(router: Router, fs: FlowSet, result: FlowResult, used: np.ndarray, *, top: int = 10,
                policy: str | None = None) -> CongestionReport:
     """Per-link congestion of ``result`` (a simulation of ``fs``'s problem over resources ``used``).
@@ -146,15 +165,11 @@ def congestion(router: Router, fs: FlowSet, result: FlowResult, used: np.ndarray
     ``policy`` (the routing policy used) sharpens the verdict's explanation.
     """
     cf = router.cf
-    L = cf.n_links
-    link_bytes = router.expand_to_links(_scatter(router, used, result.resource_bytes))
+    link_bytes, util, u = _link_util(router, result, used)
     link_busy = _link_busy(router, _scatter(router, used, result.resource_busy_s))
     T = float(result.makespan_s)
     cap = cf.link_capacity_Bps
-    with np.errstate(divide="ignore", invalid="ignore"):
-        util = np.where(cf.link_alive, link_bytes / (cap * T), np.nan) if T > 0 else np.zeros(L)
     carried = link_bytes > 0
-    u = util[carried & cf.link_alive]
     order = np.argsort(-np.nan_to_num(util, nan=-1.0), kind="stable")
     hottest, seen = [], {}
     for l in order:

@@ -75,6 +75,48 @@ def _row_keys(problem: FlowProblem) -> np.ndarray:
     return rows.view(np.dtype((np.void, rows.shape[1]))).ravel()
 
 
+_K = np.array([0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD6E8FEB86659FD93,
+               0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x27D4EB2F165667C5, 0xFF51AFD7ED558CCD],
+              dtype=np.uint64)
+
+
+def _row_hash(problem: FlowProblem) -> np.ndarray:
+    """uint64 per flow, equal for identical flows (a linear mix of every field, then one finaliser).
+
+    Only "identical rows give equal hashes" matters for exactness: rows whose hash
+    is unique are proven unique; rows sharing a hash are compared exactly.
+    """
+    res = np.asarray(problem.res)
+    F = res.shape[0]
+    h = np.zeros(F, dtype=np.uint64)
+    k = 0
+    tmp = np.empty(F, dtype=np.uint64)
+
+    def mix(col):  # h += col * (an odd constant of its own)
+        nonlocal k
+        np.multiply(col, _K[k % len(_K)] + np.uint64(2 * (k // len(_K))), out=tmp)
+        np.add(h, tmp, out=h)
+        k += 1
+
+    with np.errstate(over="ignore"):
+        for j in range(res.shape[1] if res.ndim == 2 else 0):
+            np.copyto(tmp, res[:, j], casting="unsafe")  # -1 wraps to 2**64 - 1: still one value
+            mix(tmp)
+        cols = [problem.size_bytes, problem.release_s, problem.latency_s, problem.phase]
+        if problem.weight is not None:
+            w = np.asarray(problem.weight, dtype=np.float64)
+            cols += [w[:, j] for j in range(w.shape[1])]
+        for a in cols:
+            if a is None:
+                continue
+            a = np.ascontiguousarray(np.asarray(a, dtype=np.float64).reshape(F))
+            mix(a.view(np.uint64))
+        h ^= h >> np.uint64(31)
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(29)
+    return h
+
+
 def group_identical_flows(problem: FlowProblem) -> tuple[FlowProblem, np.ndarray] | None:
     """Merge flows with identical resources, weights, size, start, latency and phase into classes.
 
@@ -82,20 +124,42 @@ def group_identical_flows(problem: FlowProblem) -> tuple[FlowProblem, np.ndarray
     multiplicity ``m`` (each member gets the class rate), so this is exact. Returns
     the reduced problem and, for every original flow, the index of its class; or
     ``None`` when no two flows are identical (or multiplicities are already set).
+
+    Cost: one hash per flow and one sort of the hashes; only flows whose hash is
+    shared are compared field by field, so a set with no identical flows (an
+    all-to-all) is dismissed after the sort.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = FlowProblem(capacity_Bps=np.array([1.0]), res=np.array([[0], [0], [0]]),
+    ...                 size_bytes=np.array([1.0, 2.0, 1.0]))
+    >>> reduced, cls = group_identical_flows(p)
+    >>> cls.tolist(), reduced.multiplicity.tolist()
+    ([0, 1, 0], [2.0, 1.0])
     """
-    if problem.multiplicity is not None or len(problem.size_bytes) < 2:
+    F = len(problem.size_bytes)
+    if problem.multiplicity is not None or F < 2:
         return None
-    keys = _row_keys(problem)
+    h = _row_hash(problem)
+    hs = np.sort(h)
+    eq = hs[1:] == hs[:-1]
+    if not eq.any():
+        return None
+    shared = hs[1:][eq]
+    cand = np.flatnonzero(np.isin(h, shared))
+    keys = _row_keys(_sub(problem, cand))
     uniq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
     if len(uniq) == len(keys):
         return None
-    order = np.argsort(first)               # keep classes in first-appearance order (deterministic)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    cls = rank[inv.ravel()]
-    rep = first[order]
+    rep_of = np.arange(F)
+    rep_of[cand] = cand[first[inv.ravel()]]  # the first member of each class (np.unique's index is the first)
+    reps = np.flatnonzero(rep_of == np.arange(F))  # classes in first-appearance order (deterministic)
+    lookup = np.full(F, -1, np.int64)
+    lookup[reps] = np.arange(len(reps))
+    cls = lookup[rep_of]
     mult = np.bincount(cls).astype(np.float64)
-    return replace(_sub(problem, rep), multiplicity=mult), cls
+    return replace(_sub(problem, reps), multiplicity=mult), cls
 
 
 def simulate_split(problem: FlowProblem, **kwargs) -> FlowResult:

@@ -86,6 +86,13 @@ class FlowProblem:
         float64[P] >= 0: extra delay between the dependencies' end and the start.
     multiplicity : numpy.ndarray or None
         float64[F] >= 1: flow ``f`` stands for ``m_f`` identical flows (a class).
+    resource_weight : numpy.ndarray or None
+        float64[R] > 0, finite: a factor on every entry of resource ``l``
+        (e.g. 1 / wire efficiency of its transport): flow ``f`` puts
+        ``weight[f, j] * resource_weight[res[f, j]]`` of its rate on it.  The
+        engine folds it into the capacity (``c_l / resource_weight[l]``), which
+        is exact and keeps unit weights unweighted; ``resource_bytes`` still
+        counts ``resource_weight[l]`` x the bytes.
     """
 
     capacity_Bps: np.ndarray
@@ -98,6 +105,7 @@ class FlowProblem:
     phase_deps: tuple[np.ndarray, np.ndarray] | None = None
     phase_delay_s: np.ndarray | None = None
     multiplicity: np.ndarray | None = None
+    resource_weight: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -165,6 +173,19 @@ class _Prob:
         cap = _mm._check_capacity(p.capacity_Bps)
         res = _mm._check_res(p.res, cap.shape[0])
         F = res.shape[0]
+        self.rw = None
+        if p.resource_weight is not None:
+            rw = np.asarray(p.resource_weight, dtype=np.float64)
+            if rw.shape != cap.shape:
+                raise FlowError(f"resource_weight: expected shape {cap.shape}, got {rw.shape}")
+            bad = ~((rw > 0) & (rw < _INF))
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise FlowError(f"resource_weight[{i}]: {float(rw[i])!r} is not allowed; factors must be finite and > 0")
+            if not (rw == 1.0).all():
+                self.rw = rw
+                self.cap_in = cap
+                cap = cap / rw  # exact: sum_f rw_l w_fl r_f <= c_l  <=>  sum_f w_fl r_f <= c_l / rw_l
         self.cap = cap
         self.res = res
         self.F = F
@@ -272,6 +293,14 @@ class _Prob:
         if seen < P:
             raise FlowError(f"phase_deps: dependency cycle {' -> '.join(map(str, _find_cycle(ptr, idx, left > 0)))}; "
                             "phase dependencies must be acyclic")
+
+    def unfold(self) -> None:
+        """Per-entry coefficients instead of folded capacities (what epoch mode uses, see :func:`simulate`)."""
+        if self.rw is None:
+            return
+        f = self.rw[np.maximum(self.res, 0)]
+        self.weight = np.where(self.res >= 0, f if self.weight is None else self.weight * f, 0.0)
+        self.cap, self.rw = self.cap_in, None
 
     def reduced(self, red) -> "_Prob":
         """A shallow copy that solves on the merged columns (see :func:`_reduce_columns`)."""
@@ -557,6 +586,11 @@ def simulate(problem: FlowProblem, *, mode: str = "auto", epsilon: float = 0.01,
             chosen = "exact" if pr.F * (nnz + 64 * pr.R) <= 5e8 else "epoch"
     else:
         chosen = mode
+    if chosen == "epoch":
+        # The fold is exact, but it changes roundings, and epoch mode's discrete choices (epoch ends, rescales)
+        # can flip on a last-bit difference: keep the per-entry coefficients there, so results do not depend
+        # on how the caller expressed the weights.
+        pr.unfold()
     red = _reduce_columns(pr)
     prs = pr if red.res is pr.res else pr.reduced(red)
     rbytes = _resource_bytes(prs)[red.rep]  # a merged resource carries exactly its representative's bytes
@@ -566,10 +600,17 @@ def simulate(problem: FlowProblem, *, mode: str = "auto", epsilon: float = 0.01,
     if not np.isfinite(lb):
         lb = 0.0
     if chosen == "one-solve" and not time_series:
-        return _expand(_one_solve(prs, rbytes, lb), pr, red)
+        return _unfold(_expand(_one_solve(prs, rbytes, lb), pr, red), pr)
     sim = _EventLoop(prs, exact=(chosen != "epoch"), epsilon=float(epsilon), time_series=time_series,
                      memory_limit_bytes=memory_limit_bytes, base_bytes=est)
-    return _expand(sim.run(rbytes, lb), pr, red)
+    return _unfold(_expand(sim.run(rbytes, lb), pr, red), pr)
+
+
+def _unfold(r: FlowResult, pr: _Prob) -> FlowResult:
+    """Bytes per resource in the caller's units when ``resource_weight`` was folded into the capacities."""
+    if pr.rw is None:
+        return r
+    return replace(r, resource_bytes=r.resource_bytes * pr.rw)
 
 
 def _expand(r: FlowResult, pr: _Prob, red: _Reduced) -> FlowResult:
