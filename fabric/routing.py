@@ -883,14 +883,14 @@ class Router:
     def _spray_trunks(self, idx, a_nic, b_nic, rows, col) -> None:
         """Pristine Clos: trunk entries per plane (exact for the equal split)."""
         cf = self.cf
-        tr = self.clos_trunk
         ups = self.nic_up[a_nic]
         downs = self.nic_down[b_nic]
         planes = (ups >= 0).sum(axis=1)
         n = len(idx)
+        look = self._clos_lookup()
         # NIC up / down (trunk over planes)
-        up_t = np.array([tr[("nic-up", int(x))] for x in a_nic], np.int64)
-        dn_t = np.array([tr[("nic-down", int(x))] for x in b_nic], np.int64)
+        up_t = look["nic-up"][a_nic]
+        dn_t = look["nic-down"][b_nic]
         rows.add(col(up_t))
         width = ups.shape[1]
         la = np.where(ups >= 0, cf.link_dst[np.maximum(ups, 0)], -1)
@@ -910,24 +910,41 @@ class Router:
             pl = cf.node_plane[np.maximum(a_leaf, 0)].astype(np.int64)
             inter_pod = cross & (pa != pb)
             cols = [
-                ("leaf-up", np.where(cross, a_leaf, -1)),
-                ("spine-up", np.where(inter_pod, pl * 1_000_000 + pa, -1)),
-                ("core-down", np.where(inter_pod, pl * 1_000_000 + pb, -1)),
-                ("spine-down", np.where(cross, b_leaf, -1)),
+                ("leaf-up", cross, look["leaf-up"][np.maximum(a_leaf, 0)]),
+                ("spine-up", inter_pod, look["spine-up"][pl, np.maximum(pa, 0)] if inter_pod.any() else None),
+                ("core-down", inter_pod, look["core-down"][pl, np.maximum(pb, 0)] if inter_pod.any() else None),
+                ("spine-down", cross, look["spine-down"][np.maximum(b_leaf, 0)]),
             ]
-            for name, keys in cols:
-                r = np.full(n, -1, np.int64)
-                sel = keys >= 0
-                if sel.any():
-                    uk, inv = np.unique(keys[sel], return_inverse=True)
-                    try:
-                        mapped = np.array([tr[(name, int(k))] for k in uk], np.int64)
-                    except KeyError:
+            for name, sel, mapped in cols:
+                if mapped is None:
+                    r = np.full(n, -1, np.int64)
+                else:
+                    r = np.where(sel, mapped, -1)
+                    if (r[sel] < 0).any():
                         raise UnreachableError(f"route: no {name} path between pods (separate rail groups "
-                                               f"without cores); use pxn") from None
-                    r[sel] = mapped[inv.ravel()]
+                                               f"without cores); use pxn")
                 rows.add(col(r), col(w, 0.0))
         rows.add(col(dn_t))
+
+    def _clos_lookup(self) -> dict:
+        """Dense arrays of the Clos trunk ids (-1: none): per node, and per (plane, pod) for the pod tiers."""
+        if "clos_lookup" in self._cache:
+            return self._cache["clos_lookup"]
+        n = self.cf.n_nodes
+        out = {name: np.full(n, -1, np.int64) for name in ("nic-up", "nic-down", "leaf-up", "spine-down")}
+        pk = [(name, k) for name, k in self.clos_trunk if name in ("spine-up", "core-down")]
+        planes = max([k // 1_000_000 for _, k in pk] + [int(self.cf.node_plane.max(initial=0))]) + 1
+        pods = max([k % 1_000_000 for _, k in pk] + [int(self.cf.node_pod.max(initial=0))]) + 1
+        for name in ("spine-up", "core-down"):
+            out[name] = np.full((planes, pods), -1, np.int64)
+        for (name, k), t in self.clos_trunk.items():
+            if name in ("spine-up", "core-down"):
+                out[name][k // 1_000_000, k % 1_000_000] = t
+            else:
+                out[name][k] = t
+        out["pods"] = pods
+        self._cache["clos_lookup"] = out
+        return out
 
     def _spray_explicit(self, idx, a_nic, b_nic, g, rows) -> None:
         """General spray: per-hop capacity-proportional split, every link listed."""
