@@ -38,6 +38,8 @@ def independent_size_classes(problem: FlowProblem, max_classes: int = 16) -> lis
     if problem.release_s is not None and np.any(problem.release_s):
         return None
     sizes = np.asarray(problem.size_bytes)
+    if len(sizes) == 0 or sizes.min() == sizes.max():
+        return None  # one size class
     uniq, inv = np.unique(sizes, return_inverse=True)
     if len(uniq) < 2 or len(uniq) > max_classes:
         return None
@@ -81,7 +83,7 @@ _K = np.array([0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD6E
 
 
 def _row_hash(problem: FlowProblem) -> np.ndarray:
-    """uint64 per flow, equal for identical flows (a linear mix of every field, then one finaliser).
+    """uint64 per flow, equal for identical flows (a linear mix of resources and size, then a finaliser).
 
     Only "identical rows give equal hashes" matters for exactness: rows whose hash
     is unique are proven unique; rows sharing a hash are compared exactly.
@@ -102,15 +104,8 @@ def _row_hash(problem: FlowProblem) -> np.ndarray:
         for j in range(res.shape[1] if res.ndim == 2 else 0):
             np.copyto(tmp, res[:, j], casting="unsafe")  # -1 wraps to 2**64 - 1: still one value
             mix(tmp)
-        cols = [problem.size_bytes, problem.release_s, problem.latency_s, problem.phase]
-        if problem.weight is not None:
-            w = np.asarray(problem.weight, dtype=np.float64)
-            cols += [w[:, j] for j in range(w.shape[1])]
-        for a in cols:
-            if a is None:
-                continue
-            a = np.ascontiguousarray(np.asarray(a, dtype=np.float64).reshape(F))
-            mix(a.view(np.uint64))
+        # the resources and the size only: rows that agree on them are compared field by field anyway
+        mix(np.ascontiguousarray(np.asarray(problem.size_bytes, dtype=np.float64).reshape(F)).view(np.uint64))
         h ^= h >> np.uint64(31)
         h *= np.uint64(0xBF58476D1CE4E5B9)
         h ^= h >> np.uint64(29)
@@ -142,12 +137,18 @@ def group_identical_flows(problem: FlowProblem) -> tuple[FlowProblem, np.ndarray
     if problem.multiplicity is not None or F < 2:
         return None
     h = _row_hash(problem)
-    hs = np.sort(h)
+    # rows alone in their bucket of the hash are unique; sort only the others' hashes
+    nb = 1 << max(4, int(F).bit_length() + 1)  # 2x to 4x the flows
+    bucket = (h & np.uint64(nb - 1)).astype(np.intp)
+    crowded = np.flatnonzero(np.bincount(bucket, minlength=nb)[bucket] > 1)
+    if crowded.shape[0] == 0:
+        return None
+    hc = h[crowded]
+    hs = np.sort(hc)
     eq = hs[1:] == hs[:-1]
     if not eq.any():
         return None
-    shared = hs[1:][eq]
-    cand = np.flatnonzero(np.isin(h, shared))
+    cand = crowded[np.isin(hc, hs[1:][eq])]
     keys = _row_keys(_sub(problem, cand))
     uniq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
     if len(uniq) == len(keys):

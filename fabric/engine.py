@@ -348,33 +348,34 @@ def _per_flow(x, F, name, what):
 # --------------------------------------------------------------------------- helpers
 
 
-def _slot_reduce(res: np.ndarray, per_flow: np.ndarray, weight: np.ndarray | None, n_res: int, *,
-                 op: str = "add", chunk: int = 1 << 19) -> np.ndarray:
-    """Per-slot sum (or max) of ``per_flow[f] * weight[f, j]`` over the entries of ``res``.
+def _slot_sum(res: np.ndarray, per_flow: np.ndarray, weight: np.ndarray | None, n_res: int) -> np.ndarray:
+    """Per-slot sum of ``per_flow[f] * weight[f, j]`` over the entries of ``res`` (slot 0: the padding).
 
-    Works in row chunks so that the int64 keys and float64 values it needs stay small.
-    Slot 0 collects the padding entries.
+    One bincount per hop column: no F x h temporaries.
     """
     r1 = n_res + 1
-    out = np.zeros(r1) if op == "add" else np.full(r1, -_INF)
-    F, h = res.shape
-    for r0 in range(0, F, chunk):
-        r1_ = min(F, r0 + chunk)
-        keys = np.add(res[r0:r1_], 1, dtype=np.intp).reshape(-1)
-        v = np.repeat(per_flow[r0:r1_], h)
-        if weight is not None:
-            v *= weight[r0:r1_].reshape(-1)
-        if op == "add":
-            out += np.bincount(keys, weights=v, minlength=r1)
-        else:
-            np.maximum.at(out, keys, v)
+    out = np.zeros(r1)
+    for j in range(res.shape[1] if res.ndim == 2 else 0):
+        v = per_flow if weight is None else per_flow * weight[:, j]
+        out += np.bincount(np.add(res[:, j], 1, dtype=np.intp), weights=v, minlength=r1)
+    return out
+
+
+def _slot_max(res: np.ndarray, per_flow: np.ndarray, n_res: int) -> np.ndarray:
+    """Per-slot maximum of ``per_flow`` over the entries of ``res`` (-inf where none; slot 0: the padding).
+
+    One ``maximum.at`` per hop column: the values stay in flow order (no gather).
+    """
+    out = np.full(n_res + 1, -_INF)
+    for j in range(res.shape[1] if res.ndim == 2 else 0):
+        np.maximum.at(out, np.add(res[:, j], 1, dtype=np.intp), per_flow)
     return out
 
 
 def _resource_bytes(pr: _Prob) -> np.ndarray:
     """sum_f m_f * w_fl * size_f per resource (padding dropped)."""
     w = pr.size if pr.mult is None else pr.size * pr.mult
-    return _slot_reduce(pr.res, w, pr.weight, pr.R)[1:]
+    return _slot_sum(pr.res, w, pr.weight, pr.R)[1:]
 
 
 def _earliest(tc: np.ndarray, k: int) -> np.ndarray:
@@ -663,7 +664,7 @@ def _one_solve(pr: _Prob, rbytes, lb) -> FlowResult:
     busy = np.zeros(pr.R)
     if ix.size:
         np.copyto(dur, 0.0, where=~np.isfinite(dur))
-        busy = _slot_reduce(ix.res, dur, None, pr.R, op="max")[1:]
+        busy = _slot_max(ix.res, dur, pr.R)[1:]
         np.maximum(busy, 0.0, out=busy)
     mk = float(fin.max()) if F else float(pr.delay[0])
     return FlowResult(start_s=start, transfer_end_s=tend, finish_s=fin, makespan_s=mk, resource_bytes=rbytes,
