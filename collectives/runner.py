@@ -86,7 +86,7 @@ def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: in
         raise SpecError("collectives: nothing to run")
     planner = planner or planner_for(router, policy=policy, seed=seed)
     plans: list[Plan] = [planner.plan(op) for op in ops]
-    owner = np.concatenate([np.full(p.flows.n_flows, i) for i, p in enumerate(plans)])
+    bounds = np.cumsum([0] + [p.flows.n_flows for p in plans])  # op i owns flows bounds[i]:bounds[i + 1]
     names = [p.op.label for p in plans]
     labels = [n if names.count(n) == 1 else f"{n}#{i}" for i, n in enumerate(names)]
     fs = concat([p.flows.relabel(label) for p, label in zip(plans, labels)])
@@ -97,8 +97,7 @@ def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: in
     max_util = rep.max_utilization if rep is not None else max_link_utilization(router, result, used)
     out = []
     for i, p in enumerate(plans):
-        mine = owner == i
-        t = float(result.finish_s[mine].max(initial=0.0))
+        t = float(result.finish_s[bounds[i]:bounds[i + 1]].max(initial=0.0))
         op = p.op
         payload = p.logical_bytes if p.logical_bytes is not None else float(op.size_bytes)
         algbw = payload / t if t > 0 else 0.0

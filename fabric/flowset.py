@@ -37,7 +37,7 @@ __all__ = ["FlowSet", "concat", "to_problem"]
 def _vec(x, n: int, name: str, dtype=np.float64) -> np.ndarray:
     a = np.asarray(x, dtype=dtype)
     if a.ndim == 0:
-        return np.full(n, a, dtype=dtype)
+        return np.broadcast_to(a, (n,))  # a constant: a read-only view, no F-sized array
     if a.shape != (n,):
         raise FlowError(f"{name}: expected {n} values, got shape {a.shape}")
     return a
@@ -95,10 +95,10 @@ class FlowSet:
         phase = _vec(phase, F, "phase", np.int32)
         P = int(phase.max(initial=0)) + 1 if n_phases is None else n_phases
         return cls(res=routes.res, weight=w, size_bytes=_vec(size_bytes, F, "size_bytes"),
-                   src=routes.src.astype(np.int64), dst=routes.dst.astype(np.int64),
+                   src=routes.src.astype(np.int64, copy=False), dst=routes.dst.astype(np.int64, copy=False),
                    latency_s=routes.latency_s + _vec(latency_s, F, "latency_s"),
                    release_s=_vec(release_s, F, "release_s"), phase=phase,
-                   group=np.zeros(F, np.int32), labels=(label,), n_phases=P, phase_deps=phase_deps,
+                   group=_vec(0, F, "group", np.int32), labels=(label,), n_phases=P, phase_deps=phase_deps,
                    phase_delay_s=phase_delay_s,
                    resource_scale=None if resource_scale is None else np.asarray(resource_scale, np.float64))
 
@@ -117,7 +117,7 @@ class FlowSet:
 
     def relabel(self, label: str) -> "FlowSet":
         """All flows under one group label."""
-        return replace(self, group=np.zeros(self.n_flows, np.int32), labels=(label,))
+        return replace(self, group=_vec(0, self.n_flows, "group", np.int32), labels=(label,))
 
 
 def _pad(a: np.ndarray, width: int, fill) -> np.ndarray:
@@ -137,6 +137,8 @@ def concat(sets: list[FlowSet], *, merge_phases: bool = False) -> FlowSet:
     sets = [s for s in sets if s.n_flows or s.n_phases]
     if not sets:
         raise FlowError("flows: nothing to simulate (empty flow set)")
+    if len(sets) == 1:
+        return sets[0]  # nothing to join: no copies
     width = max(s.res.shape[1] for s in sets)
     scales = [s.resource_scale for s in sets]
     rs = scales[0]
@@ -268,8 +270,11 @@ def to_problem(fs: FlowSet, router: Router, *, multiplicity: np.ndarray | None =
         raise FlowError(f"flows: resource {int(bad)} ({router.cf.link_name(int(router.members(int(bad))[0]))}) "
                         f"has no capacity (failed) but flows were routed over it")
     w = None if weight is None or np.all((weight == 1.0) | (local < 0)) else np.where(local >= 0, weight, 0.0)
-    problem = FlowProblem(capacity_Bps=cap, res=local, weight=w, size_bytes=fs.size_bytes, release_s=fs.release_s,
-                          latency_s=fs.latency_s, phase=fs.phase, phase_deps=fs.phase_deps,
+    # all-zero release times and one phase are the engine's defaults: no per-flow arrays to check
+    release = fs.release_s if np.any(fs.release_s) else None
+    phase = fs.phase if fs.n_phases > 1 or np.any(fs.phase) else None
+    problem = FlowProblem(capacity_Bps=cap, res=local, weight=w, size_bytes=fs.size_bytes, release_s=release,
+                          latency_s=fs.latency_s, phase=phase, phase_deps=fs.phase_deps,
                           phase_delay_s=fs.phase_delay_s, multiplicity=multiplicity,
                           resource_weight=None if rs is None else rs[used])
     return problem, used
