@@ -18,7 +18,7 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -91,6 +91,10 @@ def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: in
     labels = [n if names.count(n) == 1 else f"{n}#{i}" for i, n in enumerate(names)]
     fs = concat([p.flows.relabel(label) for p, label in zip(plans, labels)])
     problem, used = to_problem(fs, router)
+    if not report:
+        # only the report reads the flow sets again: free them (F x h resource ids, endpoints) before the engine
+        plans = [replace(p, flows=None) for p in plans]
+        del fs
     result = simulate_split(problem, mode=mode, epsilon=epsilon)
     # the congestion report (hot links and the groups on them) only when asked; the results need one number
     rep = congestion(router, fs, result, used, policy=planner.policy) if report else None

@@ -652,24 +652,27 @@ def _one_solve(pr: _Prob, rbytes, lb) -> FlowResult:
     state = np.full(ix.size, _mm._ALIVE, dtype=np.uint8)
     out = _mm._fill(ix, pr.cap, state, _mm._counts(ix, None))
     rates = out.rates()
-    tend = start.copy()
+    rounds = out.rounds
     sz = pr.size if flows is None else pr.size[flows]
-    dur = sz / rates  # inf rate -> 0
+    dur = np.divide(sz, rates, out=rates)  # inf rate -> 0; the rates are not needed any more
+    del rates
     if flows is None:
-        tend += dur
+        tend = dur + t0
     else:
+        tend = start.copy()
         tend[flows] += dur
-    fin = tend if pr.lat is None else tend + pr.lat
-    # busy: a resource is busy from t0 until its slowest flow ends (max over each resource's flow list)
+    # busy: a resource is busy from t0 until its slowest flow ends (max over each resource's flows)
     busy = np.zeros(pr.R)
     if ix.size:
         np.copyto(dur, 0.0, where=~np.isfinite(dur))
         busy = _slot_max(ix.res, dur, pr.R)[1:]
         np.maximum(busy, 0.0, out=busy)
+    del ix, out, dur
+    fin = tend if pr.lat is None else tend + pr.lat
     mk = float(fin.max()) if F else float(pr.delay[0])
     return FlowResult(start_s=start, transfer_end_s=tend, finish_s=fin, makespan_s=mk, resource_bytes=rbytes,
                       resource_busy_s=busy, resource_peak_utilization=None, lower_bound_s=lb,
-                      mode_used="one-solve", events=1, solves=1, rounds=out.rounds, exact=True, epsilon=0.0)
+                      mode_used="one-solve", events=1, solves=1, rounds=rounds, exact=True, epsilon=0.0)
 
 
 def _row_bincount(keys: np.ndarray, rates: np.ndarray, coef: np.ndarray | None, minlength: int) -> np.ndarray:

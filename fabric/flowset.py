@@ -261,8 +261,9 @@ def to_problem(fs: FlowSet, router: Router, *, multiplicity: np.ndarray | None =
         mark = _used_mark(res, R)
     # compact resource ids without sorting: number the used ones in id order
     used = np.flatnonzero(mark[:-1])
-    lookup = np.full(R + 1, -1, np.int32)
-    lookup[used] = np.arange(len(used), dtype=np.int32)
+    ids = np.int16 if len(used) < np.iinfo(np.int16).max else np.int32  # half the memory on most problems
+    lookup = np.full(R + 1, -1, ids)
+    lookup[used] = np.arange(len(used), dtype=ids)
     local = lookup[res]
     cap = router.resource_capacity_Bps()[used]
     if len(cap) and cap.min() <= 0:
