@@ -355,9 +355,10 @@ def _slot_sum(res: np.ndarray, per_flow: np.ndarray, weight: np.ndarray | None, 
     """
     r1 = n_res + 1
     out = np.zeros(r1)
+    keys = np.empty(res.shape[0], np.intp)  # one buffer for every column (fresh F-sized arrays page-fault)
     for j in range(res.shape[1] if res.ndim == 2 else 0):
         v = per_flow if weight is None else per_flow * weight[:, j]
-        out += np.bincount(np.add(res[:, j], 1, dtype=np.intp), weights=v, minlength=r1)
+        out += np.bincount(np.add(res[:, j], 1, out=keys, casting="unsafe"), weights=v, minlength=r1)
     return out
 
 
@@ -367,8 +368,9 @@ def _slot_max(res: np.ndarray, per_flow: np.ndarray, n_res: int) -> np.ndarray:
     One ``maximum.at`` per hop column: the values stay in flow order (no gather).
     """
     out = np.full(n_res + 1, -_INF)
+    keys = np.empty(res.shape[0], np.intp)
     for j in range(res.shape[1] if res.ndim == 2 else 0):
-        np.maximum.at(out, np.add(res[:, j], 1, dtype=np.intp), per_flow)
+        np.maximum.at(out, np.add(res[:, j], 1, out=keys, casting="unsafe"), per_flow)
     return out
 
 
@@ -1066,7 +1068,7 @@ class _EventLoop:
                 cnt = self.cntw - _mm._counts(ix, np.where(fixed, _mm._ALIVE, _mm._DONE).astype(np.uint8))
             else:
                 cnt = _mm._counts(ix, state)
-            out = _mm._fill(ix, self.pr.cap, state, cnt, _mm._fixed_load(ix, fixed, prev))
+            out = _mm._fill(ix, self.pr.cap, state, cnt, _mm._fixed_load(ix, fixed, prev), compiled=self.exact)
             rates = np.where(fixed[aidx], prev[aidx], out.level[out.bneck[aidx]])
             ri = np.flatnonzero(refill)
             self.L_bneck[ri] = out.bneck[ri]
@@ -1076,7 +1078,7 @@ class _EventLoop:
             else:
                 state = np.where(self.L_act, _mm._ALIVE, _mm._DONE).astype(np.uint8)
             cnt = self.cntw.copy()  # maintained on arrivals and departures
-            out = _mm._fill(ix, self.pr.cap, state, cnt)
+            out = _mm._fill(ix, self.pr.cap, state, cnt, compiled=self.exact)
             b = out.bneck[aidx]
             rates = out.level[b]
             self.L_bneck[aidx] = b

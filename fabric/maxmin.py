@@ -32,9 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.linalg import lapack as _lapack
 
+from fabric import kernels as _kernels
 from topologies.errors import FlowError
 
 __all__ = ["MaxMinResult", "maxmin_rates", "maxmin_refill"]
@@ -202,6 +201,8 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
     ordered by column, then by flow.  With ``coef2d`` (float64[n, h]) the
     coefficient of every entry is returned too, in the same order.
     """
+    import scipy.sparse as sp  # only the numpy path needs scipy (and its import time)
+
     n, h = rows.shape
     nnz = n * h
     r1 = n_res + 1
@@ -209,6 +210,8 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
     if nnz == 0:
         empty = (np.zeros(r1 + 1, dtype=idx_t), np.zeros(0, dtype=idx_t))
         return empty if coef2d is None else empty + (np.zeros(0),)
+    if _kernels.use_compiled(nnz):
+        return _kernels.csc(rows, n_res, coef2d)
     # entries per (slot, column), then where each column's run of a slot starts in the output
     counts = np.zeros((h, r1), dtype=np.int64)
     for j in range(h):
@@ -360,17 +363,18 @@ def _fixed_load(ix: _Index, sel: np.ndarray, rate: np.ndarray) -> np.ndarray:
 
 
 def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
-          fixed_load: np.ndarray | None = None) -> _Fill:
+          fixed_load: np.ndarray | None = None, *, compiled: bool = True) -> _Fill:
     """Progressive filling of the flows whose ``state`` is _ALIVE.
 
     ``state`` (uint8[n]) is updated in place (filled flows become _DONE);
     ``cnt`` (float64[R+1], per-slot coefficient sum of the alive flows) is
     consumed.  ``fixed_load`` is the per-slot load of flows kept at fixed rates.
+    ``compiled``: the compiled kernel may be used (:mod:`fabric.kernels`; same
+    rates to rounding, so callers whose later choices depend on the last bit,
+    like epoch mode, pass False).
     """
     n_res = ix.n_res
     r1 = n_res + 1
-    out = _Fill(ix.size, r1)
-    bneck, level = out.bneck, out.level
     rem = np.empty(r1)
     rem[0] = _INF
     rem[1:] = cap
@@ -378,6 +382,15 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
         rem -= fixed_load
         rem[0] = _INF
     cnt[0] = 0.0
+    if compiled and _kernels.use_compiled(ix.indices.shape[0]) and not (rem < 0.0).any():
+        out = _Fill.__new__(_Fill)
+        out.level, out.bneck, out.rounds = _kernels.fill(ix, rem, cnt, state, _ALIVE, _DONE, TIE_RTOL)
+        out.rem = rem
+        return out
+    from scipy.linalg import lapack as _lapack
+
+    out = _Fill(ix.size, r1)
+    bneck, level = out.bneck, out.level
     res, coef, indptr, indices, ecoef = ix.res, ix.coef, ix.indptr, ix.indices, ix.ecoef
     h = res.shape[1]
     ceps = ix.ceps
