@@ -40,20 +40,29 @@ def independent_size_classes(problem: FlowProblem, max_classes: int = 16) -> lis
     sizes = np.asarray(problem.size_bytes)
     if len(sizes) == 0 or sizes.min() == sizes.max():
         return None  # one size class
-    uniq, inv = np.unique(sizes, return_inverse=True)
-    if len(uniq) < 2 or len(uniq) > max_classes:
-        return None
+    # the distinct sizes, smallest first, by repeated minima (at most max_classes + 1 passes, no sort)
+    left = np.ones(len(sizes), dtype=np.bool_)
+    masks = []
+    while left.any():
+        if len(masks) == max_classes:
+            return None
+        v = sizes[left].min()
+        m = sizes == v
+        masks.append(m)
+        left &= ~m
     R = len(problem.capacity_Bps)
-    owner = np.full(R + 1, -1, np.int64)
+    taken = np.zeros(R + 1, dtype=np.bool_)  # slot 0: the padding
     res = np.asarray(problem.res)
     classes = []
-    for c in range(len(uniq)):
-        rows = np.flatnonzero(inv == c)
-        used = np.unique(res[rows])
-        used = used[used >= 0]
-        if (owner[used] >= 0).any():
+    for m in masks:
+        rows = np.flatnonzero(m)
+        used = np.zeros(R + 1, dtype=np.bool_)
+        for j in range(res.shape[1] if res.ndim == 2 else 0):
+            used[np.add(res[rows, j], 1, dtype=np.intp)] = True
+        used[0] = False
+        if (taken & used).any():
             return None
-        owner[used] = c
+        taken |= used
         classes.append(rows)
     return classes
 
