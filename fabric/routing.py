@@ -172,7 +172,8 @@ class _Rows:
 
     @property
     def weighted(self) -> bool:
-        return any(w is not None for w in self.w)
+        """True when some entry carries a weight other than 1 (unit weight columns need no array)."""
+        return any(w is not None and not bool(np.all((w == 1.0) | (r < 0))) for r, w in zip(self.res, self.w))
 
     def write(self, res_out: np.ndarray, w_out: np.ndarray | None) -> None:
         """Write the columns into preallocated ``res_out`` (-1 filled) and ``w_out`` (0 filled) row blocks."""
