@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fabric import kernels as _kernels
+from fabric.checks import check_active, check_capacity, check_per_flow, check_res, check_weight
 from topologies.errors import FlowError
 
 __all__ = ["MaxMinResult", "maxmin_rates", "maxmin_refill"]
@@ -63,79 +64,6 @@ class MaxMinResult:
     rates_Bps: np.ndarray
     bottleneck: np.ndarray
     rounds: int
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def _first_bad(mask: np.ndarray) -> int:
-    return int(np.flatnonzero(mask.ravel())[0])
-
-
-def _check_capacity(capacity_Bps) -> np.ndarray:
-    cap = np.asarray(capacity_Bps, dtype=np.float64)
-    if cap.ndim != 1:
-        raise FlowError(f"capacity_Bps: expected a 1-D array of resource capacities, got shape {cap.shape}")
-    bad = ~(cap > 0)  # catches NaN, 0 and negatives
-    if bad.any():
-        i = _first_bad(bad)
-        raise FlowError(f"capacity_Bps[{i}]: {float(cap[i])!r} is not allowed; capacities must be > 0 (np.inf allowed)")
-    return cap
-
-
-def _check_res(res, n_res: int) -> np.ndarray:
-    arr = np.asarray(res)
-    if arr.ndim != 2:
-        raise FlowError(f"res: expected a 2-D int array [flows, hops] of resource ids, got shape {arr.shape}")
-    if arr.dtype.kind not in "iu":
-        raise FlowError(f"res: expected an integer array of resource ids, got dtype {arr.dtype}")
-    if arr.size:
-        lo, hi = arr.min(), arr.max()
-        if lo < -1 or hi >= n_res:
-            bad = (arr < -1) | (arr >= n_res)
-            k = _first_bad(bad)
-            f, j = divmod(k, arr.shape[1])
-            raise FlowError(
-                f"res[{f}, {j}]: {int(arr[f, j])} is out of range; resource ids must be -1 (padding) or in [0, {n_res})"
-            )
-    return arr
-
-
-def _check_weight(weight, res: np.ndarray) -> np.ndarray | None:
-    if weight is None:
-        return None
-    w = np.asarray(weight, dtype=np.float64)
-    if w.shape != res.shape:
-        raise FlowError(f"weight: shape {w.shape} does not match res {res.shape}")
-    bad = ~((w > 0) & (w < _INF)) & (res >= 0)
-    if bad.any():
-        k = _first_bad(bad)
-        f, j = divmod(k, res.shape[1])
-        raise FlowError(f"weight[{f}, {j}]: {float(w[f, j])!r} is not allowed; weights must be finite and > 0")
-    return w
-
-
-def _check_per_flow(x, n_flows: int, name: str, *, positive: bool) -> np.ndarray | None:
-    if x is None:
-        return None
-    a = np.asarray(x, dtype=np.float64)
-    if a.shape != (n_flows,):
-        raise FlowError(f"{name}: expected shape ({n_flows},), got {a.shape}")
-    bad = ~((a > 0) & (a < _INF)) if positive else ~((a >= 0) & (a < _INF))
-    if bad.any():
-        i = _first_bad(bad)
-        rule = "finite and > 0" if positive else "finite and >= 0"
-        raise FlowError(f"{name}[{i}]: {float(a[i])!r} is not allowed; values must be {rule}")
-    return a
-
-
-def _check_active(active, n_flows: int) -> np.ndarray | None:
-    if active is None:
-        return None
-    a = np.asarray(active)
-    if a.shape != (n_flows,) or a.dtype != np.bool_:
-        raise FlowError(f"active: expected a bool array of shape ({n_flows},), got {a.dtype} {a.shape}")
-    return a
 
 
 # --------------------------------------------------------------------------- adjacency
@@ -561,16 +489,30 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
     return out
 
 
+# --------------------------------------------------------------------------- engine interface
+#
+# What the event loop (fabric.engine, fabric.eventloop) uses: an index over a subset of flows, a filling
+# with per-flow states, and the per-slot coefficient sums and fixed loads that warm starts need.
+
+ALIVE = _ALIVE  #: flow state: unfrozen, to be filled
+DONE = _DONE  #: flow state: frozen, inactive or fixed
+Index = _Index
+build_index = _build_index
+fill = _fill
+coef_sums = _counts
+fixed_load = _fixed_load
+
+
 # --------------------------------------------------------------------------- public API
 
 
 def _prepare(capacity_Bps, res, weight, multiplicity, active):
-    cap = _check_capacity(capacity_Bps)
-    res_a = _check_res(res, cap.shape[0])
+    cap = check_capacity(capacity_Bps)
+    res_a = check_res(res, cap.shape[0])
     n_flows = res_a.shape[0]
-    w = _check_weight(weight, res_a)
-    m = _check_per_flow(multiplicity, n_flows, "multiplicity", positive=True)
-    act = _check_active(active, n_flows)
+    w = check_weight(weight, res_a)
+    m = check_per_flow(multiplicity, n_flows, "multiplicity", positive=True)
+    act = check_active(active, n_flows)
     return cap, res_a, w, m, act
 
 

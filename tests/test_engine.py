@@ -296,14 +296,16 @@ def test_epoch_weights_multiplicity_and_infinite_resources():
 
 def test_epoch_aggregate_budget_invariant():
     # internals: the idled flow-time never exceeds eps x the elapsed flow-time
-    from fabric import engine as E
+    from fabric.eventloop import _EventLoop
+    from fabric.problem import _Prob
+    from fabric.reductions import _reduce_columns, _resource_bytes
 
     eps = 0.02
     p = skewed_alltoall(32, 8, 4, "moe", 7)
-    pr = E._Prob(p)
-    red = E._reduce_columns(pr)
+    pr = _Prob(p)
+    red = _reduce_columns(pr)
     seen = []
-    loop = E._EventLoop(pr.reduced(red) if red.res is not pr.res else pr, exact=False, epsilon=eps,
+    loop = _EventLoop(pr.reduced(red) if red.res is not pr.res else pr, exact=False, epsilon=eps,
                         time_series=False, memory_limit_bytes=8 << 30, base_bytes=0)
     orig = loop._account
 
@@ -312,7 +314,7 @@ def test_epoch_aggregate_budget_invariant():
         seen.append((loop.agg_lost, loop.agg_time))
 
     loop._account = account
-    rb = E._resource_bytes(pr)
+    rb = _resource_bytes(pr)
     loop.run(rb, float((rb / pr.cap).max()))
     lost, elapsed = np.array(seen).T
     assert elapsed[-1] > 0 and lost[-1] > 0.2 * eps * elapsed[-1]  # the budget is used, not vacuous
