@@ -254,3 +254,26 @@ def test_nvls_all_gather_across_domains_uses_an_inter_domain_ring():
     r = Router(compile_fabric(build("gb200-nvl72", {"domains": 2, "scaleout": "quantum-x800"})))
     [res] = run(r, [Collective("all_gather", tuple(range(144)), 1 << 28, "nvls")])
     assert res.algorithm == "hier(nvls+ring)"
+
+
+@pytest.mark.parametrize("policy", ["ecmp", "spray"])
+def test_results_without_the_report_equal_those_with_it(policy):
+    """No report: the same numbers (max link utilisation from the same bytes), and the efficiency
+    factors kept per resource give the schedule of the explicit F x h weights."""
+    from fabric import FlowSet, simulate
+    r = Router(compile_fabric(build("hgx-h100", {"domains": 2, "scaleout": "quantum-2"})))
+    ops = [Collective("all_to_all", tuple(range(16)), 1 << 24), Collective("all_reduce", tuple(range(16)), 1 << 24)]
+    with_rep = run(r, ops, policy=policy, report=True)
+    without = run(r, ops, policy=policy, report=False)
+    for a, b in zip(with_rep, without):
+        assert b.report is None and a.report is not None
+        assert b.time_s == a.time_s and b.max_link_utilization == a.max_link_utilization
+        assert b.max_link_utilization == a.report.max_utilization
+    planner = planner_for(r, policy=policy)
+    fs = planner.plan(ops[0]).flows
+    assert fs.resource_scale is not None
+    explicit = FlowSet(**{**fs.__dict__, "weight": fs.effective_weight(), "resource_scale": None})
+    a = simulate(to_problem(fs, r)[0])
+    b = simulate(to_problem(explicit, r)[0])
+    np.testing.assert_allclose(a.finish_s, b.finish_s, rtol=1e-9)
+    np.testing.assert_allclose(a.resource_bytes, b.resource_bytes, rtol=1e-9)
