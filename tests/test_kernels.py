@@ -47,7 +47,7 @@ def test_rates_agree_on_random_instances(monkeypatch):
 
 @pytest.mark.parametrize("mode", ["auto", "exact", "epoch"])
 def test_simulation_agrees(monkeypatch, mode):
-    cap, res = leaf_spine(32, hpl=8, spines=4, seed=2)
+    cap, res = leaf_spine(16, hpl=4, spines=2, seed=2)
     rng = np.random.default_rng(2)
     size = np.full(res.shape[0], 1e3) if mode == "auto" else rng.lognormal(7, 1, res.shape[0])
     p = FlowProblem(capacity_Bps=cap, res=res, size_bytes=size)
