@@ -202,3 +202,6 @@ def demo() -> None:
     from cli.demo import run_demo
 
     run_demo(_stdout(), _progress())
+
+from cli.models_cmd import models_command  # noqa: E402  (fabric-emu models)
+cli.add_command(models_command)

@@ -3,8 +3,10 @@
 from collectives.algorithms import NCCL_TO_OURS, Plan, Planner
 from collectives.calibration import Calibration, calibration
 from collectives.moe import ROUTING_KINDS, TokenRouting, route_tokens
-from collectives.ops import ALGORITHMS, COLLECTIVES, Collective, busbw_factor
+from collectives.ops import ALGORITHMS, COLLECTIVES, Collective, Options, busbw_factor
 from collectives.runner import CollectiveResult, planner_for, run, sweep
+from collectives.schedule import (TASK_TYPES, CollectiveTask, ComputeTask, PlanCache, ScheduleResult, SendTask,
+                                  TaskResult, schedule)
 
 __fabric_emu__ = True
 
@@ -20,9 +22,18 @@ __all__ = [
     "ALGORITHMS",
     "COLLECTIVES",
     "Collective",
+    "Options",
     "busbw_factor",
     "CollectiveResult",
     "planner_for",
     "run",
     "sweep",
+    "TASK_TYPES",
+    "CollectiveTask",
+    "ComputeTask",
+    "PlanCache",
+    "ScheduleResult",
+    "SendTask",
+    "TaskResult",
+    "schedule",
 ]

@@ -9,11 +9,12 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from topologies.errors import SpecError
 
-__all__ = ["COLLECTIVES", "ALGORITHMS", "Collective", "busbw_factor"]
+__all__ = ["COLLECTIVES", "ALGORITHMS", "Collective", "Options", "busbw_factor"]
 
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "moe_dispatch", "moe_combine",
                "send_recv", "broadcast")
@@ -49,6 +50,77 @@ def busbw_factor(collective: str, n: int) -> float:
     return 1.0
 
 
+def _freeze(key: str, value):
+    """A hashable, immutable form of an option value (mappings, lists and sets recursively)."""
+    if isinstance(value, Mapping):
+        return Options(value)
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(key, v) for v in value)
+    if isinstance(value, (set, frozenset)):
+        return frozenset(_freeze(key, v) for v in value)
+    try:
+        hash(value)
+    except TypeError:
+        raise SpecError(f"options {key}: a {type(value).__name__} value cannot be an option; use numbers, strings, "
+                        "tuples, mappings or frozen dataclasses") from None
+    return value
+
+
+class Options(Mapping):
+    """Algorithm options as an immutable, hashable mapping (keys sorted, values frozen).
+
+    Two collectives with different options (e.g. token routings) compare unequal
+    and hash apart; nested dicts become :class:`Options`, lists tuples.
+
+    Examples
+    --------
+    >>> a = Options({"pxn": False, "hier": {"inter": "ring"}})
+    >>> a["hier"]["inter"], a == {"hier": {"inter": "ring"}, "pxn": False}, hash(a) == hash(Options(a))
+    ('ring', True, True)
+    """
+
+    __slots__ = ("_items", "_map")
+
+    def __init__(self, data=None):
+        if isinstance(data, Options):
+            items = data._items
+        else:
+            pairs = data.items() if isinstance(data, Mapping) else (data or ())
+            frozen = {}
+            for k, v in pairs:
+                if not isinstance(k, str):
+                    raise SpecError(f"options: key {k!r} must be a string")
+                frozen[k] = _freeze(k, v)
+            items = tuple(sorted(frozen.items(), key=lambda kv: kv[0]))
+        object.__setattr__(self, "_items", items)
+        object.__setattr__(self, "_map", dict(items))
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Options are immutable")
+
+    def __getitem__(self, key):
+        return self._map[key]
+
+    def __iter__(self):
+        return iter(self._map)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Options):
+            return self._items == other._items
+        if isinstance(other, Mapping):
+            return self._map == dict(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"Options({self._map!r})"
+
+
 @dataclass(frozen=True)
 class Collective:
     """One collective on a group of GPU ranks.
@@ -68,9 +140,16 @@ class Collective:
         One of :data:`ALGORITHMS`.
     label : str
         Group name in congestion reports.
-    options : dict
+    options : mapping
         Algorithm options (``intra``/``inter`` for ``hier``; ``pxn``; ``moe``: a
-        :class:`collectives.moe.TokenRouting`).
+        :class:`collectives.moe.TokenRouting`). Stored as :class:`Options` (frozen,
+        hashable), so options take part in equality and hashing.
+
+    Examples
+    --------
+    >>> a = Collective("all_to_all", (0, 1), 64, options={"pxn": False})
+    >>> a == Collective("all_to_all", (0, 1), 64, options={"pxn": True}), a.options["pxn"]
+    (False, False)
     """
 
     collective: str
@@ -78,7 +157,7 @@ class Collective:
     size_bytes: int
     algorithm: str = "auto"
     label: str = ""
-    options: dict = field(default_factory=dict, compare=False, hash=False)
+    options: Options = field(default_factory=Options)
 
     def __post_init__(self) -> None:
         if self.collective not in COLLECTIVES:
@@ -94,6 +173,11 @@ class Collective:
         if len(set(ranks)) != len(ranks):
             raise SpecError("ranks: a group must not list a rank twice")
         object.__setattr__(self, "ranks", ranks)
+        if not isinstance(self.options, Options):
+            if self.options is not None and not isinstance(self.options, Mapping):
+                raise SpecError(f"options: expected a mapping of option names to values, got "
+                                f"{type(self.options).__name__}")
+            object.__setattr__(self, "options", Options(self.options))
         if isinstance(self.size_bytes, bool) or not isinstance(self.size_bytes, int) or self.size_bytes < 0:
             raise SpecError(f"size: {self.size_bytes!r} must be a whole number of bytes >= 0")
         if not self.label:

@@ -1,0 +1,615 @@
+"""Schedule tasks with dependencies on one fabric: collectives, compute gaps and sends in one simulation.
+
+A task is a frozen object with identity (two equal-looking tasks are two tasks):
+
+* :class:`CollectiveTask`: a :class:`~collectives.ops.Collective`, planned into flows;
+* :class:`ComputeTask`: a compute gap of ``duration_s`` on some ranks (no flows);
+* :class:`SendTask`: a one-way point-to-point transfer between two ranks.
+
+``after=`` lists other task objects (like htsim's triggers); ``delay_s`` waits
+that long after the last of them ends (or after time 0). :func:`schedule`
+compiles the tasks into one :class:`~fabric.engine.FlowProblem`: every task
+becomes phase(s) of the engine's phase DAG (``phase_deps`` CSR and
+``phase_delay_s``), a compute task one empty phase whose delay is
+``delay_s + duration_s``. All flows share the fabric max-min fairly, so tasks
+that overlap in time contend for links and tasks that do not, do not. Each
+task gets its own start, end, duration, bandwidth, max-link utilisation and
+lower bound, and the tasks it shared links with while both ran.
+
+Plans are cached (:class:`PlanCache`) by the op's shape and rescaled in size;
+the rescale is exact (see :class:`PlanCache`).
+
+Examples
+--------
+>>> from topologies import build
+>>> from fabric import compile_fabric, Router
+>>> r = Router(compile_fabric(build("hgx-h100")))
+>>> ar = CollectiveTask(Collective("all_reduce", tuple(range(8)), 1 << 28, "ring"), label="grads")
+>>> opt = ComputeTask(tuple(range(8)), 1e-3, after=(ar,), label="optimizer")
+>>> res = schedule(r, [ar, opt])
+>>> abs(res[opt].start_s - res[ar].end_s) < 1e-12, round(res[opt].duration_s * 1e3, 6)
+(True, 1.0)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from collectives import nccl_model as nm
+from collectives.algorithms import Plan, Planner
+from collectives.ops import Collective, busbw_factor
+from collectives.runner import planner_for
+from fabric import Router
+from fabric.congestion import CongestionReport, congestion
+from fabric.decompose import simulate_split
+from fabric.flowset import FlowSet, concat, to_problem
+from topologies.errors import SpecError
+
+__all__ = ["CollectiveTask", "ComputeTask", "SendTask", "TASK_TYPES", "PlanCache", "TaskResult", "ScheduleResult",
+           "schedule"]
+
+
+def _check_after(after, label: str) -> tuple:
+    if isinstance(after, TASK_TYPES):
+        after = (after,)
+    try:
+        after = tuple(after)
+    except TypeError:
+        raise SpecError(f"after ({label}): expected tasks, got {type(after).__name__}") from None
+    for a in after:
+        if not isinstance(a, TASK_TYPES):
+            raise SpecError(f"after ({label}): {a!r} is not a task (CollectiveTask, ComputeTask or SendTask)")
+    return after
+
+
+def _check_delay(value, name: str, label: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise SpecError(f"{name} ({label}): {value!r} must be a number of seconds >= 0") from None
+    if not (v >= 0 and math.isfinite(v)):
+        raise SpecError(f"{name} ({label}): {value!r} must be a finite number of seconds >= 0")
+    return v
+
+
+@dataclass(frozen=True, eq=False)
+class CollectiveTask:
+    """A collective, started when every task in ``after`` has ended, plus ``delay_s``."""
+
+    op: Collective
+    after: tuple = ()
+    delay_s: float = 0.0
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.op, Collective):
+            raise SpecError(f"op: expected a Collective, got {type(self.op).__name__}")
+        label = self.label or self.op.label
+        object.__setattr__(self, "label", label)
+        object.__setattr__(self, "after", _check_after(self.after, label))
+        object.__setattr__(self, "delay_s", _check_delay(self.delay_s, "delay_s", label))
+
+
+@dataclass(frozen=True, eq=False)
+class ComputeTask:
+    """A compute gap of ``duration_s`` on ``ranks`` (no traffic).
+
+    Ordering is explicit: tasks that must wait for it list it in ``after``
+    (the ranks are recorded, they impose no implicit order).
+    """
+
+    ranks: tuple
+    duration_s: float
+    after: tuple = ()
+    delay_s: float = 0.0
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        try:
+            ranks = tuple(int(r) for r in self.ranks)
+        except (TypeError, ValueError):
+            raise SpecError(f"ranks: {self.ranks!r} must be GPU ranks (integers)") from None
+        if not ranks or min(ranks) < 0:
+            raise SpecError("ranks: a compute task needs at least one rank, all >= 0")
+        label = self.label or f"compute[{len(ranks)}]"
+        object.__setattr__(self, "ranks", ranks)
+        object.__setattr__(self, "label", label)
+        object.__setattr__(self, "duration_s", _check_delay(self.duration_s, "duration_s", label))
+        object.__setattr__(self, "after", _check_after(self.after, label))
+        object.__setattr__(self, "delay_s", _check_delay(self.delay_s, "delay_s", label))
+
+
+@dataclass(frozen=True, eq=False)
+class SendTask:
+    """A one-way transfer of ``size_bytes`` from rank ``src`` to rank ``dst`` (NCCL send/recv)."""
+
+    src: int
+    dst: int
+    size_bytes: int
+    after: tuple = ()
+    delay_s: float = 0.0
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("src", "dst"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise SpecError(f"{name}: {v!r} must be a GPU rank (integer >= 0)")
+            object.__setattr__(self, name, int(v))
+        if self.src == self.dst:
+            raise SpecError(f"dst: a send needs two different ranks, got {self.src} -> {self.dst}")
+        s = self.size_bytes
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0:
+            raise SpecError(f"size: {s!r} must be a whole number of bytes >= 0")
+        object.__setattr__(self, "size_bytes", int(s))
+        label = self.label or f"send[{self.src}->{self.dst}]"
+        object.__setattr__(self, "label", label)
+        object.__setattr__(self, "after", _check_after(self.after, label))
+        object.__setattr__(self, "delay_s", _check_delay(self.delay_s, "delay_s", label))
+
+
+TASK_TYPES = (CollectiveTask, ComputeTask, SendTask)
+
+
+# --------------------------------------------------------------------------- plan cache
+
+
+class PlanCache:
+    """Plans by shape, rescaled in size: each shape is routed once.
+
+    The key is (collective, ranks, algorithm, options, policy, seed) plus the
+    *size-dependent decisions* of NCCL's model at the requested size: the
+    algorithm ``auto`` would pick, the best protocol of every algorithm and
+    every (algorithm, protocol) latency. Those are the only ways the size enters
+    :meth:`Planner.plan` besides the flow sizes, which are linear in it (ring
+    ``2(n-1)/n S``, tree ``S/2c``, NVLS ``S(1+1/n)``, all-to-all ``S/n``, ...).
+    So a hit with equal decisions is the fresh plan with every flow size times
+    ``S'/S``: exact up to rounding. Where the decisions differ (a protocol
+    switch, the multi-node ring latency plateau), the size is planned afresh.
+    MoE dispatch/combine ignore the size (token routing gives the bytes) and are
+    reused as they are.
+
+    Examples
+    --------
+    >>> from topologies import build
+    >>> from fabric import compile_fabric, Router
+    >>> cache = PlanCache(planner_for(Router(compile_fabric(build("hgx-h100")))))
+    >>> a = cache.plan(Collective("all_reduce", tuple(range(8)), 1 << 30, "ring"))
+    >>> b = cache.plan(Collective("all_reduce", tuple(range(8)), 1 << 29, "ring"))
+    >>> cache.misses, cache.hits, float(b.flows.size_bytes[0] / a.flows.size_bytes[0])
+    (1, 1, 0.5)
+    """
+
+    def __init__(self, planner: Planner):
+        self.planner = planner
+        self._exact: dict = {}
+        self._shape: dict = {}
+        self.hits = 0
+        self.misses = 0
+
+    def _shape_key(self, op: Collective) -> tuple:
+        p = self.planner
+        return (op.collective, op.ranks, op.algorithm, op.options, p.policy, p.seed)
+
+    def _decisions(self, op: Collective) -> tuple:
+        if op.collective not in nm.MODELED_COLLECTIVES:
+            return ()
+        size = max(op.size_bytes, 1)
+        system = self.planner.system(op.ranks)
+        ests = nm.algo_times(system, op.collective, size)
+        best: dict = {}
+        for e in ests:
+            if e.enabled and (e.algorithm not in best or e.time_s < best[e.algorithm][1]):
+                best[e.algorithm] = (e.protocol, e.time_s)
+        lat = tuple((e.algorithm, e.protocol, e.enabled, None if math.isnan(e.latency_s) else e.latency_s)
+                    for e in ests)
+        chosen = None
+        if op.algorithm == "auto":
+            try:
+                chosen = nm.choose(system, op.collective, size).algorithm
+            except SpecError:
+                chosen = "none"
+        return chosen, tuple(sorted((a, v[0]) for a, v in best.items())), lat
+
+    def plan(self, op: Collective) -> Plan:
+        """The plan of ``op`` (labelled as ``op``), from the cache when its shape was planned before."""
+        shape = self._shape_key(op)
+        sized = op.size_bytes if op.collective not in ("moe_dispatch", "moe_combine") else None
+        hit = self._exact.get((shape, sized))
+        if hit is None:
+            dec = self._decisions(op)
+            base = self._shape.get((shape, dec))
+            if base is None or (sized is not None and base.op.size_bytes == 0):
+                self.misses += 1
+                hit = self.planner.plan(op)
+                if sized is None or op.size_bytes > 0:
+                    self._shape[(shape, dec)] = hit
+            else:
+                self.hits += 1
+                hit = base if sized is None else _rescale(base, op.size_bytes)
+            self._exact[(shape, sized)] = hit
+        else:
+            self.hits += 1
+        return hit if hit.op is op else replace(hit, op=op)
+
+    def send(self, src: int, dst: int, size_bytes: int, label: str) -> Plan:
+        """A one-way send as a plan (NCCL p2p: Simple protocol, one ring step of latency)."""
+        op = Collective("send_recv", (src, dst), size_bytes, label=label)
+        key = (("send", src, dst, self.planner.policy, self.planner.seed), size_bytes)
+        hit = self._exact.get(key)
+        if hit is None:
+            base = self._shape.get(key[0])
+            if base is None or base.op.size_bytes == 0:
+                self.misses += 1
+                fs = self.planner.direct(op, [src], [dst], float(size_bytes), pxn=False)
+                hit = Plan(op, fs, "direct", "Simple", None, float(fs.latency_s.max(initial=0)))
+                if size_bytes > 0:
+                    self._shape[key[0]] = hit
+            else:
+                self.hits += 1
+                hit = _rescale(base, size_bytes)
+            self._exact[key] = hit
+        else:
+            self.hits += 1
+        return replace(hit, op=op)
+
+
+def _rescale(plan: Plan, size_bytes: int) -> Plan:
+    f = size_bytes / plan.op.size_bytes
+    return replace(plan, op=replace(plan.op, size_bytes=size_bytes),
+                   flows=replace(plan.flows, size_bytes=plan.flows.size_bytes * f))
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """One task's own figures (not the run's).
+
+    ``lower_bound_s``: the larger of its heaviest link's bytes over capacity and
+    its slowest flow alone (size at its path's bottleneck plus latency); a
+    compute task's is its duration. ``max_link_utilization``: its bytes on its
+    busiest link over (capacity x its duration). ``shared_with``: labels of the
+    tasks whose flows crossed a link it used while both were running, and
+    ``shared_links`` those links (link ids of the fabric, trunks expanded).
+    """
+
+    index: int
+    label: str
+    kind: str                      # "collective" | "compute" | "send"
+    start_s: float
+    end_s: float
+    duration_s: float
+    algorithm: str | None
+    protocol: str | None
+    size_bytes: int | None
+    algbw_Bps: float | None
+    busbw_Bps: float | None
+    max_link_utilization: float
+    lower_bound_s: float
+    bytes_on_wire: float
+    shared_with: tuple
+    shared_with_index: tuple
+    shared_links: np.ndarray
+
+    def as_dict(self) -> dict:
+        return {"index": self.index, "label": self.label, "kind": self.kind, "start_us": self.start_s * 1e6,
+                "end_us": self.end_s * 1e6, "duration_us": self.duration_s * 1e6, "algorithm": self.algorithm,
+                "protocol": self.protocol, "size_bytes": self.size_bytes,
+                "algbw_GBps": None if self.algbw_Bps is None else self.algbw_Bps / 1e9,
+                "busbw_GBps": None if self.busbw_Bps is None else self.busbw_Bps / 1e9,
+                "max_link_utilization": self.max_link_utilization, "lower_bound_us": self.lower_bound_s * 1e6,
+                "bytes_on_wire": self.bytes_on_wire, "shared_with": list(self.shared_with),
+                "shared_links": len(self.shared_links)}
+
+
+@dataclass(frozen=True)
+class ScheduleResult:
+    """Every task's result (input order), the makespan and, with ``report``, the run's congestion.
+
+    Index it by position or by the task object: ``res[task]``.
+    """
+
+    tasks: tuple
+    makespan_s: float
+    lower_bound_s: float
+    engine_mode: str
+    plan_hits: int
+    plan_misses: int
+    report: CongestionReport | None
+    _index: dict
+
+    def __getitem__(self, key) -> TaskResult:
+        if isinstance(key, (int, np.integer)):
+            return self.tasks[key]
+        try:
+            return self.tasks[self._index[key]]
+        except (KeyError, TypeError):
+            raise SpecError(f"schedule: {key!r} is not one of the scheduled tasks") from None
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def __iter__(self):
+        return iter(self.tasks)
+
+    def as_dict(self) -> dict:
+        out = {"makespan_us": self.makespan_s * 1e6, "lower_bound_us": self.lower_bound_s * 1e6,
+               "engine_mode": self.engine_mode, "tasks": [t.as_dict() for t in self.tasks]}
+        if self.report is not None:
+            out["congestion"] = self.report.as_dict()
+        return out
+
+
+# --------------------------------------------------------------------------- compile and run
+
+
+def _order(tasks: list) -> np.ndarray:
+    """Topological order of the tasks (Kahn); SpecError on unknown tasks in ``after`` or a cycle."""
+    index = {}
+    for i, t in enumerate(tasks):
+        if not isinstance(t, TASK_TYPES):
+            raise SpecError(f"tasks[{i}]: {t!r} is not a task (CollectiveTask, ComputeTask or SendTask)")
+        if t in index:
+            raise SpecError(f"tasks[{i}]: task {t.label!r} is listed twice")
+        index[t] = i
+    deps = []
+    for t in tasks:
+        d = []
+        for a in t.after:
+            j = index.get(a)
+            if j is None:
+                raise SpecError(f"after ({t.label}): task {a.label!r} is not among the scheduled tasks")
+            d.append(j)
+        deps.append(d)
+    T = len(tasks)
+    indeg = np.array([len(d) for d in deps], np.int64)
+    users = [[] for _ in range(T)]
+    for i, d in enumerate(deps):
+        for j in d:
+            users[j].append(i)
+    stack = [i for i in range(T) if indeg[i] == 0][::-1]
+    order = []
+    while stack:
+        i = stack.pop()
+        order.append(i)
+        for u in users[i]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                stack.append(u)
+    if len(order) < T:
+        left = [tasks[i].label for i in range(T) if indeg[i] > 0]
+        raise SpecError(f"after: dependency cycle among tasks {', '.join(left[:6])}"
+                        f"{' ...' if len(left) > 6 else ''}; dependencies must be acyclic")
+    return index, deps, np.asarray(order, np.int64)
+
+
+def _empty(label: str) -> FlowSet:
+    z = np.zeros(0)
+    zi = np.zeros(0, np.int64)
+    return FlowSet(res=np.zeros((0, 1), np.int32), weight=None, size_bytes=z, src=zi, dst=zi, latency_s=z,
+                   release_s=z, phase=np.zeros(0, np.int32), group=np.zeros(0, np.int32), labels=(label,))
+
+
+def _unique_labels(tasks) -> list[str]:
+    names = [t.label for t in tasks]
+    seen: dict = {}
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+    return [n if seen[n] == 1 else f"{n}#{i}" for i, n in enumerate(names)]
+
+
+def schedule(router: Router, tasks, *, policy: str = "ecmp", seed: int = 0, planner: Planner | None = None,
+             cache: PlanCache | None = None, mode: str = "auto", epsilon: float = 0.01,
+             report: bool = False) -> ScheduleResult:
+    """Run ``tasks`` (with their dependencies) in one flow simulation on ``router``'s fabric.
+
+    Parameters
+    ----------
+    router : fabric.Router
+    tasks : sequence of CollectiveTask, ComputeTask, SendTask
+        Every task named in an ``after`` must be in the sequence.
+    policy, seed : routing policy and seed (when no planner or cache is given).
+    planner : Planner, optional
+    cache : PlanCache, optional
+        Keep one across calls to reuse plans (its planner is used).
+    mode, epsilon : the flow engine's mode and epoch tolerance.
+    report : bool
+        Also compute the run's congestion report.
+
+    Returns
+    -------
+    ScheduleResult
+    """
+    tasks = list(tasks)
+    if not tasks:
+        raise SpecError("schedule: nothing to run (no tasks)")
+    index, deps, order = _order(tasks)
+    if cache is None:
+        cache = PlanCache(planner or planner_for(router, policy=policy, seed=seed))
+    planner = cache.planner
+    h0, m0 = cache.hits, cache.misses
+    labels = _unique_labels(tasks)
+    T = len(tasks)
+    plans: list = [None] * T
+    sets = []
+    for i, t in enumerate(tasks):
+        if isinstance(t, CollectiveTask):
+            plans[i] = cache.plan(t.op)
+            sets.append(plans[i].flows.relabel(labels[i]))
+        elif isinstance(t, SendTask):
+            plans[i] = cache.send(t.src, t.dst, t.size_bytes, labels[i])
+            sets.append(plans[i].flows.relabel(labels[i]))
+        else:
+            sets.append(_empty(labels[i]))
+    # phases: task i owns phases [off[i], off[i] + n[i]); its entry phases (no internal deps) wait for every
+    # phase of the tasks it is after, plus its delay; a compute task is one empty phase delayed by delay + duration
+    n_ph = np.array([s.n_phases for s in sets], np.int64)
+    off = np.concatenate([[0], np.cumsum(n_ph)])
+    P = int(off[-1])
+    delay = np.zeros(P)
+    ptr, idx = [0], []
+    for i, (t, s) in enumerate(zip(tasks, sets)):
+        ext = [p for j in deps[i] for p in range(off[j], off[j + 1])]
+        sp_, si_ = s.phase_deps if s.phase_deps is not None else (np.zeros(s.n_phases + 1, np.int64), ())
+        own = t.delay_s + (t.duration_s if isinstance(t, ComputeTask) else 0.0)
+        for q in range(s.n_phases):
+            inner = [int(x) + off[i] for x in si_[sp_[q]:sp_[q + 1]]]
+            if not inner:
+                idx.extend(ext)
+                delay[off[i] + q] = own
+            idx.extend(inner)
+            ptr.append(len(idx))
+            if s.phase_delay_s is not None:
+                delay[off[i] + q] += float(s.phase_delay_s[q])
+    fs = concat(sets)
+    fs = replace(fs, n_phases=P, phase_deps=(np.asarray(ptr, np.int64), np.asarray(idx, np.int64)),
+                 phase_delay_s=delay)
+    owner = np.repeat(np.arange(T), [s.n_flows for s in sets])
+    if fs.n_flows:
+        problem, used = to_problem(fs, router)
+        result = simulate_split(problem, mode=mode, epsilon=epsilon)
+        fin = result.finish_s
+    else:
+        problem, used, result, fin = None, np.zeros(0, np.int64), None, np.zeros(0)
+    # phase times, the way the engine sets them: start = max(end of deps) + delay, end = last flow's finish
+    ph_has = np.bincount(fs.phase, minlength=P) > 0
+    ph_max = np.full(P, -np.inf)
+    np.maximum.at(ph_max, fs.phase, fin)
+    ph_start = np.zeros(P)
+    ph_end = np.zeros(P)
+    ptr_a, idx_a = np.asarray(ptr), np.asarray(idx, np.int64)
+    for i in order:
+        for q in range(off[i], off[i + 1]):
+            d = idx_a[ptr_a[q]:ptr_a[q + 1]]
+            ph_start[q] = (ph_end[d].max() if len(d) else 0.0) + delay[q]
+            ph_end[q] = ph_max[q] if ph_has[q] else ph_start[q]
+    # per (task, resource) bytes on the wire
+    stats = _task_link_stats(problem, owner, T) if problem is not None else None
+    starts = np.array([ph_start[off[i]:off[i + 1]].min() for i in range(T)])
+    ends = np.array([ph_end[off[i]:off[i + 1]].max() for i in range(T)])
+    for i, t in enumerate(tasks):  # a compute task occupies [start + ..., end]: its delay is not work
+        if isinstance(t, ComputeTask):
+            starts[i] = ends[i] - t.duration_s
+    shared = _sharing(stats, starts, ends, used, router, T) if stats is not None else {}
+    out = []
+    for i, t in enumerate(tasks):
+        dur = float(ends[i] - starts[i])
+        p = plans[i]
+        util, lb, wire = 0.0, 0.0, 0.0
+        if stats is not None:
+            util, lb, wire = _own_figures(stats, problem, owner, i, dur)
+        algbw = busbw = None
+        algo = proto = None
+        size = None
+        kind = "compute"
+        if isinstance(t, ComputeTask):
+            lb = t.duration_s
+        else:
+            op = p.op
+            kind = "send" if isinstance(t, SendTask) else "collective"
+            size = op.size_bytes
+            payload = p.logical_bytes if p.logical_bytes is not None else float(op.size_bytes)
+            algbw = payload / dur if dur > 0 else 0.0
+            factor = 1.0 if (p.logical_bytes is not None or kind == "send") else busbw_factor(op.collective, op.n)
+            busbw = algbw * factor
+            algo, proto = p.algorithm, p.protocol
+        partners, links = shared.get(i, ((), np.zeros(0, np.int64)))
+        out.append(TaskResult(index=i, label=labels[i], kind=kind, start_s=float(starts[i]), end_s=float(ends[i]),
+                              duration_s=dur, algorithm=algo, protocol=proto, size_bytes=size, algbw_Bps=algbw,
+                              busbw_Bps=busbw, max_link_utilization=util, lower_bound_s=lb, bytes_on_wire=wire,
+                              shared_with=tuple(labels[j] for j in partners), shared_with_index=tuple(partners),
+                              shared_links=links))
+    makespan = float(max(ends.max(initial=0.0), result.makespan_s if result is not None else 0.0))
+    rep = None
+    if report and result is not None:
+        rep = congestion(router, fs, result, used, policy=planner.policy)
+    return ScheduleResult(tasks=tuple(out), makespan_s=makespan,
+                          lower_bound_s=float(result.lower_bound_s) if result is not None else 0.0,
+                          engine_mode=result.mode_used if result is not None else "none",
+                          plan_hits=cache.hits - h0, plan_misses=cache.misses - m0, report=rep, _index=index)
+
+
+@dataclass(frozen=True)
+class _Stats:
+    task: np.ndarray      # int64[K] task of each (task, resource) pair, sorted by task
+    res: np.ndarray       # int64[K] local resource id
+    bytes: np.ndarray     # float64[K] wire bytes of the task on the resource
+    ptr: np.ndarray       # int64[T + 1] CSR over tasks
+    flow_bound: np.ndarray  # float64[F] size at the path bottleneck + latency
+
+
+def _task_link_stats(problem, owner: np.ndarray, T: int) -> _Stats:
+    res = np.asarray(problem.res, np.int64)
+    F, h = res.shape
+    w = np.ones(res.shape) if problem.weight is None else np.asarray(problem.weight)
+    ok = res >= 0
+    R = len(problem.capacity_Bps)
+    size = np.asarray(problem.size_bytes, np.float64)
+    keys = (np.repeat(owner, h) * R + res.ravel())[ok.ravel()]
+    vals = (w * size[:, None]).ravel()[ok.ravel()]
+    uk, inv = np.unique(keys, return_inverse=True)
+    by = np.bincount(inv.ravel(), weights=vals, minlength=len(uk))
+    task, rr = uk // R, uk % R
+    ptr = np.searchsorted(task, np.arange(T + 1))
+    cap = np.asarray(problem.capacity_Bps, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = np.where(ok, w / cap[np.maximum(res, 0)], 0.0)
+    lat = np.zeros(F) if problem.latency_s is None else np.asarray(problem.latency_s)
+    return _Stats(task=task, res=rr, bytes=by, ptr=ptr, flow_bound=size * per.max(axis=1, initial=0.0) + lat)
+
+
+def _own_figures(st: _Stats, problem, owner, i: int, dur: float) -> tuple[float, float, float]:
+    a, b = st.ptr[i], st.ptr[i + 1]
+    if a == b:
+        return 0.0, 0.0, 0.0
+    cap = np.asarray(problem.capacity_Bps, np.float64)[st.res[a:b]]
+    t_link = st.bytes[a:b] / cap
+    mine = owner == i
+    lb = max(float(t_link.max()), float(st.flow_bound[mine].max(initial=0.0)))
+    util = float(t_link.max() / dur) if dur > 0 else 0.0
+    return util, lb, float(st.bytes[a:b].sum())
+
+
+def _sharing(st: _Stats, starts, ends, used, router: Router, T: int) -> dict:
+    """Per task: (partners, link ids) of the tasks whose flows crossed its links while both ran."""
+    has = np.diff(st.ptr) > 0
+    cand = np.flatnonzero(has & (ends > starts))
+    if len(cand) < 2:
+        return {}
+    o = cand[np.lexsort((ends[cand], starts[cand]))]
+    s, e = starts[o], ends[o]
+    hi = np.searchsorted(s, e, side="left")          # tasks starting before i ends (and at or after its start)
+    cnt = np.maximum(hi - np.arange(len(o)) - 1, 0)
+    if cnt.sum() == 0:
+        return {}
+    a = np.repeat(np.arange(len(o)), cnt)
+    b = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt) + a + 1
+    keep = e[b] > s[a]
+    A, B = o[a[keep]], o[b[keep]]
+    if len(A) == 0:
+        return {}
+    R = int(st.res.max()) + 1
+    M = sp.csr_matrix((np.ones(len(st.res)), (st.task, st.res)), shape=(T, R))
+    common = np.asarray(M[A].multiply(M[B]).sum(axis=1)).ravel() > 0
+    A, B = A[common], B[common]
+    if len(A) == 0:
+        return {}
+    PA = np.concatenate([A, B])
+    PB = np.concatenate([B, A])
+    O = sp.csr_matrix((np.ones(len(PA)), (PA, PB)), shape=(T, T))
+    S = (O @ M).multiply(M).tocsr()                  # resources a task shares with an overlapping partner
+    S.eliminate_zeros()
+    L = router.n_links
+    out = {}
+    for i in np.unique(PA):
+        partners = tuple(int(j) for j in np.sort(O.indices[O.indptr[i]:O.indptr[i + 1]]))
+        rid = used[S.indices[S.indptr[i]:S.indptr[i + 1]]]
+        parts = [rid[rid < L]] + [router.members(int(r)) for r in rid[rid >= L]]
+        out[int(i)] = (partners, np.unique(np.concatenate(parts)).astype(np.int64))
+    return out
