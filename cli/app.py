@@ -164,17 +164,22 @@ def bisect_cmd(topo: str, sets, fail, degrade, as_json: bool) -> None:
 @click.option("--topk", "topk", default=8, show_default=True, type=int, help="MoE experts per token.")
 @failure_options
 @click.option("--report", "report", is_flag=True, help="Add the congestion report (for the largest size).")
+@click.option("--top", "top", default=10, show_default=True, type=click.IntRange(min=1),
+              help="Hottest links in the congestion report.")
+@click.option("--plot", "plot", default=None, type=click.Path(dir_okay=False),
+              help="Write busbw against size (.png/.svg); with --report also the link utilisation heat map.")
 @json_option
 @handles_errors
 def run_cmd(collective, topo, sets, ranks, size, sizes, algo, routing, seed, groups, layout, pxn, moe_routing,
-            tokens, hidden, experts, topk, fail, degrade, report, as_json) -> None:
+            tokens, hidden, experts, topk, fail, degrade, report, top, plot, as_json) -> None:
     """Simulate COLLECTIVE on a fabric and print nccl-tests-style results."""
     from cli.run import run_command
 
     run_command(_stdout(), _progress(), as_json=as_json, collective=collective,
                 topo=topo, sets=parse_sets(sets), ranks=ranks, size=size, sizes=sizes, algo=algo, routing=routing,
                 seed=seed, groups=groups, layout=layout, pxn=pxn, moe_routing=moe_routing, tokens=tokens,
-                hidden=hidden, experts=experts, topk=topk, fail=fail, degrade=degrade, report=report)
+                hidden=hidden, experts=experts, topk=topk, fail=fail, degrade=degrade, report=report,
+                top=top, plot=plot)
 
 
 @cli.command("validate")
@@ -205,3 +210,5 @@ def demo() -> None:
 
 from cli.models_cmd import models_command  # noqa: E402  (fabric-emu models)
 cli.add_command(models_command)
+from cli.sweep_cmd import sweep_group  # noqa: E402  (fabric-emu sweep)
+cli.add_command(sweep_group)

@@ -9,7 +9,7 @@ from rich.text import Text
 from fabric.congestion import CongestionReport
 from topologies.units import format_size
 
-__all__ = ["results_table", "congestion_panel", "validation_table", "bar"]
+__all__ = ["results_table", "congestion_panel", "validation_table", "bar", "sweep_table", "cell"]
 
 
 def bar(fraction: float, width: int = 20) -> Text:
@@ -76,4 +76,39 @@ def validation_table(rep) -> Table:
         mark = {True: Text("pass", "green"), False: Text("FAIL", "bold red"), None: Text("n/a", "dim")}[r.passed]
         t.add_row(r.id, r.quantity, pred, meas, err, tol, mark, r.note)
     t.caption = f"mean |error| {rep.mean_abs_error:.1%}, max |error| {rep.max_abs_error:.1%}"
+    return t
+
+
+def cell(value) -> str:
+    """A table cell: numbers with 4 significant digits and thousands separators, None as '-'."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if value != value:
+            return "-"
+        if value == 0 or 1e-3 <= abs(value) < 1e15:
+            digits = max(0, 3 - int(f"{abs(value):e}".split("e")[1])) if value else 0
+            return f"{value:,.{digits}f}"
+        return f"{value:.3g}"
+    return str(value)
+
+
+def sweep_table(rows: list[dict], columns: list[str], best_id: str | None, title: str) -> Table:
+    """Stored sweep points as a table (``columns`` in order), the best point marked with a star."""
+    t = Table(title=title, title_justify="left")
+    t.add_column("", no_wrap=True, width=1)
+    for c in columns:
+        numeric = any(isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in rows)
+        t.add_column(c, justify="right" if numeric else "left", overflow="ellipsis",
+                     no_wrap=numeric or c in ("routing", "status", "op"))
+    for r in rows:
+        mark = Text("★", style="bold green") if r["point_id"] == best_id else Text("")
+        cells = [Text(cell(r.get(c)), style="red" if c == "status" and r.get(c) != "ok" else "") for c in columns]
+        t.add_row(mark, *cells)
+    if best_id is not None:
+        t.caption = "★ best point"
     return t

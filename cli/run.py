@@ -34,7 +34,7 @@ def make_groups(n_total: int, ranks: str, groups: int, layout: str) -> list[tupl
 
 def run_command(out: Console, err: Console, *, as_json: bool, collective: str, topo: str, sets: dict, ranks: str,
                 size, sizes, algo, routing, seed, groups, layout, pxn, moe_routing, tokens, hidden, experts, topk,
-                fail, degrade, report) -> None:
+                fail, degrade, report, top=10, plot=None) -> None:
     if collective not in COLLECTIVES:
         raise SpecError(f"COLLECTIVE: {collective!r} is not one of {', '.join(COLLECTIVES)}")
     if size and sizes:
@@ -68,6 +68,15 @@ def run_command(out: Console, err: Console, *, as_json: bool, collective: str, t
     rows = sweep(router, collective, rank_groups, size_list, algorithm=algo, report=report, options=options,
                  planner=planner, progress=progress)
     last = rows[-len(rank_groups)].report if report else None
+    if plot:
+        import numpy as np
+
+        from cli.plot import run_figure
+        from topologies.graph import TIERS
+
+        run_figure(plot, rows, last, np.asarray(TIERS)[cf.link_tier] if last is not None else None,
+                   title=f"{collective} on {cf.name}, routing {routing}")
+        err.print(f"wrote {plot}")
     if as_json:
         from cli.app import _echo_json
         _echo_json([r.as_dict() for r in rows])
@@ -78,4 +87,4 @@ def run_command(out: Console, err: Console, *, as_json: bool, collective: str, t
     if moe:
         out.print("* MoE sizes are DeepEP's logical bytes per rank; algbw = logical bytes / time.")
     if last is not None:
-        out.print(congestion_panel(last))
+        out.print(congestion_panel(last, top=top))
