@@ -27,6 +27,7 @@ Examples
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import math
 import os
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from workloads.sweep.grid import each, expand
 from workloads.sweep.params import LIST_KEYS, Point, kind_of, normalise
 
 __all__ = ["SweepPlan", "SweepOutcome", "plan_sweep", "run_sweep", "batches", "make_executor", "InlineExecutor",
-           "MAX_BATCH", "default_jobs"]
+           "MAX_BATCH", "default_jobs", "point_cost"]
 
 #: Largest batch of points in one task.
 MAX_BATCH = 16
@@ -101,18 +102,60 @@ def plan_sweep(op: str, base: dict, grid, zip_axes=(), *, zipped: bool = False) 
     return SweepPlan(op=op, points=tuple(points), swept_keys=swept)
 
 
-def batches(points: list[Point], workers: int) -> list[list[Point]]:
-    """Cut ``points`` (sorted by topology) into batches: about four per worker, at most :data:`MAX_BATCH`.
+def batches(points: list, workers: int, cost=None) -> list[list]:
+    """Cut ``points`` into batches of about a quarter of a worker's share of the work, heaviest first.
+
+    ``cost(point)`` is a relative work estimate (default 1 per point). Points keep
+    their order inside a batch (callers sort by topology so that a batch shares
+    its fabric); a batch holds at most :data:`MAX_BATCH` points. Batches are
+    returned heaviest first, so that the longest tasks start first (LPT order).
 
     Examples
     --------
     >>> [len(b) for b in batches(list(range(10)), 1)]
-    [3, 3, 3, 1]
+    [2, 2, 2, 2, 2]
+    >>> [b for b in batches([1, 1, 1, 9], 1, cost=float)]
+    [[9], [1, 1, 1]]
     """
     if not points:
         return []
-    size = max(1, min(MAX_BATCH, math.ceil(len(points) / (4 * max(1, workers)))))
-    return [points[i:i + size] for i in range(0, len(points), size)]
+    costs = [float(cost(p)) if cost else 1.0 for p in points]
+    target = sum(costs) / (4 * max(1, workers))
+    out, cur, acc = [], [], 0.0
+    for p, c in zip(points, costs):
+        if cur and (acc + c > target * (1 + 1e-9) or len(cur) >= MAX_BATCH):
+            out.append((acc, cur))
+            cur, acc = [], 0.0
+        cur.append(p)
+        acc += c
+    out.append((acc, cur))
+    order = sorted(range(len(out)), key=lambda i: -out[i][0])
+    return [out[i][1] for i in order]
+
+
+_A2A = ("all_to_all", "moe_dispatch", "moe_combine")
+
+
+@functools.lru_cache(maxsize=256)
+def _estimate(topo: str, sets: tuple):
+    from topologies.spec import estimate_topology
+
+    try:
+        return estimate_topology(topo, dict(sets))
+    except Exception:  # noqa: BLE001 - an estimate only; the point reports its own error when run
+        return None
+
+
+def point_cost(p: Point) -> float:
+    """Relative work of a point, for scheduling only: links to build plus flows to simulate."""
+    est = _estimate(p.topo, tuple(sorted((k, str(v)) for k, v in p.sets.items()))) if p.kind == "collective" \
+        else None
+    links = est.links if est else 0
+    n = est.gpus if est else int(p.inputs.get("gpus") or 1)
+    if p.kind == "collective" and p.inputs.get("ranks") not in (None, "all"):
+        n = int(p.inputs["ranks"])
+    flows = n * n if (p.kind == "step" or p.op in _A2A) else n
+    return float(links + flows)
 
 
 class InlineExecutor(cf.Executor):
@@ -178,7 +221,7 @@ def run_sweep(plan: SweepPlan, store, *, executor=None, workers: int = 1, progre
         return out
     ex = executor or InlineExecutor()
     by_id = {p.point_id: p for p in todo}
-    queue = batches(todo, workers)
+    queue = batches(todo, workers, cost=point_cost)
     window = max(1, 2 * workers)
     pending: set = set()
     base_seq = store.conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM points").fetchone()[0]

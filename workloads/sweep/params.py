@@ -86,6 +86,8 @@ def _ranks(key, v):
 def _size(key, v):
     if isinstance(v, bool):
         raise SpecError(f"{key}: {brief(v)} is not a size")
+    if isinstance(v, str) and v.strip().isascii() and v.strip().isdigit() and len(v.strip()) < 20:
+        v = int(v.strip())   # bare digits in a grid are bytes
     if isinstance(v, int):
         if v < 0:
             raise SpecError(f"{key}: {v} must be >= 0 bytes")
