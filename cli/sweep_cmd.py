@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import click
@@ -98,14 +99,17 @@ def _sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs,
     err.print(f"planning the sweep of {op} ...")
     plan = plan_sweep(op, base, axes, zip_axes, zipped=zipped)
     store = Store.open(db)
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         ex, workers, close = make_executor(jobs or default_jobs(), scheduler)
+        outcome = None
         try:
             outcome = _with_progress(plan, store, ex, workers)
         finally:
-            close()
+            close(now=outcome is None or outcome.interrupted)
         counts = store.count()
     finally:
+        signal.signal(signal.SIGTERM, previous)
         store.close()
     summary = {"db": db, "points": outcome.total, "skipped": outcome.skipped, "evaluated": outcome.done,
                "failed_now": outcome.failed, "stored_ok": counts.get("ok", 0), "stored_failed": counts.get("error", 0),
@@ -118,6 +122,11 @@ def _sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs,
     if outcome.interrupted:
         click.echo("interrupted: the finished points are stored; re-run the same command to resume", err=True)
         sys.exit(130)
+
+
+def _terminate(signum, frame):
+    """SIGTERM stops a sweep like Ctrl-C: finished points stay stored, workers are stopped."""
+    raise KeyboardInterrupt
 
 
 def _with_progress(plan, store, ex, workers):

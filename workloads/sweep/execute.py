@@ -173,7 +173,10 @@ class InlineExecutor(cf.Executor):
 
 
 def make_executor(jobs: int = 1, scheduler: str | None = None):
-    """``(executor, workers, closer)``: Dask at ``scheduler``, else a pool of ``jobs`` processes, else inline."""
+    """``(executor, workers, close)``: Dask at ``scheduler``, else a pool of ``jobs`` processes, else inline.
+
+    ``close(now=False)`` releases the executor; ``now=True`` (after an interrupt) also stops running workers.
+    """
     if scheduler:
         try:
             from distributed import Client
@@ -185,17 +188,23 @@ def make_executor(jobs: int = 1, scheduler: str | None = None):
             raise SpecError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
         workers = max(1, sum(int(w.get("nthreads", 1)) for w in client.scheduler_info()["workers"].values()))
         ex = client.get_executor(pure=False)
-        return ex, workers, client.close
+        return ex, workers, lambda now=False: client.close()
     if jobs < 1:
         raise SpecError(f"--jobs: {jobs} must be >= 1")
     if jobs == 1:
         ex = InlineExecutor()
-        return ex, 1, lambda: None
+        return ex, 1, lambda now=False: None
     import multiprocessing as mp
 
     ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
     ex = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
-    return ex, jobs, lambda: ex.shutdown(wait=False, cancel_futures=True)
+
+    def close(now: bool = False) -> None:
+        if now:   # interrupted: stop the workers' current points too (they are not stored)
+            for proc in list(getattr(ex, "_processes", {}).values()):
+                proc.terminate()
+        ex.shutdown(wait=not now, cancel_futures=True)
+    return ex, jobs, close
 
 
 def _topo_key(p: Point):
