@@ -9,7 +9,7 @@ from rich.text import Text
 from fabric.congestion import CongestionReport
 from topologies.units import format_size
 
-__all__ = ["results_table", "congestion_panel", "validation_table", "bar", "sweep_table", "cell"]
+__all__ = ["results_table", "congestion_panel", "validation_table", "bar", "sweep_table", "cell", "histogram"]
 
 
 def bar(fraction: float, width: int = 20) -> Text:
@@ -35,23 +35,48 @@ def results_table(rows, title: str) -> Table:
     return t
 
 
-def congestion_panel(rep: CongestionReport, top: int = 10) -> Group:
+_SPARK = " ▁▂▃▄▅▆▇█"
+
+
+def histogram(values, bins: int = 10) -> Text:
+    """Utilisations 0..100 % in ``bins`` bins as a sparkline (taller: more links), coloured by threshold."""
+    import numpy as np
+
+    v = np.clip(np.asarray(values, dtype=float), 0.0, 1.0)
+    counts = np.histogram(v, bins=bins, range=(0.0, 1.0))[0] if len(v) else np.zeros(bins, int)
+    top = counts.max() if len(counts) and counts.max() > 0 else 1
+    out = Text()
+    for i, c in enumerate(counts):
+        ch = _SPARK[int(np.ceil(c / top * (len(_SPARK) - 1)))] if c else "·"
+        f = (i + 0.5) / bins
+        out.append(ch, style="green" if f < 0.7 else "yellow" if f < 0.9 else "red")
+    return out
+
+
+def congestion_panel(rep: CongestionReport, top: int = 10, link_tiers=None) -> Group:
     hot = Table(title="hottest links", title_justify="left")
     for name, just in (("link", "left"), ("tier", "left"), ("utilization", "left"), ("", "right"),
                        ("busy (us)", "right"), ("flows", "right"), ("groups crossing", "left")):
-        hot.add_column(name, justify=just)
+        hot.add_column(name, justify=just, no_wrap=name in ("utilization", ""), min_width=4 if not name else None)
     for h in rep.hottest[:top]:
         groups = ", ".join(f"{g} {s:.0%}" for g, s in h.groups)
         name = h.name if h.parallel == 1 else f"{h.name} (x{h.parallel} parallel)"
-        hot.add_row(name, h.tier, bar(h.utilization), f"{h.utilization:.0%}", f"{h.busy_s * 1e6:,.1f}",
+        hot.add_row(name, h.tier, bar(h.utilization, 12), f"{h.utilization:.0%}", f"{h.busy_s * 1e6:,.1f}",
                     f"{h.flows:,}", groups)
     tiers = Table(title="per-tier utilization (links that carried traffic)", title_justify="left")
     for name, just in (("tier", "left"), ("links", "right"), ("GB", "right"), ("mean", "left"), ("", "right"),
-                       ("max", "right")):
-        tiers.add_column(name, justify=just)
+                       ("max", "right")) + ((("links by utilization 0→100%", "left"),) if link_tiers is not None
+                                            else ()):
+        tiers.add_column(name, justify=just, no_wrap=True)
     for t in rep.tiers:
+        extra = ()
+        if link_tiers is not None:
+            import numpy as np
+
+            mine = (np.asarray(link_tiers) == t.tier) & (np.asarray(rep.link_bytes) > 0)
+            extra = (histogram(np.asarray(rep.link_utilization)[mine]),)
         tiers.add_row(t.tier, f"{t.links:,}", f"{t.bytes / 1e9:,.2f}", bar(t.mean_utilization, 12),
-                      f"{t.mean_utilization:.0%}", f"{t.max_utilization:.0%}")
+                      f"{t.mean_utilization:.0%}", f"{t.max_utilization:.0%}", *extra)
     lines = [hot, tiers]
     if rep.failed:
         lines.append(Text("failed links: " + ", ".join(f"{s} ({n} directed links)" for s, n in rep.failed),
@@ -59,6 +84,7 @@ def congestion_panel(rep: CongestionReport, top: int = 10) -> Group:
     lines.append(Text(f"max-link-load bound {rep.lower_bound_s * 1e6:,.1f} us; simulated/bound = "
                       f"{rep.bound_ratio:.3f}; utilization max {rep.max_utilization:.0%}, mean "
                       f"{rep.mean_utilization:.0%}, p50 {rep.p50_utilization:.0%}, p99 {rep.p99_utilization:.0%}"))
+    lines.append(Text("bars: green below 70 %, yellow below 90 %, red from 90 % of capacity", style="dim"))
     lines.append(Text("verdict: " + rep.verdict, style="bold"))
     return Group(*lines)
 
@@ -107,7 +133,8 @@ def sweep_table(rows: list[dict], columns: list[str], best_id: str | None, title
                      no_wrap=numeric or c in ("routing", "status", "op"))
     for r in rows:
         mark = Text("★", style="bold green") if r["point_id"] == best_id else Text("")
-        cells = [Text(cell(r.get(c)), style="red" if c == "status" and r.get(c) != "ok" else "") for c in columns]
+        cells = [Text(f"{r[c]:.0%}" if isinstance(r.get(c), float) and ("utilization" in c or c.startswith("mfu"))
+                      else cell(r.get(c)), style="red" if c == "status" and r.get(c) != "ok" else "") for c in columns]
         t.add_row(mark, *cells)
     if best_id is not None:
         t.caption = "★ best point"

@@ -87,4 +87,8 @@ def run_command(out: Console, err: Console, *, as_json: bool, collective: str, t
     if moe:
         out.print("* MoE sizes are DeepEP's logical bytes per rank; algbw = logical bytes / time.")
     if last is not None:
-        out.print(congestion_panel(last, top=top))
+        import numpy as np
+
+        from topologies.graph import TIERS
+
+        out.print(congestion_panel(last, top=top, link_tiers=np.asarray(TIERS)[cf.link_tier]))
