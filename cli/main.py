@@ -13,13 +13,31 @@ __all__ = ["main", "check_fabric_package"]
 
 
 def check_fabric_package() -> str | None:
-    """Return an error message if ``import fabric`` is not fabric-emu's package."""
-    try:
-        import fabric
-    except Exception as exc:  # pragma: no cover - broken installs only
-        return f"cannot import fabric-emu's 'fabric' package ({exc})"
-    if not getattr(fabric, "__fabric_emu__", False):
-        where = getattr(fabric, "__file__", "?")
+    """Return an error message if ``import fabric`` would not find fabric-emu's package.
+
+    Looks the package up without importing it (importing would load numpy and
+    scipy before ``--help``): fabric-emu's ``fabric/__init__.py`` carries the
+    ``__fabric_emu__`` marker.
+    """
+    import importlib.util
+
+    loaded = sys.modules.get("fabric")
+    if loaded is not None:
+        marked, where = bool(getattr(loaded, "__fabric_emu__", False)), getattr(loaded, "__file__", "?")
+    else:
+        try:
+            spec = importlib.util.find_spec("fabric")
+        except (ImportError, ValueError) as exc:  # pragma: no cover - broken installs only
+            return f"cannot import fabric-emu's 'fabric' package ({exc})"
+        if spec is None or not spec.origin:
+            return "cannot find fabric-emu's 'fabric' package; reinstall fabric-emu"
+        where = spec.origin
+        try:
+            with open(spec.origin, encoding="utf-8", errors="replace") as fh:
+                marked = "__fabric_emu__ = True" in fh.read(200_000)
+        except OSError:  # pragma: no cover - unreadable install
+            marked = False
+    if not marked:
         return (f"the 'fabric' package found at {where} is not fabric-emu's (the SSH library 'fabric' is "
                 f"probably installed in this environment); install fabric-emu in its own virtual environment: "
                 f"python3 -m venv .venv && .venv/bin/pip install .")
@@ -34,7 +52,14 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     from cli.app import cli
 
-    cli.main(args=argv, prog_name="fabric-emu")
+    try:
+        cli.main(args=argv, prog_name="fabric-emu")
+    except BrokenPipeError:  # e.g. `fabric-emu topo list | head -1`: the reader left, nothing to report
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(1)
 
 
 if __name__ == "__main__":  # pragma: no cover

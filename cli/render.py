@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 
-from fabric import BisectionResult
-from topologies import FabricSummary, Preset
+from cli.output import clean
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fabric import BisectionResult
+    from topologies import FabricSummary, Preset
 
 __all__ = ["presets_table", "summary_table", "bisection_table", "gbps", "param_value"]
 
@@ -47,8 +52,10 @@ def param_value(kind: str, value, choices: tuple = ()) -> str:
     return str(value)
 
 
-def summary_table(summary: FabricSummary, bis: BisectionResult | None, failures: tuple = ()) -> Table:
-    t = Table(title=f"topology {summary.name}", title_justify="left", show_header=False)
+def summary_table(summary: FabricSummary, bis: BisectionResult | None, failures: tuple = (),
+                  notes: dict | None = None) -> Table:
+    """Counts, failures, bisection and ``notes`` (field -> text, None skipped) of one fabric."""
+    t = Table(title=f"topology {clean(summary.name)}", title_justify="left", show_header=False)
     t.add_column("field", style="bold")
     t.add_column("value")
     if summary.domains >= summary.gpus:
@@ -57,13 +64,17 @@ def summary_table(summary: FabricSummary, bis: BisectionResult | None, failures:
         t.add_row("GPUs", f"{summary.gpus:,} in {summary.domains:,} NVLink domain" + ("s" if summary.domains > 1 else ""))
     t.add_row("NICs", f"{summary.nics:,}")
     t.add_row("switches", f"{summary.switches:,} (" + ", ".join(f"{v:,} {k}" for k, v in summary.switches_by_role.items()) + ")")
-    t.add_row("cables", f"{summary.cables:,} (" + ", ".join(f"{v:,} {k}" for k, v in summary.cables_by_tier.items()) + ")")
+    t.add_row("cables", f"{summary.cables:,} (" + ", ".join(f"{v:,} {clean(k)}" for k, v in summary.cables_by_tier.items())
+              + ")")
     t.add_row("links (directed)", f"{summary.links:,}")
     for sel, links in failures:
-        t.add_row("failed", f"{sel} ({len(links)} links)")
+        t.add_row("failed", f"{clean(sel)} ({len(links)} links)")
+    for field, text in (notes or {}).items():
+        if text:
+            t.add_row(field, clean(text))
     if bis is not None:
         t.add_row("bisection", f"{gbps(bis.bisection_Bps)} GB/s per direction ({gbps(bis.per_gpu_Bps)} GB/s per GPU)")
-        t.add_row("min-cut partition", bis.partition.describe())
+        t.add_row("min-cut partition", clean(bis.partition.describe()))
     return t
 
 
@@ -75,5 +86,5 @@ def bisection_table(rows: list[tuple[str, BisectionResult]]) -> Table:
     t.add_column("per GPU GB/s", justify="right")
     t.add_column("min-cut partition")
     for name, b in rows:
-        t.add_row(name, f"{b.gpus:,}", gbps(b.bisection_Bps), gbps(b.per_gpu_Bps), b.partition.name)
+        t.add_row(clean(name), f"{b.gpus:,}", gbps(b.bisection_Bps), gbps(b.per_gpu_Bps), clean(b.partition.name))
     return t

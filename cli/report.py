@@ -6,6 +6,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from cli.output import clean
 from fabric.congestion import CongestionReport
 from topologies.units import format_size
 
@@ -30,7 +31,7 @@ def results_table(rows, title: str) -> Table:
         ana = "-" if r.analytic_time_s is None else f"{r.analytic_time_s * 1e6:,.1f}"
         bound = r.time_s / r.lower_bound_s if r.lower_bound_s > 0 else float("nan")
         t.add_row(format_size(r.size_bytes) if r.logical_bytes is None else f"{r.logical_bytes / 1e6:,.1f} MB*",
-                  f"{r.time_s * 1e6:,.1f}", f"{r.algbw_Bps / 1e9:,.1f}", f"{r.busbw_Bps / 1e9:,.1f}", r.algorithm,
+                  f"{r.time_s * 1e6:,.1f}", f"{r.algbw_Bps / 1e9:,.1f}", f"{r.busbw_Bps / 1e9:,.1f}", clean(r.algorithm),
                   r.protocol, ana, f"{r.max_link_utilization:.0%}", f"{bound:.2f}")
     return t
 
@@ -59,9 +60,9 @@ def congestion_panel(rep: CongestionReport, top: int = 10, link_tiers=None) -> G
                        ("busy (us)", "right"), ("flows", "right"), ("groups crossing", "left")):
         hot.add_column(name, justify=just, no_wrap=name in ("utilization", ""), min_width=4 if not name else None)
     for h in rep.hottest[:top]:
-        groups = ", ".join(f"{g} {s:.0%}" for g, s in h.groups)
-        name = h.name if h.parallel == 1 else f"{h.name} (x{h.parallel} parallel)"
-        hot.add_row(name, h.tier, bar(h.utilization, 12), f"{h.utilization:.0%}", f"{h.busy_s * 1e6:,.1f}",
+        groups = ", ".join(f"{clean(g)} {s:.0%}" for g, s in h.groups)
+        name = clean(h.name) if h.parallel == 1 else f"{clean(h.name)} (x{h.parallel} parallel)"
+        hot.add_row(name, clean(h.tier), bar(h.utilization, 12), f"{h.utilization:.0%}", f"{h.busy_s * 1e6:,.1f}",
                     f"{h.flows:,}", groups)
     tiers = Table(title="per-tier utilization (links that carried traffic)", title_justify="left")
     for name, just in (("tier", "left"), ("links", "right"), ("GB", "right"), ("mean", "left"), ("", "right"),
@@ -75,17 +76,17 @@ def congestion_panel(rep: CongestionReport, top: int = 10, link_tiers=None) -> G
 
             mine = (np.asarray(link_tiers) == t.tier) & (np.asarray(rep.link_bytes) > 0)
             extra = (histogram(np.asarray(rep.link_utilization)[mine]),)
-        tiers.add_row(t.tier, f"{t.links:,}", f"{t.bytes / 1e9:,.2f}", bar(t.mean_utilization, 12),
+        tiers.add_row(clean(t.tier), f"{t.links:,}", f"{t.bytes / 1e9:,.2f}", bar(t.mean_utilization, 12),
                       f"{t.mean_utilization:.0%}", f"{t.max_utilization:.0%}", *extra)
     lines = [hot, tiers]
     if rep.failed:
-        lines.append(Text("failed links: " + ", ".join(f"{s} ({n} directed links)" for s, n in rep.failed),
+        lines.append(Text("failed links: " + ", ".join(f"{clean(s)} ({n} directed links)" for s, n in rep.failed),
                           style="bold red"))
     lines.append(Text(f"max-link-load bound {rep.lower_bound_s * 1e6:,.1f} us; simulated/bound = "
                       f"{rep.bound_ratio:.3f}; utilization max {rep.max_utilization:.0%}, mean "
                       f"{rep.mean_utilization:.0%}, p50 {rep.p50_utilization:.0%}, p99 {rep.p99_utilization:.0%}"))
     lines.append(Text("bars: green below 70 %, yellow below 90 %, red from 90 % of capacity", style="dim"))
-    lines.append(Text("verdict: " + rep.verdict, style="bold"))
+    lines.append(Text("verdict: " + clean(rep.verdict), style="bold"))
     return Group(*lines)
 
 
@@ -134,7 +135,7 @@ def sweep_table(rows: list[dict], columns: list[str], best_id: str | None, title
     for r in rows:
         mark = Text("★", style="bold green") if r["point_id"] == best_id else Text("")
         cells = [Text(f"{r[c]:.0%}" if isinstance(r.get(c), float) and ("utilization" in c or c.startswith("mfu"))
-                      else cell(r.get(c)), style="red" if c == "status" and r.get(c) != "ok" else "") for c in columns]
+                      else clean(cell(r.get(c))), style="red" if c == "status" and r.get(c) != "ok" else "") for c in columns]
         t.add_row(mark, *cells)
     if best_id is not None:
         t.caption = "★ best point"

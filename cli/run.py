@@ -1,56 +1,142 @@
-"""``fabric-emu run``: compose topology, failures, routing and collectives from CLI options."""
+"""``fabric-emu run``: compose topology, failures, routing and collectives from CLI options.
+
+Before anything is built, the run is checked: options that do not apply to the
+collective are refused, and the problem's memory is estimated from its size
+(:mod:`topologies.sizing`, :mod:`collectives.budget`) -- once from the preset
+parameters before building (with the fewest hops a flow can have, so it never
+refuses what would fit) and once from the built fabric before routing.
+"""
 
 from __future__ import annotations
 
-from rich.console import Console
+import re
 
-from cli.report import congestion_panel, results_table
-from collectives import COLLECTIVES, TokenRouting, planner_for, sweep
-from fabric import Router, compile_with_failures
-from topologies import load_topology
-from topologies.errors import SpecError
-from topologies.units import parse_size, parse_size_range
+import click
 
-__all__ = ["run_command", "make_groups"]
+from cli.options import AsciiInt, VocabularyChoice, failure_options, given_options, json_option, memory_option, \
+    parse_sets
+from cli.output import clean, echo_json, handles_errors, progress_console, stdout_console
+
+__all__ = ["run_cmd", "run_command", "make_groups", "check_applicable", "MOE_OPTIONS", "MAX_SEED", "MAX_SIZE_BYTES"]
+
+#: Options that only MoE dispatch/combine use.
+MOE_OPTIONS = ("tokens", "hidden", "experts", "topk", "moe_routing")
+#: Collectives whose flows take PXN forwarding as an option.
+_PXN = ("all_to_all", "send_recv", "moe_dispatch", "moe_combine")
+#: Largest message size: 1 PiB, far beyond any GPU's memory (288 GB HBM on B300); above it the
+#: times overflow to meaningless values.
+MAX_SIZE_BYTES = 1 << 50
+#: Seeds are 64-bit hash salts.
+MAX_SEED = 2**63 - 1
+_RANKS_RE = re.compile(r"[0-9]{1,12}")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-").replace("as-json", "json")
 
 
 def make_groups(n_total: int, ranks: str, groups: int, layout: str) -> list[tuple[int, ...]]:
     """The rank groups: the first N ranks (or all), split into ``groups`` contiguous or strided groups."""
-    if ranks == "all":
-        n = n_total
-    else:
-        if not ranks.isdigit() or int(ranks) < 2:
-            raise SpecError(f"--ranks: {ranks!r} must be an integer >= 2 or 'all'")
-        n = int(ranks)
+    from topologies.errors import SpecError, brief
+
+    n = n_total if ranks == "all" else _ranks(ranks)
     if n > n_total:
         raise SpecError(f"--ranks: {n} exceeds the topology's {n_total} GPUs")
     if groups < 1 or n % groups or n // groups < 2:
-        raise SpecError(f"--groups: {groups} must divide {n} ranks into groups of at least 2")
+        raise SpecError(f"--groups: {brief(groups)} must divide {n} ranks into groups of at least 2")
     m = n // groups
     if layout == "contiguous":
         return [tuple(range(g * m, (g + 1) * m)) for g in range(groups)]
     return [tuple(range(g, n, groups)) for g in range(groups)]
 
 
-def run_command(out: Console, err: Console, *, as_json: bool, collective: str, topo: str, sets: dict, ranks: str,
+def _ranks(ranks: str) -> int:
+    from topologies.errors import SpecError, brief
+
+    if not isinstance(ranks, str) or not _RANKS_RE.fullmatch(ranks) or int(ranks) < 2:
+        raise SpecError(f"--ranks: {brief(ranks)} must be an integer >= 2 (ASCII digits) or 'all'")
+    return int(ranks)
+
+
+def check_applicable(collective: str, given: set[str], *, routing: str, groups: int) -> None:
+    """Refuse options the user gave that this collective would ignore."""
+    from topologies.errors import SpecError
+
+    moe = collective.startswith("moe")
+    for name in MOE_OPTIONS:
+        if name in given and not moe:
+            raise SpecError(f"{_flag(name)}: applies only to moe_dispatch and moe_combine, not {collective}")
+    for name in ("size", "sizes"):
+        if name in given and moe:
+            raise SpecError(f"{_flag(name)}: does not apply to {collective}: the token routing gives the bytes "
+                            f"(use --tokens, --hidden, --topk)")
+    if "pxn" in given and collective not in _PXN:
+        raise SpecError(f"--pxn/--no-pxn: applies to {', '.join(_PXN)}; {collective} picks its own forwarding")
+    if "layout" in given and groups == 1:
+        raise SpecError("--layout: applies only with --groups > 1")
+    if "seed" in given and routing != "ecmp" and not moe:
+        raise SpecError(f"--seed: seeds ECMP hashing and MoE token routing; --routing {routing} with {collective} "
+                        f"does not use it")
+
+
+def _tiers(cf) -> int:
+    from topologies.graph import ROLES
+
+    roles = set(int(x) for x in cf.node_role)
+    return 3 if ROLES.index("core") in roles else 2 if ROLES.index("spine") in roles else \
+        1 if ROLES.index("leaf") in roles else 0
+
+
+def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: dict, ranks: str,
                 size, sizes, algo, routing, seed, groups, layout, pxn, moe_routing, tokens, hidden, experts, topk,
-                fail, degrade, report, top=10, plot=None) -> None:
+                fail, degrade, report, memory_limit=None, given: set[str] = frozenset(), top=10,
+                plot=None) -> None:
+    from collectives import COLLECTIVES, TokenRouting, planner_for, sweep
+    from collectives.budget import check_collective, hops_bound
+    from fabric import Router, compile_with_failures
+    from topologies import load_topology
+    from topologies.errors import SpecError, brief
+    from topologies.limits import memory_limit_bytes
+    from topologies.spec import estimate_topology
+    from topologies.units import parse_size, parse_size_range
+
     if collective not in COLLECTIVES:
-        raise SpecError(f"COLLECTIVE: {collective!r} is not one of {', '.join(COLLECTIVES)}")
-    if size and sizes:
+        raise SpecError(f"COLLECTIVE: {brief(collective)} is not one of {', '.join(COLLECTIVES)}")
+    memory_limit_bytes(memory_limit)  # a malformed --memory-limit fails first
+    if size is not None and sizes is not None:
         raise SpecError("--size and --sizes: give one of them")
+    check_applicable(collective, given, routing=routing, groups=groups)
     moe = collective.startswith("moe")
     if moe:
         size_list = [0]
-    elif sizes:
+    elif sizes is not None:
         size_list = parse_size_range(sizes, field="--sizes")
     else:
-        size_list = [parse_size(size or "1GiB", field="--size")]
-    err.print(f"building {topo} ...")
-    G = load_topology(topo, sets)
+        size_list = [parse_size("1GiB" if size is None else size, field="--size")]
+    if max(size_list) > MAX_SIZE_BYTES:
+        raise SpecError(f"{'--sizes' if sizes is not None else '--size'}: {max(size_list):.3g} bytes is over "
+                        f"1 PiB ({MAX_SIZE_BYTES:,} B); no GPU holds a buffer that large")
+    tr = None
+    if moe:
+        tr = TokenRouting(moe_routing or "uniform", tokens_per_rank=tokens, hidden=hidden, experts=experts,
+                          topk=topk, seed=seed)
+    # 1. before building: the topology's own size, and the collective with the fewest hops a flow can have
+    est = estimate_topology(topo, sets)
+    if est is not None:
+        n = est.gpus if ranks == "all" else min(_ranks(ranks), est.gpus)
+        if n >= 2 and groups >= 1 and n % groups == 0:
+            check_collective(collective, [n // groups] * groups, hops=2, domain_gpus=est.domain_gpus, moe=tr,
+                             pxn=pxn, limit=memory_limit)
+    err.print(f"building {clean(topo)} ...")
+    G = load_topology(topo, sets, memory_limit=memory_limit)
     cf = compile_with_failures(G, fail, degrade)
-    router = Router(cf)
     rank_groups = make_groups(cf.n_gpus, ranks, groups, layout)
+    # 2. before routing: with the built fabric's tiers
+    domain_gpus = max(1, cf.n_gpus // max(1, len(set(int(d) for d in cf.node_domain[cf.gpus]))))
+    nvlink = bool((cf.node_role == 2).any())
+    check_collective(collective, [len(g) for g in rank_groups], hops=hops_bound(_tiers(cf), nvlink),
+                     domain_gpus=domain_gpus, moe=tr, pxn=pxn, limit=memory_limit)
+    router = Router(cf)
     options: dict = {}
     if pxn is not None:
         options["pxn"] = pxn
@@ -78,11 +164,13 @@ def run_command(out: Console, err: Console, *, as_json: bool, collective: str, t
                    title=f"{collective} on {cf.name}, routing {routing}")
         err.print(f"wrote {plot}")
     if as_json:
-        from cli.app import _echo_json
-        _echo_json([r.as_dict() for r in rows])
+        echo_json([r.as_dict() for r in rows])
         return
-    title = (f"{collective} on {cf.name}: {len(rank_groups)} group(s) of {len(rank_groups[0])} ranks, "
-             f"routing {routing}, seed {seed}" + (f", failed: {', '.join(fail)}" if fail else ""))
+    from cli.report import congestion_panel, results_table
+
+    title = (f"{collective} on {clean(cf.name)}: {len(rank_groups)} group(s) of {len(rank_groups[0])} ranks, "
+             f"routing {routing}" + (f", seed {seed}" if routing == "ecmp" or moe else "")
+             + (f", failed: {', '.join(clean(f) for f in fail)}" if fail else ""))
     out.print(results_table(rows, title))
     if moe:
         out.print("* MoE sizes are DeepEP's logical bytes per rank; algbw = logical bytes / time.")
@@ -92,3 +180,46 @@ def run_command(out: Console, err: Console, *, as_json: bool, collective: str, t
         from topologies.graph import TIERS
 
         out.print(congestion_panel(last, top=top, link_tiers=np.asarray(TIERS)[cf.link_tier]))
+
+
+@click.command("run")
+@click.argument("collective", metavar="COLLECTIVE", type=VocabularyChoice("collectives.COLLECTIVES"))
+@click.option("--topo", "topo", required=True, help="Preset name or .toml spec.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a preset parameter (repeatable).")
+@click.option("--ranks", "ranks", default="all", show_default=True, help="Number of GPU ranks (the first N) or 'all'.")
+@click.option("--size", "size", default=None, help="Message size, e.g. 1MiB (nccl-tests' size; default 1GiB).")
+@click.option("--sizes", "sizes", default=None, help="Size sweep MIN:MAX[:xF], e.g. 1KiB:8GiB.")
+@click.option("--algo", "algo", default="auto", show_default=True, type=VocabularyChoice("collectives.ALGORITHMS"))
+@click.option("--routing", "routing", default="ecmp", show_default=True, type=VocabularyChoice("fabric.POLICIES"))
+@click.option("--seed", "seed", default=0, show_default=True, type=AsciiInt(min=0, max=MAX_SEED),
+              help="Seed of ECMP hashing and token routing.")
+@click.option("--groups", "groups", default=1, show_default=True, type=AsciiInt(min=1, max=1 << 20),
+              help="Split the ranks into this many groups that run the collective at the same time.")
+@click.option("--layout", "layout", default="contiguous", show_default=True,
+              type=click.Choice(["contiguous", "strided"]), help="How --groups split the ranks.")
+@click.option("--pxn/--no-pxn", "pxn", default=None, help="Force NCCL's PXN forwarding on or off.")
+@click.option("--moe-routing", "moe_routing", default=None, type=VocabularyChoice("collectives.ROUTING_KINDS"),
+              help="MoE token routing (default: node_limited across domains, uniform inside one).")
+@click.option("--tokens", "tokens", default=4096, show_default=True, type=AsciiInt(min=1), help="MoE tokens per rank.")
+@click.option("--hidden", "hidden", default=7168, show_default=True, type=AsciiInt(min=1, max=1 << 24),
+              help="MoE hidden size.")
+@click.option("--experts", "experts", default=256, show_default=True, type=AsciiInt(min=1), help="MoE routed experts.")
+@click.option("--topk", "topk", default=8, show_default=True, type=AsciiInt(min=1), help="MoE experts per token.")
+@failure_options
+@click.option("--report", "report", is_flag=True, help="Add the congestion report (for the largest size).")
+@click.option("--top", "top", default=10, show_default=True, type=AsciiInt(min=1, max=10_000),
+              help="Hottest links in the congestion report.")
+@click.option("--plot", "plot", default=None, type=click.Path(dir_okay=False),
+              help="Write busbw against size (.png/.svg); with --report also the link utilisation heat map.")
+@memory_option
+@json_option
+@click.pass_context
+@handles_errors
+def run_cmd(ctx, collective, topo, sets, ranks, size, sizes, algo, routing, seed, groups, layout, pxn, moe_routing,
+            tokens, hidden, experts, topk, fail, degrade, report, top, plot, memory_limit, as_json) -> None:
+    """Simulate COLLECTIVE on a fabric and print nccl-tests-style results."""
+    run_command(stdout_console(), progress_console(), as_json=as_json, collective=collective,
+                topo=topo, sets=parse_sets(sets), ranks=ranks, size=size, sizes=sizes, algo=algo, routing=routing,
+                seed=seed, groups=groups, layout=layout, pxn=pxn, moe_routing=moe_routing, tokens=tokens,
+                hidden=hidden, experts=experts, topk=topk, fail=fail, degrade=degrade, report=report,
+                memory_limit=memory_limit, given=given_options(ctx), top=top, plot=plot)

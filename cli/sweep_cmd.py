@@ -63,14 +63,14 @@ def sweep_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the sweep's outcome as JSON on stdout.")
 def sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs, scheduler, as_json, **opts):
     """Run (or resume) a sweep: every point is stored in --db as soon as it finishes."""
-    from cli.app import handles_errors
+    from cli.output import handles_errors
 
     handles_errors(_sweep_run)(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs, scheduler,
                                as_json, opts)
 
 
 def _sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs, scheduler, as_json, opts):
-    from cli.app import _echo_json, _progress
+    from cli.output import echo_json as _echo_json, progress_console as _progress
     from cli.options import parse_sets
     from topologies.errors import SpecError
     from workloads.sweep import Store, default_jobs, load_sweep_file, make_executor, parse_grid, plan_sweep
@@ -170,7 +170,7 @@ def _with_progress(plan, store, ex, workers):
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON on stdout.")
 def sweep_show(db, sort, reverse, top, columns, plot, x, y, as_json):
     """Show the stored points as a table sorted by any column, the best point marked."""
-    from cli.app import handles_errors
+    from cli.output import handles_errors
 
     handles_errors(_sweep_show)(db, sort, reverse, top, columns, plot, x, y, as_json)
 
@@ -188,7 +188,7 @@ def _load(db):
 
 
 def _sweep_show(db, sort, reverse, top, columns, plot, x, y, as_json):
-    from cli.app import _echo_json, _stdout
+    from cli.output import echo_json as _echo_json, stdout_console as _stdout
     from topologies.errors import SpecError
     from workloads.sweep.table import best_index, default_metric, shown_columns, sort_rows
 
@@ -227,7 +227,7 @@ def _sweep_show(db, sort, reverse, top, columns, plot, x, y, as_json):
               help="Output file (default: stdout).")
 def sweep_export(db, fmt, output):
     """Export every stored point, one column per swept key, as CSV or JSON."""
-    from cli.app import handles_errors
+    from cli.output import handles_errors
 
     handles_errors(_sweep_export)(db, fmt, output)
 

@@ -447,6 +447,12 @@ class Planner:
                             "switch (NVSwitch gen3+); use ring, tree or hier")
         if algo == "nvls" and len(groups) > 1:
             algo, hier_opts = "hier", {"intra": "nvls", "inter": cross, **hier_opts}
+        if algo == "sharp" and not self.has_sharp:
+            raise SpecError("algo: sharp needs InfiniBand switches with SHARP (quantum-2, quantum-x800); "
+                            "this fabric has none")
+        if algo == "sharp" and len(groups) == 1 and len(groups[0]) > 1:
+            raise SpecError("algo: sharp reduces across NVLink domains in the switches; these ranks share one "
+                            "domain: use ring, tree or nvls")
         if algo == "sharp" and max(len(g) for g in groups) > 1:
             algo, hier_opts = "hier", {"intra": "ring", "inter": "sharp", **hier_opts}
         if algo == "hier":

@@ -155,8 +155,9 @@ def route_tokens(tr: TokenRouting, n_ranks: int, node_of) -> TokenTraffic:
             keep = _topk_mask(best, min(tr.topk_groups, n_nodes))
             scores = np.where(keep[:, node_of_expert], scores, -np.inf)
         elif tr.kind == "deepseek":
-            if E % tr.n_group:
-                raise SpecError(f"moe n_group: {E} experts do not split into {tr.n_group} groups")
+            if E % tr.n_group or E // tr.n_group < 2:
+                raise SpecError(f"moe n_group: {E} experts do not split into {tr.n_group} groups of at least 2 "
+                                f"(deepseek routing scores each group by its top-2 experts)")
             g = scores.reshape(T, tr.n_group, E // tr.n_group)
             top2 = -np.partition(-g, 1, axis=2)[:, :, :2].sum(axis=2)
             keep = _topk_mask(top2, min(tr.topk_groups, tr.n_group))

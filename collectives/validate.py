@@ -17,7 +17,6 @@ True
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -29,7 +28,8 @@ from collectives.ops import Collective
 from collectives.runner import planner_for, run
 from fabric import Router, compile_fabric
 from topologies import build
-from topologies.errors import FabricEmuError, SpecError
+from topologies.errors import FabricEmuError, SpecError, brief
+from topologies.files import parse_toml, read_text
 
 __all__ = ["ValidationRow", "ValidationReport", "validate", "default_points_path", "TOLERANCE",
            "crossover_bytes"]
@@ -204,12 +204,16 @@ def _moe(p: dict) -> list[ValidationRow]:
 def validate(path: str | Path | None = None, *, ids: list[str] | None = None, progress=None) -> ValidationReport:
     """Predict every point of the validation file and compare with the measurements."""
     path = Path(path) if path else default_points_path()
-    try:
-        doc = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise SpecError(f"validation file {str(path)!r}: cannot read ({exc.strerror})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"validation file {str(path)!r}: not valid TOML ({exc})") from None
+    where = f"validation file {brief(str(path))}"
+    doc = parse_toml(read_text(path, what="validation file"), source=where)
+    tables = ("collective", "moe_alltoall", "training")
+    for key in doc:
+        if key not in tables:
+            raise SpecError(f"{where}: unknown table {brief(key)}; expected [[{']], [['.join(tables)}]]")
+    for key in tables:
+        v = doc.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(p, dict) for p in v):
+            raise SpecError(f"{where}: {key} must be an array of tables ([[{key}]]), got {brief(v)}")
     rows: list[ValidationRow] = []
     items = [("collective", p) for p in doc.get("collective", [])] + \
             [("moe_alltoall", p) for p in doc.get("moe_alltoall", [])] + \
@@ -227,9 +231,9 @@ def validate(path: str | Path | None = None, *, ids: list[str] | None = None, pr
         except FabricEmuError:
             raise
         except KeyError as exc:
-            raise SpecError(f"validation point {p.get('id', k)!r}: missing field {exc.args[0]!r}") from None
+            raise SpecError(f"validation point {brief(p.get('id', k))}: missing field {brief(exc.args[0])}") from None
         except (TypeError, ValueError, ZeroDivisionError) as exc:
-            raise SpecError(f"validation point {p.get('id', k)!r}: bad value ({exc})") from None
+            raise SpecError(f"validation point {brief(p.get('id', k))}: bad value ({brief(str(exc))[1:-1]})") from None
         if kind == "training":
             rows.append(ValidationRow(p.get("id", "?"), "training", "tokens/s/GPU", None,
                                       p.get("tokens_per_s_per_gpu"), None, None, None,

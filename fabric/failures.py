@@ -37,23 +37,31 @@ import re
 import numpy as np
 
 from fabric.compiled import CompiledFabric
-from topologies.errors import SelectorError
+from topologies.errors import SelectorError, brief
 from topologies.graph import ROLES
 from topologies.units import parse_bandwidth
 
-__all__ = ["resolve", "apply_failures", "compile_with_failures", "parse_degradation", "SELECTOR_FORMS"]
+__all__ = ["resolve", "apply_failures", "compile_with_failures", "parse_degradation", "SELECTOR_FORMS",
+           "MIN_DEGRADED_FRACTION", "MAX_SELECTOR_CHARS"]
+
+#: Smallest degraded capacity, as a share of the nominal one. Real degradations are lane or
+#: speed downshifts (a 4-lane 400G port running 1 lane at SDR is 2.5/400 = 0.6 %); a link a
+#: million times slower than nominal is failed, and keeping it would only overflow the times.
+MIN_DEGRADED_FRACTION = 1e-6
+#: Longest selector accepted (the longest real form, 'domain D nvswitch C', is ~30 characters).
+MAX_SELECTOR_CHARS = 200
 
 SELECTOR_FORMS = ("'link N', 'cable N', 'node NAME', '[plane P] spine N', 'leaf N spine M', "
                   "'[domain D] nvswitch C', 'gpu R', 'gpu R nvlink [plane C]', 'gpu R nic'")
 
 
 def _err(selector: str, why: str) -> SelectorError:
-    return SelectorError(f"selector {selector!r}: {why}; forms: {SELECTOR_FORMS}")
+    return SelectorError(f"selector {brief(selector)}: {why}; forms: {SELECTOR_FORMS}")
 
 
 def _int(tok: str, selector: str, what: str) -> int:
-    if not re.fullmatch(r"\d+", tok):
-        raise _err(selector, f"{what} must be a non-negative integer, got {tok!r}")
+    if not re.fullmatch(r"[0-9]{1,18}", tok):
+        raise _err(selector, f"{what} must be a non-negative integer, got {brief(tok)}")
     return int(tok)
 
 
@@ -94,7 +102,9 @@ def resolve(cf: CompiledFabric, selector: str) -> np.ndarray:
         If the selector is malformed or names nothing in the fabric.
     """
     if not isinstance(selector, str) or not selector.strip():
-        raise _err(str(selector), "empty selector")
+        raise _err(selector, "empty selector")
+    if len(selector) > MAX_SELECTOR_CHARS:
+        raise _err(selector, f"longer than {MAX_SELECTOR_CHARS} characters")
     toks = selector.lower().split()
     head = toks[0]
     if head in ("link", "cable") and len(toks) == 2:
@@ -182,7 +192,7 @@ def parse_degradation(text: str) -> tuple[str, float | None, float | None]:
     ('leaf 0 spine 1', None, 25000000000.0)
     """
     if not isinstance(text, str) or "=" not in text:
-        raise SelectorError(f"degradation {text!r}: expected 'SELECTOR=VALUE' with VALUE like '50%', '0.5' or '200Gb/s'")
+        raise SelectorError(f"degradation {brief(text)}: expected 'SELECTOR=VALUE' with VALUE like '50%', '0.5' or '200Gb/s'")
     sel, value = (s.strip() for s in text.rsplit("=", 1))
     number = r"(?:\d+(?:\.\d*)?|\.\d+)"
     if re.fullmatch(number + "%", value):
@@ -190,12 +200,16 @@ def parse_degradation(text: str) -> tuple[str, float | None, float | None]:
     elif re.fullmatch(number, value):
         frac = float(value)
     elif value.endswith("%") or re.fullmatch(r"[0-9.]+", value):
-        raise SelectorError(f"degradation {text!r}: {value!r} is not a number; use e.g. '50%', '0.5' or '200Gb/s'")
+        raise SelectorError(f"degradation {brief(text)}: {brief(value)} is not a number; use e.g. '50%', '0.5' or "
+                            f"'200Gb/s'")
     else:
-        return sel, None, parse_bandwidth(value, field=f"degradation {sel!r}")
+        return sel, None, parse_bandwidth(value, field=f"degradation {brief(sel)}")
     if not 0.0 < frac < 1.0:
-        raise SelectorError(f"degradation {text!r}: the fraction must be between 0 and 1 (exclusive); "
+        raise SelectorError(f"degradation {brief(text)}: the fraction must be between 0 and 1 (exclusive); "
                             f"use --fail to remove a link")
+    if frac < MIN_DEGRADED_FRACTION:
+        raise SelectorError(f"degradation {brief(text)}: {frac:g} of the nominal capacity is below "
+                            f"{MIN_DEGRADED_FRACTION:g}; a link that slow is down: use --fail")
     return sel, frac, None
 
 
@@ -222,9 +236,13 @@ def apply_failures(cf: CompiledFabric, fail=(), degrade=()) -> CompiledFabric:
         links = resolve(cf, sel)
         new = cf.link_nominal_Bps[links] * frac if frac is not None else np.full(len(links), absolute)
         if (new >= cf.link_nominal_Bps[links]).any():
-            raise SelectorError(f"degradation {sel!r}: {absolute / 1e9 * 8 if absolute else 0:g} Gb/s is not below the "
-                                f"links' {cf.link_nominal_Bps[links].min() * 8 / 1e9:g} Gb/s; a degradation must "
-                                f"lower the capacity")
+            raise SelectorError(f"degradation {brief(sel)}: {absolute / 1e9 * 8 if absolute else 0:g} Gb/s is not "
+                                f"below the links' {cf.link_nominal_Bps[links].min() * 8 / 1e9:g} Gb/s; a degradation "
+                                f"must lower the capacity")
+        if (new < cf.link_nominal_Bps[links] * MIN_DEGRADED_FRACTION).any():
+            raise SelectorError(f"degradation {brief(sel)}: {absolute * 8 / 1e9:g} Gb/s is below "
+                                f"{MIN_DEGRADED_FRACTION:g} of the links' {cf.link_nominal_Bps[links].max() * 8 / 1e9:g} "
+                                f"Gb/s; a link that slow is down: use --fail")
         keep = alive[links]
         cap[links[keep]] = np.minimum(cap[links[keep]], new[keep])
         degs.append((sel, tuple(int(x) for x in links), float(new.min()) if len(new) else 0.0))

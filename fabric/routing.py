@@ -746,8 +746,12 @@ class Router:
         b_nic = self.nic_of[gb[idx]]
         if (a_nic < 0).any() or (b_nic < 0).any():
             i = int(np.flatnonzero((a_nic < 0) | (b_nic < 0))[0])
-            raise UnreachableError(f"route: {cf.node_names[send[idx][i]]} -> {cf.node_names[gb[idx][i]]} needs the "
-                                   f"network but one of them has no (working) NIC")
+            a, b = int(send[idx][i]), int(gb[idx][i])
+            same = cf.node_domain[a] == cf.node_domain[b]
+            why = ("no working NVLink path joins them (their NVSwitch links are failed) and the domain has no "
+                   "(working) NIC to go around over the network" if same else
+                   "they are in different NVLink domains and one of them has no (working) NIC")
+            raise UnreachableError(f"route: {cf.node_names[a]} -> {cf.node_names[b]}: {why}")
         reach = self._reachable(a_nic, b_nic)
         if not reach.all():
             i = int(np.flatnonzero(~reach)[0])

@@ -51,6 +51,9 @@ class ClosLayout:
     cores_per_group: int
     radix: int
     link_Bps: float
+    #: down:up ratios as built (leaf, and spine with 3 tiers): host ports / up-ports of the fullest leaf,
+    #: spine down-ports / up-ports; the radix rounds what was asked
+    oversubscription_built: tuple = ()
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -69,9 +72,15 @@ def split_ports(radix: int, oversubscription: float, *, field: str = "oversubscr
     >>> split_ports(48, 1), split_ports(48, 2), split_ports(64, 3)
     ((24, 24), (32, 16), (48, 16))
     """
-    r = float(oversubscription)
+    try:
+        r = float(oversubscription)
+    except (TypeError, ValueError):
+        r = float("nan")
     if not math.isfinite(r) or r < 1:
         raise SpecError(f"{field}: {oversubscription!r} must be a ratio >= 1 (down:up), e.g. 1, 2 or 3")
+    if r > radix - 1:
+        raise SpecError(f"{field}: {r:g}:1 cannot be built with radix-{radix} switches (at most {radix - 1}:1, "
+                        f"{radix - 1} down-ports and 1 up-port)")
     up = max(1, round(radix / (r + 1)))
     down = radix - up
     if down < 1:
@@ -222,9 +231,11 @@ def add_clos(G: nx.MultiDiGraph, leaf_nics: list[list[str]], *, radix: int, link
                                   tier_down="core-down", latency_uv_s=lc[0], latency_vu_s=lc[1], plane=plane,
                                   count=m2, aggregate=aggregate)
             cores = a * c
+    built = () if tiers == 1 else (down_max / leaf_up,) + (
+        ((pod_size * (leaf_up // a)) / spine_up,) if tiers == 3 else ())
     layout = ClosLayout(tiers=tiers, leaves=nleaves, spines=spines, cores=cores, pods=len(pods),
                         leaf_down_max=down_max, leaf_up=leaf_up, spines_per_pod=a, spine_up=spine_up,
-                        cores_per_group=c, radix=radix, link_Bps=link_Bps)
+                        cores_per_group=c, radix=radix, link_Bps=link_Bps, oversubscription_built=built)
     G.graph["meta"].setdefault("clos", layout.as_dict())
     return layout
 
@@ -270,10 +281,10 @@ def fat_tree(hosts: int, radix: int, *, tiers: int | None = None, oversubscripti
     >>> G.graph["meta"]["clos"]["tiers"], G.graph["meta"]["clos"]["spines"]
     (2, 2)
     """
-    if isinstance(oversubscription, (list, tuple)):
-        ratios = [float(x) for x in oversubscription] + [1.0] * 2
-    else:
-        ratios = [float(oversubscription), 1.0]
+    given = list(oversubscription) if isinstance(oversubscription, (list, tuple)) else [oversubscription]
+    if not 1 <= len(given) <= 2:
+        raise SpecError(f"oversubscription: give one ratio (leaf) or two (leaf, spine), got {len(given)}")
+    ratios = [float(x) for x in given] + [1.0] * 2
     r1, r2 = ratios[0], ratios[1]
     hosts, radix, planes = int(hosts), int(radix), int(planes)
     if hosts < 2:
@@ -290,7 +301,21 @@ def fat_tree(hosts: int, radix: int, *, tiers: int | None = None, oversubscripti
     d1, u1 = split_ports(radix, r1)
     if tiers is None:
         tiers = _fewest_tiers(hosts, radix, r1, r2)
-    G = new_fabric(f"fat-tree-{hosts}", hosts=hosts, radix=radix, tiers=tiers, oversubscription=ratios[:2],
+    if tiers == 1 and r1 != 1:
+        raise SpecError(f"oversubscription: {r1:g} does not apply to a 1-tier fat-tree ({hosts} hosts on one "
+                        f"radix-{radix} switch has no up-links); drop it or set tiers=2")
+    # capacity, before any node exists: a spine has radix ports, so a pod holds at most radix leaves
+    # (2 tiers), and a core has radix ports, one per pod at least (3 tiers)
+    if tiers in (2, 3):
+        per_pod = radix if tiers == 2 else max(1, split_ports(radix, r2, field="oversubscription[1]")[0])
+        cap = d1 * per_pod * (radix if tiers == 3 else 1)
+        if hosts > cap:
+            raise SpecError(f"hosts: {hosts:,} exceed the {cap:,} that {tiers} tiers of radix-{radix} switches hold "
+                            f"at {r1:g}:1; use a larger radix" + (", more tiers" if tiers < 3 else "") + " or fewer hosts")
+    if len(given) == 2 and tiers != 3:
+        raise SpecError(f"oversubscription: the second (spine) ratio {r2:g} applies only to 3 tiers; this tree has "
+                        f"{tiers}; give one ratio or set tiers=3")
+    G = new_fabric(f"fat-tree-{hosts}", hosts=hosts, radix=radix, tiers=tiers, oversubscription=ratios[:len(given)],
                    link_Bps=link_Bps, planes=planes)
     nics = []
     for h in range(hosts):

@@ -112,7 +112,8 @@ def cluster(gpu_name: str, domains: int, scaleout: str, *, gpus_per_domain: int 
     rails = tray
     per_rail = n_gpus // rails
     G = new_fabric(name or f"{gpu.name.lower()}-x{domains}-{scaleout}", gpu=gpu.name, domains=domains,
-                   domain_gpus=n_gpus, scaleout=scaleout, switch=sw.name, nic=nic_spec.name, planes=planes)
+                   domain_gpus=n_gpus, scaleout=scaleout, switch=sw.name, nic=nic_spec.name, planes=planes,
+                   oversubscription=[float(oversubscription)])
     nics_by_rail: list[list[list[str]]] = [[[] for _ in range(domains)] for _ in range(rails)]
     for d in range(domains):
         gpus = add_nvlink_domain(G, d, gpu, n_gpus=n_gpus, aggregate=aggregate,

@@ -113,6 +113,10 @@ def check_graph(G: nx.MultiDiGraph, *, source: str = "graph") -> None:
         if lat is None or not math.isfinite(lat) or lat < 0:
             raise SpecError(f"{source}: link {brief(u)} -> {brief(v)} has latency_s = {brief(d.get('latency_s'))}; "
                             f"it must be a finite number >= 0")
+        n = d.get("cables", 1)
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n < 1 << 31:
+            raise SpecError(f"{source}: link {brief(u)} -> {brief(v)} has cables = {brief(n)}; it counts the cables "
+                            f"the link stands for (an integer >= 1)")
         if not isinstance(d.get("tier", "other"), str):
             raise SpecError(f"{source}: link {brief(u)} -> {brief(v)} has tier = {brief(d.get('tier'))}; "
                             f"expected a tier name")

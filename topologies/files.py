@@ -174,8 +174,8 @@ def write_atomic(path: str | Path, data: bytes | None = None, *, writer=None, wh
         lst = os.lstat(target)
     except FileNotFoundError:
         lst = None
-    except OSError as exc:
-        raise SpecError(f"{where}: cannot write ({exc.strerror})") from None
+    except (OSError, ValueError) as exc:
+        raise SpecError(f"{where}: cannot write ({getattr(exc, 'strerror', None) or exc})") from None
     mode = None
     if lst is not None and stat.S_ISLNK(lst.st_mode):
         real = Path(os.path.realpath(target))

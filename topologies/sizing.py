@@ -118,7 +118,7 @@ def estimate_build(name: str, kwargs: dict) -> BuildEstimate | None:
         if ref is None:
             return None
         gpu = catalog.gpu(ref["gpu"])
-        nodes = ref["nodes_per_su"] * int(args["sus"])
+        nodes = ref["nodes_per_su"] * int(args["sus"]) - ref.get("ufm_slots", 0)
         return _cluster(ref["gpu"], nodes, gpu.domain_gpus, ref["scaleout"], 1)
     return None
 
@@ -130,8 +130,11 @@ def check_build(name: str, kwargs: dict, *, memory_limit=None) -> BuildEstimate 
         return None
     gpus = f"{est.gpus:,}" if est.gpus < 10**15 else f"{est.gpus:.3g}"
     links = f"{est.links:,}" if est.links < 10**15 else f"{est.links:.3g}"
-    hint = ("build fewer GPUs (--set domains=N or hosts=N), or merge parallel cables (--set aggregate=true)"
-            if any(x.name == "aggregate" for x in _params(name)) else "build fewer GPUs")
+    names = {x.name for x in _params(name)}
+    knob = next((k for k in ("hosts", "domains", "sus", "n") if k in names), None)
+    hint = "build fewer GPUs" + (f" (--set {knob}=N)" if knob else "")
+    if "aggregate" in names:
+        hint += ", or merge parallel cables (--set aggregate=true)"
     check_memory(est.memory_bytes, what=f"topology {name} with {gpus} GPUs (up to {links} links)", hint=hint,
                  limit=memory_limit, time_s=est.time_s)
     return est

@@ -230,6 +230,8 @@ def estimate_topology(topo: str, overrides: dict | None = None):
     from topologies.sizing import estimate_build
 
     suffix = Path(_check_topo(topo)).suffix.lower()
+    if suffix in _FILE_SUFFIXES and overrides:
+        raise SpecError(f"--set: overrides apply to presets, not to the file {brief(topo)}; edit the file instead")
     if suffix in (".json", ".graphml"):
         return None
     if suffix == ".toml":

@@ -43,10 +43,14 @@ __all__ = [
     "format_size",
     "format_time",
     "GB",
+    "MAX_SWEEP_SIZES",
 ]
 
 #: nccl-tests and vendors use GB = 1e9 bytes for bandwidth.
 GB = 1e9
+
+#: Most sizes in one sweep (nccl-tests' full 1 B .. 16 GiB x2 sweep has 35).
+MAX_SWEEP_SIZES = 100
 
 # SI prefixes and time units as decimal exponents (applied in the decimal
 # string, so that "500ns" is exactly the float 5e-07), binary ones as powers of 2.
@@ -202,7 +206,7 @@ def parse_size_range(text: str, *, field: str | None = None) -> list[int]:
     >>> parse_size_range("1MiB:64MiB:x4")
     [1048576, 4194304, 16777216, 67108864]
     """
-    if not isinstance(text, str) or text.count(":") not in (1, 2):
+    if not isinstance(text, str) or text.count(":") not in (1, 2) or len(text) > 100:
         raise UnitError(f"{_where(field)}expected a size range 'MIN:MAX' or 'MIN:MAX:xFACTOR' such as '1KiB:8GiB', got {text!r}")
     parts = text.split(":")
     lo = parse_size(parts[0], field=field)
@@ -215,6 +219,10 @@ def parse_size_range(text: str, *, field: str | None = None) -> list[int]:
         factor = int(f[1:])
     if lo <= 0 or hi < lo:
         raise UnitError(f"{_where(field)}size range {text!r} needs 0 < MIN <= MAX")
+    count = 1 + math.floor(math.log(hi / lo, factor) + 1e-9)
+    if count > MAX_SWEEP_SIZES:
+        raise UnitError(f"{_where(field)}size range {text!r} has {count} sizes; at most {MAX_SWEEP_SIZES} "
+                        f"(raise MIN, lower MAX or use a larger factor such as x4)")
     sizes = []
     s = lo
     while s <= hi:
