@@ -30,6 +30,7 @@ COMMANDS = (
     "cli.run:run_cmd",
     "cli.models_cmd:models_command",
     "cli.sweep_cmd:sweep_group",
+    "cli.step_cmd:step_cmd",
 )
 
 
@@ -187,6 +188,9 @@ def validate_cmd(path, as_json) -> None:
     from collectives.validate import validate
     from topologies.errors import SpecError, brief
 
+    from cli.step_cmd import training_table
+    from workloads.training_validate import validate_training
+
     if path is not None and not path.strip():
         raise SpecError("--file: empty file name")
     err = progress_console()
@@ -194,16 +198,19 @@ def validate_cmd(path, as_json) -> None:
     if not rep.rows:
         raise SpecError(f"validate: {brief(path) if path else 'the reference file'} has no validation points "
                         f"([[point]] tables); nothing was checked")
-    if as_json:
-        echo_json(rep.as_dict())
-    else:
+    if not as_json:
         stdout_console().print(validation_table(rep))
+    train = validate_training(progress=lambda pid, k, n: err.print(f"[training {k}/{n}] {clean(pid)}"))
+    if as_json:
+        echo_json(rep.as_dict() | {"training": train.as_dict()})
+    else:
+        stdout_console().print(training_table(train))
 
 
 @cli.command("demo")
 @handles_errors
 def demo() -> None:
-    """A tour: topology summaries and bisection bandwidth of reference systems."""
+    """A tour: DeepSeek-V3 step on GB300 vs GB200 NVL72, and 256 vs 1,024 GPUs."""
     from cli.demo import run_demo
 
     run_demo(stdout_console(), progress_console())

@@ -34,7 +34,7 @@ Examples
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -322,7 +322,7 @@ class ScheduleResult:
     plan_hits: int
     plan_misses: int
     report: CongestionReport | None
-    _index: dict
+    _index: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __getitem__(self, key) -> TaskResult:
         if isinstance(key, (int, np.integer)):

@@ -162,15 +162,18 @@ class Layout:
 
     @property
     def chunks(self) -> int:
-        """Model chunks per pipeline rank (virtual stages; DualPipe holds two)."""
-        return 2 if self.schedule == "dualpipe" else self.vpp
+        """Model chunks per pipeline rank in the layer split (virtual stages). DualPipe splits the
+        model into ``pp`` stages; rank ``r`` holds stage ``r`` and, for the reverse direction, a copy
+        of stage ``pp - 1 - r``."""
+        return self.vpp
 
     def check_model(self, *, layers: int, heads: int, kv_heads: int, experts: int, ffn: int,
                     moe_ffn: int | None = None) -> None:
         """Sizes that must divide the model's (one line naming the numbers)."""
-        stages = self.pp * (self.vpp if self.schedule == "interleaved" else 1)
-        if layers < stages:
-            raise SpecError(f"--pp {self.pp} x --vpp {self.vpp} = {stages} virtual stages exceed the {layers} layers")
+        stages = self.pp * self.chunks
+        if layers + 2 < stages:
+            raise SpecError(f"--pp {self.pp} x --vpp {self.vpp} = {stages} virtual stages exceed the {layers} layers "
+                            f"plus the embedding and the head")
         if heads % self.tp:
             raise SpecError(f"--tp {self.tp}: does not divide the {heads} attention heads")
         if kv_heads % self.tp and self.tp % kv_heads:
@@ -394,18 +397,19 @@ def _expand(text: str) -> str:
 
 def virtual_stages(moe_pattern, mtp_layers: int, lay: Layout, pp_layout: str | None = None) -> list[list[str]]:
     """Layer kinds of every virtual stage, in model order (virtual stage ``v`` runs on
-    pipeline rank ``v % pp`` as its chunk ``v // pp``; DualPipe: rank ``v`` and ``2 pp - 1 - v``).
+    pipeline rank ``v % pp`` as its chunk ``v // pp``).
 
     ``pp_layout`` is Megatron-Core's ``--pipeline-model-parallel-layout`` string (``E``
     embedding, ``t`` transformer layer, ``m`` MTP, ``L`` loss, ``|`` between stages,
-    ``(..)*n`` and ``t*n`` repeat). Default: the transformer layers as even as possible,
-    the embedding with the first and the MTP modules and the head with the last.
+    ``(..)*n`` and ``t*n`` repeat). Default: the embedding with the first stage, the MTP
+    modules and the head with the last, and the transformer layers spread so that every stage
+    holds the same number of layers counting each MTP module and the head as one.
 
     Examples
     --------
     >>> lay = Layout(gpus=4, pp=2, vpp=2, global_batch=8)
     >>> virtual_stages([False] * 6, 0, lay)
-    [['embed', 'dense'], ['dense', 'dense'], ['dense', 'dense'], ['dense', 'head']]
+    [['embed', 'dense', 'dense'], ['dense', 'dense'], ['dense', 'dense'], ['head']]
     >>> virtual_stages([False] * 6, 1, lay, "Et|(tt|)*2tmL")[3]
     ['dense', 'mtp', 'head']
     """
@@ -439,18 +443,36 @@ def virtual_stages(moe_pattern, mtp_layers: int, lay: Layout, pp_layout: str | N
         if sum(s.count("mtp") for s in out) != mtp_layers:
             raise SpecError(f"--pp-layout: {sum(s.count('mtp') for s in out)} 'm' for the model's {mtp_layers} MTP layers")
         return out
-    if n_layers < n_virtual:
-        raise SpecError(f"--pp {lay.pp} x chunks {lay.chunks} = {n_virtual} virtual stages exceed the {n_layers} layers")
-    base, extra = divmod(n_layers, n_virtual)
-    # extra layers go to the middle stages (the first holds the embedding, the last the head)
-    counts = [base] * n_virtual
-    order = sorted(range(n_virtual), key=lambda v: (v in (0, n_virtual - 1), abs(v - (n_virtual - 1) / 2)))
-    for v in order[:extra]:
+    if n_layers + 2 < n_virtual:
+        raise SpecError(f"--pp {lay.pp} x chunks {lay.chunks} = {n_virtual} virtual stages exceed the {n_layers} "
+                        f"layers plus the embedding and the head")
+    # Embedding and head take a stage of their own when there are more stages than layers
+    # (Megatron-Core's account_for_embedding/loss_in_pipeline_split).
+    own = n_virtual - n_layers if n_virtual > n_layers else 0
+    inner = n_virtual - own
+    # The MTP modules and the output head weigh like a layer each on the last stage (as NVIDIA's
+    # DeepSeek-V3 layout "Et*4|(t*4|)*14tmL" balances them): split layers + those units evenly.
+    extra_units = (mtp_layers + 1) if own < 2 and inner > 1 else 0
+    base, extra = divmod(n_layers + extra_units, inner)
+    counts = [base] * inner
+    order = sorted(range(inner), key=lambda v: (v in (0, inner - 1), abs(v - (inner - 1) / 2)))
+    for v in order[:extra]:  # extra layers go to the middle stages (the ends hold embedding and head)
         counts[v] += 1
+    take = min(extra_units, counts[-1])
+    counts[-1] -= take
+    for v in range(inner - 2, -1, -1):  # units the last stage could not give up go to its neighbours
+        if take == extra_units:
+            break
+        counts[v] -= 1
+        take += 1
     out, i = [], 0
-    for v, c in enumerate(counts):
+    for c in counts:
         out.append(kinds[i:i + c])
         i += c
+    if own >= 1:
+        out.insert(0, [])
+    if own == 2:
+        out.append([])
     out[0].insert(0, "embed")
     out[-1].extend(["mtp"] * mtp_layers + ["head"])
     return out
@@ -461,10 +483,8 @@ def stage_of_virtual(v: int, lay: Layout) -> tuple[int, int]:
 
     Examples
     --------
-    >>> lay = Layout(gpus=4, pp=4, global_batch=8, schedule="dualpipe")
-    >>> [stage_of_virtual(v, lay) for v in (0, 3, 4, 7)]
-    [(0, 0), (3, 0), (3, 1), (0, 1)]
+    >>> lay = Layout(gpus=8, pp=2, vpp=2, global_batch=8)
+    >>> [stage_of_virtual(v, lay) for v in range(4)]
+    [(0, 0), (1, 0), (0, 1), (1, 1)]
     """
-    if lay.schedule == "dualpipe":
-        return (v, 0) if v < lay.pp else (2 * lay.pp - 1 - v, 1)
     return v % lay.pp, v // lay.pp

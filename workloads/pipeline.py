@@ -1,0 +1,552 @@
+"""Pipeline-parallel schedules as the real order of operations: 1F1B, interleaved 1F1B, DualPipe.
+
+Every pipeline rank (stage) runs a fixed sequence of operations, the one its
+framework issues:
+
+* ``"1f1b"``: Megatron-LM's non-interleaved schedule
+  (``forward_backward_pipelining_without_interleaving``): stage ``s`` runs
+  ``min(pp - s - 1, n_micro)`` warm-up forwards, then one forward and one
+  backward per step, then the remaining backwards;
+* ``"interleaved"``: Megatron-LM's interleaved schedule
+  (``forward_backward_pipelining_with_interleaving``, NVIDIA/Megatron-LM
+  ``megatron/core/pipeline_parallel/schedules.py``): ``vpp`` model chunks per
+  stage, virtual stage ``c * pp + s``; ``(pp - s - 1) * 2 + (vpp - 1) * pp``
+  warm-up forwards (all forwards first when ``n_micro == pp``); the k-th forward
+  runs chunk ``(k mod pp*vpp) // pp`` (backwards in reverse chunk order) on
+  micro-batch ``(k // (pp*vpp)) * pp + k mod pp``. Megatron requires
+  ``n_micro % pp == 0`` for this order (the same file raises otherwise);
+* ``"dualpipe"``: DeepSeek-V3's bidirectional schedule (DeepSeek-V3 technical
+  report section 3.2.1; deepseek-ai/DualPipe ``dualpipe/dualpipe.py``): micro-batches
+  enter from both ends, rank ``r`` holds stage ``r`` of the forward direction and
+  stage ``pp - 1 - r`` of the reverse one (parameters twice), and runs the eight
+  steps of ``DualPipe.step``: ``nF0``, ``nF0F1``, ``nB1W1F1`` (zero bubble),
+  ``nF0B1F1B0`` (the main overlapped step), ``nB1F1B0``, ``nB1B0``, ``nWB0``,
+  ``nW``. Needs ``pp`` even and ``n_micro`` even and ``>= 2 pp``.
+
+Costs are given per (stage, chunk) and micro-batch: forward compute ``F``,
+backward input-gradient ``B`` and weight-gradient ``W`` compute (``B + W`` is a
+full backward; only DualPipe's zero-bubble steps run ``W`` apart), hideable
+communication (EP all-to-all dispatch and combine) per forward and backward,
+exposed communication (TP and the like, never hidden) and the point-to-point
+send between neighbouring stages.
+
+Overlap (``overlap=``): ``"none"`` runs a chunk's hideable communication after
+its compute; ``"a2a"`` pairs the forward of one micro-batch with the backward
+of another in one operation whose communication hides under the other's
+compute: it lasts ``max(F + B + W, comm_F + comm_B) + exposed`` (DualPipe's
+F&B chunk, Megatron's combined 1F1B / EP A2A overlap). Megatron pairs the
+steady-state forward and backward (with PP it needs the interleaved schedule;
+without PP it pairs forward ``i + 1`` with backward ``i``); DualPipe pairs
+``F0&B1`` and ``F1&B0`` in its main steps. A pair whose backward needs its own
+forward runs them in turn.
+
+Timing is event-driven over the dependency graph: an operation starts when its
+rank is free and its inputs have arrived (the producing operation's end plus
+the p2p send time); sends are asynchronous (they overlap compute).
+
+Examples
+--------
+>>> r = simulate_pipeline("1f1b", pp=4, n_micro=8, forward_s=1.0, backward_s=2.0)
+>>> r.makespan_s, r.bubble_s, round(r.bubble_fraction, 4)
+(33.0, 9.0, 0.2727)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from topologies.errors import SpecError
+
+__all__ = ["SCHEDULES", "OVERLAPS", "STREAMS", "KINDS", "Timeline", "PipelineResult", "simulate_pipeline"]
+
+SCHEDULES = ("1f1b", "interleaved", "dualpipe")
+OVERLAPS = ("none", "a2a")
+#: timeline streams: compute, hideable communication (EP all-to-all), exposed communication, p2p sends
+STREAMS = ("compute", "comm", "exposed", "p2p")
+KINDS = ("F", "B", "W")
+
+# operation types
+_F, _B, _BZ, _W, _PAIR = 0, 1, 2, 3, 4
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Timeline events as a struct of arrays (one row per event).
+
+    ``stage``: pipeline rank; ``stream``: index into :data:`STREAMS`;
+    ``chunk``: model chunk (DualPipe: direction); ``micro``: micro-batch;
+    ``kind``: index into :data:`KINDS`; ``start_s`` / ``end_s``.
+    """
+
+    stage: np.ndarray
+    stream: np.ndarray
+    chunk: np.ndarray
+    micro: np.ndarray
+    kind: np.ndarray
+    start_s: np.ndarray
+    end_s: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.start_s)
+
+    def rows(self) -> list[tuple]:
+        """Events as ``(stage, stream, chunk, micro, kind, start_s, end_s)`` tuples with names."""
+        st = [STREAMS[i] for i in self.stream.tolist()]
+        kd = [KINDS[i] for i in self.kind.tolist()]
+        return list(zip(self.stage.tolist(), st, self.chunk.tolist(), self.micro.tolist(), kd,
+                        self.start_s.tolist(), self.end_s.tolist()))
+
+    def stream_busy_s(self, n_stages: int) -> np.ndarray:
+        """float64[stages, streams]: summed event durations per stage and stream."""
+        out = np.zeros((n_stages, len(STREAMS)))
+        np.add.at(out, (self.stage, self.stream), self.end_s - self.start_s)
+        return out
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    """One step of a pipeline schedule.
+
+    ``busy_s[s]``: time stage ``s`` is occupied (compute plus communication it
+    waits for); ``compute_s[s]``: its compute alone; ``idle_s = makespan -
+    busy``. ``bubble_s = makespan - max(busy)``: how much longer the step is than
+    the busiest stage's work; ``bubble_fraction = bubble_s / makespan_s``.
+    """
+
+    schedule: str
+    pp: int
+    vpp: int
+    n_micro: int
+    overlap: str
+    makespan_s: float
+    busy_s: np.ndarray
+    compute_s: np.ndarray
+    idle_s: np.ndarray
+    bubble_s: float
+    bubble_fraction: float
+    timeline: Timeline
+
+    def as_dict(self) -> dict:
+        return {"schedule": self.schedule, "pp": self.pp, "vpp": self.vpp, "n_micro": self.n_micro,
+                "overlap": self.overlap, "makespan_s": self.makespan_s, "bubble_s": self.bubble_s,
+                "bubble_fraction": self.bubble_fraction, "busy_s": self.busy_s.tolist(),
+                "compute_s": self.compute_s.tolist(), "idle_s": self.idle_s.tolist()}
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _int(name: str, v, lo: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+        raise SpecError(f"{name}: {v!r} must be an integer >= {lo}")
+    return int(v)
+
+
+def _costs(name: str, v, pp: int, vpp: int) -> np.ndarray:
+    a = np.asarray(v, dtype=np.float64)
+    if a.ndim == 1 and a.shape == (pp,):
+        a = a[:, None]
+    try:
+        a = np.broadcast_to(a, (pp, vpp)).copy()
+    except ValueError:
+        raise SpecError(f"{name}: expected a number, {pp} values (one per stage) or {pp} x {vpp} "
+                        f"(stage x chunk), got shape {np.shape(v)}") from None
+    if not np.all(np.isfinite(a)) or (a < 0).any():
+        raise SpecError(f"{name}: times must be finite and >= 0 seconds")
+    return a
+
+
+# --------------------------------------------------------------------------- operation orders
+
+
+def _megatron_types(schedule: str, pp: int, vpp: int, m: int, r: int, pair: bool) -> np.ndarray:
+    """Operation types of rank r in Megatron's order (forwards and backwards numbered in order of issue)."""
+    if schedule == "1f1b":
+        if pair and pp == 1:  # combined 1F1B without PP: F0, then (F i+1 & B i), then the last B
+            return np.concatenate([[_F], np.full(m - 1, _PAIR), [_B]]).astype(np.int64)
+        warm, total = min(pp - r - 1, m), m
+    else:
+        total = m * vpp
+        warm = total if m == pp else min((pp - r - 1) * 2 + (vpp - 1) * pp, total)
+    steady = np.full(total - warm, _PAIR) if pair else np.tile([_F, _B], total - warm)
+    return np.concatenate([np.full(warm, _F), steady, np.full(warm, _B)]).astype(np.int64)
+
+
+def _megatron_ops(schedule: str, pp: int, vpp: int, m: int, pair: bool):
+    """(type, rank, F virtual stage, F micro, B virtual stage, B micro) of every op, rank by rank, in order."""
+    parts = []
+    g = pp * vpp
+    for r in range(pp):
+        t = _megatron_types(schedule, pp, vpp, m, r, pair)
+        isf = (t == _F) | (t == _PAIR)
+        isb = (t == _B) | (t == _PAIR)
+        kf = np.where(isf, np.cumsum(isf) - 1, -1)
+        kb = np.where(isb, np.cumsum(isb) - 1, -1)
+        # Megatron: k-th forward -> chunk (k mod pp*vpp) // pp, micro (k // (pp*vpp)) * pp + k mod pp;
+        # backwards run the chunks in reverse
+        mf = np.where(isf, (kf // g) * pp + kf % pp, -1)
+        mb = np.where(isb, (kb // g) * pp + kb % pp, -1)
+        cf = np.where(isf, (kf % g) // pp, -1)
+        cb = np.where(isb, vpp - 1 - (kb % g) // pp, -1)
+        split = (t == _PAIR) & (mf == mb)  # the backward needs this very forward: run them in turn
+        if split.any():
+            rep = np.repeat(np.arange(len(t)), np.where(split, 2, 1))
+            first = np.ones(len(rep), bool)
+            first[1:] = rep[1:] != rep[:-1]
+            sp = split[rep]
+            t = np.where(sp, np.where(first, _F, _B), t[rep])
+            mf, cf = np.where(sp & ~first, -1, mf[rep]), np.where(sp & ~first, -1, cf[rep])
+            mb, cb = np.where(sp & first, -1, mb[rep]), np.where(sp & first, -1, cb[rep])
+        fv = np.where(cf >= 0, cf * pp + r, -1)
+        bv = np.where(cb >= 0, cb * pp + r, -1)
+        parts.append((t, np.full(len(t), r), fv, mf, bv, mb))
+    return tuple(np.concatenate([p[i] for p in parts]).astype(np.int64) for i in range(6))
+
+
+def _order_dualpipe(pp: int, m: int, r: int, pair: bool) -> list[tuple]:
+    """DualPipe.step's order on rank r: (type, F local phase, B local phase) (phases resolved by the caller)."""
+    half_ranks = pp // 2
+    hr = min(r, pp - 1 - r)
+    half = m // 2
+    middle = hr == half_ranks - 1
+    ops: list[tuple] = []
+    F = lambda p: ops.append((_F, p, -1))                                     # noqa: E731
+    B = lambda p, zb=False: ops.append((_BZ if zb else _B, -1, p))            # noqa: E731
+    W = lambda: ops.append((_W, -1, -1))                                      # noqa: E731
+
+    def FB(p0, p1):
+        if pair:
+            ops.append((_PAIR, p0, p1))
+        else:
+            F(p0)
+            B(p1)
+
+    for _ in range((half_ranks - hr - 1) * 2):          # step 1: nF0
+        F(0)
+    for _ in range(hr + 1):                              # step 2: nF0F1
+        F(0)
+        F(1)
+    for _ in range(half_ranks - hr - 1):                 # step 3: nB1W1F1 (zero bubble)
+        B(1, True)
+        W()
+        F(1)
+    for i in range(half - pp + hr + 1):                  # step 4: nF0B1F1B0
+        if i == 0 and middle:                            # not overlapped, to shrink the bubble
+            F(0)
+            B(1)
+        else:
+            FB(0, 1)
+        FB(1, 0)
+    for _ in range(half_ranks - hr - 1):                 # step 5: nB1F1B0
+        B(1)
+        FB(1, 0)
+    s6 = hr + 1                                          # step 6: nB1B0, second half zero bubble
+    zb = False
+    for i in range(s6):
+        if i == s6 // 2 and hr % 2 == 1:
+            zb = True
+        B(1, zb)
+        if i == s6 // 2 and hr % 2 == 0:
+            zb = True
+        B(0, zb)
+    for _ in range(half_ranks - hr - 1):                 # step 7: nWB0
+        W()
+        B(0, True)
+    for _ in range(hr + 1):                              # step 8: nW
+        W()
+    return ops
+
+
+def _dualpipe_ops(pp: int, m: int, pair: bool):
+    """DualPipe's ops with local phases resolved: direction d = phase XOR (rank in the second half)."""
+    typ, rank, fv, fm, bv, bm = [], [], [], [], [], []
+    for r in range(pp):
+        second = int(r >= pp // 2)
+        nf, nb = [0, 0], [0, 0]
+        zq: list = []   # zero-bubble backwards whose W is still to run (FIFO, as WeightGradStore)
+        for t, pf, pb in _order_dualpipe(pp, m, r, pair):
+            typ.append(t)
+            rank.append(r)
+            if t == _W:
+                v, k = zq.pop(0)
+                fv.append(-1), fm.append(-1), bv.append(v), bm.append(k)
+                continue
+            if pf >= 0:
+                d = pf ^ second
+                fv.append(d * pp + (r if d == 0 else pp - 1 - r)), fm.append(nf[d])
+                nf[d] += 1
+            else:
+                fv.append(-1), fm.append(-1)
+            if pb >= 0:
+                d = pb ^ second
+                v = d * pp + (r if d == 0 else pp - 1 - r)
+                bv.append(v), bm.append(nb[d])
+                nb[d] += 1
+                if t == _BZ:
+                    zq.append((v, nb[d] - 1))
+            else:
+                bv.append(-1), bm.append(-1)
+    return tuple(np.asarray(x, np.int64) for x in (typ, rank, fv, fm, bv, bm))
+
+
+# --------------------------------------------------------------------------- simulation
+
+
+def simulate_pipeline(schedule: str, pp: int, n_micro: int, *, vpp: int = 1, forward_s, backward_s,
+                      weight_s=0.0, p2p_s=0.0, forward_comm_s=0.0, backward_comm_s=0.0, forward_exposed_s=0.0,
+                      backward_exposed_s=0.0, overlap: str | None = None) -> PipelineResult:
+    """Simulate one step of ``schedule`` (see the module docstring).
+
+    Parameters
+    ----------
+    schedule : {"1f1b", "interleaved", "dualpipe"}
+    pp, n_micro : int
+        Pipeline stages and micro-batches per step (DualPipe: both directions together).
+    vpp : int
+        Model chunks per stage (``interleaved`` only; 1 otherwise).
+    forward_s, backward_s, weight_s : float or array
+        Per micro-batch compute of forward, backward input-gradient (B) and
+        weight-gradient (W), per stage (``[pp]``) or per stage and chunk
+        (``[pp, vpp]``). DualPipe: per model stage (rank ``r`` runs stage ``r``
+        forward-direction and ``pp - 1 - r`` reverse-direction).
+    p2p_s : float or array[pp]
+        Send time of one activation (or gradient) between stage ``s`` and
+        ``(s + 1) % pp``, either way.
+    forward_comm_s, backward_comm_s : float or array
+        Hideable communication per chunk (EP dispatch + combine).
+    forward_exposed_s, backward_exposed_s : float or array
+        Communication that is never hidden (e.g. TP all-reduce).
+    overlap : {"none", "a2a"}, optional
+        Default ``"a2a"`` for DualPipe, ``"none"`` otherwise.
+
+    Returns
+    -------
+    PipelineResult
+    """
+    if schedule not in SCHEDULES:
+        raise SpecError(f"schedule: {schedule!r} is not one of {', '.join(SCHEDULES)}")
+    pp = _int("pp", pp, 1)
+    vpp = _int("vpp", vpp, 1)
+    m = _int("n_micro", n_micro, 1)
+    overlap = overlap or ("a2a" if schedule == "dualpipe" else "none")
+    if overlap not in OVERLAPS:
+        raise SpecError(f"overlap: {overlap!r} is not one of {', '.join(OVERLAPS)}")
+    if schedule != "interleaved" and vpp != 1:
+        raise SpecError(f"vpp: {vpp} model chunks per stage need schedule='interleaved'")
+    if schedule == "interleaved":
+        if pp < 2:
+            raise SpecError("pp: the interleaved schedule needs pp >= 2")
+        if m % pp:
+            raise SpecError(f"n_micro: {m} micro-batches must be a multiple of pp = {pp} for Megatron's "
+                            "interleaved schedule")
+    if schedule == "dualpipe" and (pp % 2 or m % 2 or m < 2 * pp):
+        raise SpecError(f"dualpipe: needs an even pp and an even n_micro >= 2 pp; got pp = {pp}, n_micro = {m}")
+    if schedule == "1f1b" and overlap == "a2a" and pp > 1:
+        raise SpecError("overlap: 'a2a' with pp > 1 needs schedule='interleaved' (Megatron's combined 1F1B "
+                        "requires virtual pipeline stages) or 'dualpipe'")
+    pair = overlap == "a2a"
+    cost = {k: _costs(k, v, pp, vpp) for k, v in (
+        ("forward_s", forward_s), ("backward_s", backward_s), ("weight_s", weight_s),
+        ("forward_comm_s", forward_comm_s), ("backward_comm_s", backward_comm_s),
+        ("forward_exposed_s", forward_exposed_s), ("backward_exposed_s", backward_exposed_s))}
+    p2p = np.asarray(p2p_s, dtype=np.float64)
+    if p2p.ndim == 0:
+        p2p = np.full(pp, float(p2p))
+    if p2p.shape != (pp,) or not np.all(np.isfinite(p2p)) or (p2p < 0).any():
+        raise SpecError(f"p2p_s: expected a time >= 0 or {pp} times (one per stage boundary)")
+
+    # virtual stages v: rank, chunk, next/previous virtual stage, and the per-v costs
+    if schedule == "dualpipe":
+        V = 2 * pp
+        s_of = np.arange(V) % pp
+        d_of = np.arange(V) // pp
+        v_rank = np.where(d_of == 0, s_of, pp - 1 - s_of)
+        v_chunk = d_of
+        v_cost = {k: c[s_of, 0] for k, c in cost.items()}
+        v_next = np.where(s_of < pp - 1, np.arange(V) + 1, -1)
+        v_prev = np.where(s_of > 0, np.arange(V) - 1, -1)
+        per_dir = m // 2
+    else:
+        V = pp * vpp
+        v_rank = np.arange(V) % pp
+        v_chunk = np.arange(V) // pp
+        v_cost = {k: c[v_rank, v_chunk] for k, c in cost.items()}
+        v_next = np.where(np.arange(V) < V - 1, np.arange(V) + 1, -1)
+        v_prev = np.arange(V) - 1
+        per_dir = m
+
+    # operations of every rank: type, (virtual stage, micro) of the forward and backward parts
+    if schedule == "dualpipe":
+        typ, rank, fv, fm, bv, bm = _dualpipe_ops(pp, m, pair)
+    else:
+        typ, rank, fv, fm, bv, bm = _megatron_ops(schedule, pp, vpp, m, pair)
+    N = len(typ)
+    hasf, hasb = fv >= 0, bv >= 0
+    isw = typ == _W
+    # op of every F(v, m) and B(v, m) (W ops carry their B's (v, m) but are not that B)
+    opF = np.full((V, per_dir), -1, np.int64)
+    opB = np.full((V, per_dir), -1, np.int64)
+    opF[fv[hasf], fm[hasf]] = np.flatnonzero(hasf)
+    bo = hasb & ~isw
+    opB[bv[bo], bm[bo]] = np.flatnonzero(bo)
+    if (opF < 0).any() or (opB < 0).any():  # pragma: no cover - the orders above cover every (v, m)
+        raise SpecError(f"{schedule}: internal order is incomplete")
+
+    def lag(va, vb):
+        ra, rb = v_rank[va], v_rank[vb]
+        lo = np.where((ra + 1) % pp == rb, ra, rb)
+        return np.where(ra == rb, 0.0, p2p[lo])
+
+    g = lambda k, v: np.where(v >= 0, v_cost[k][np.maximum(v, 0)], 0.0)  # noqa: E731
+    f, hf, ef = g("forward_s", fv), g("forward_comm_s", fv), g("forward_exposed_s", fv)
+    b, w = g("backward_s", bv), g("weight_s", bv)
+    hb, eb = g("backward_comm_s", bv), g("backward_exposed_s", bv)
+    w_in = np.where((typ == _B) | (typ == _PAIR), w, 0.0)  # W fused into B
+    b_in = np.where(isw, 0.0, b)
+    hb_in, eb_in = np.where(isw, 0.0, hb), np.where(isw, 0.0, eb)
+    w_alone = np.where(isw, w, 0.0)
+    longest = np.maximum(f + b_in + w_in, hf + hb_in)
+    dur = np.where(typ == _PAIR, longest + ef + eb_in, f + hf + ef + b_in + w_in + hb_in + eb_in + w_alone)
+    # dependencies: F(v, m) <- F(prev v, m); B(v, m) <- B(next v, m), or F(v, m) at the last virtual stage
+    d1 = np.full(N, -1, np.int64)
+    l1 = np.zeros(N)
+    pv = v_prev[np.maximum(fv, 0)]
+    okf = hasf & (pv >= 0)
+    d1[okf] = opF[pv[okf], fm[okf]]
+    l1[okf] = lag(pv[okf], fv[okf])
+    d2 = np.full(N, -1, np.int64)
+    l2 = np.zeros(N)
+    nv = v_next[np.maximum(bv, 0)]
+    okb = bo & (nv >= 0)
+    d2[okb] = opB[nv[okb], bm[okb]]
+    l2[okb] = lag(nv[okb], bv[okb])
+    last = bo & (nv < 0)
+    d2[last] = opF[bv[last], bm[last]]
+    d2[isw] = opB[bv[isw], bm[isw]]
+    start = _run(rank, d1, l1, d2, l2, dur, pp, schedule)
+    end = start + dur
+    makespan = float(end.max(initial=0.0))
+    busy = np.bincount(rank, weights=dur, minlength=pp)
+    compute = np.bincount(rank, weights=f + b_in + w_in + w_alone, minlength=pp)
+    timeline = _events(typ, rank, fv, fm, bv, bm, start, end, f, hf, ef, b_in, w_in + w_alone, hb_in, eb_in, longest,
+                       v_chunk, v_next, v_prev, v_rank, lag, opF, opB, hasf, bo)
+    bubble = makespan - float(busy.max())
+    return PipelineResult(schedule=schedule, pp=pp, vpp=vpp, n_micro=m, overlap=overlap, makespan_s=makespan,
+                          busy_s=busy, compute_s=compute, idle_s=makespan - busy, bubble_s=bubble,
+                          bubble_fraction=bubble / makespan if makespan > 0 else 0.0, timeline=timeline)
+
+
+def _run(rank, d1, l1, d2, l2, dur, pp: int, schedule: str) -> np.ndarray:
+    """Start times by an event loop: each rank runs its ops in order, each once its inputs have arrived.
+
+    O(ops): a rank blocked on an input that is not computed yet waits for that op
+    (at most two ranks wait on one op) and resumes when it is computed. Inputs
+    from the same rank are implied by the order; only pairs have two inputs
+    from other ranks.
+    """
+    N = len(rank)
+    ptr = np.searchsorted(rank, np.arange(pp + 1)).tolist()
+    c1 = (d1 >= 0) & (rank[np.maximum(d1, 0)] != rank)
+    c2 = (d2 >= 0) & (rank[np.maximum(d2, 0)] != rank)
+    both = c1 & c2
+    D = np.where(c1, d1, np.where(c2, d2, -1)).tolist()
+    L = np.where(c1, l1, l2).tolist()
+    D2 = np.where(both, d2, -1).tolist()
+    L2 = l2.tolist()
+    any2 = bool(both.any())
+    DU = dur.tolist()
+    end = [-1.0] * N
+    w1 = [-1] * N
+    w2 = [-1] * N
+    pos, stop = ptr[:-1], ptr[1:]
+    free = [0.0] * pp
+    stack = list(range(pp - 1, -1, -1))
+    while stack:
+        r = stack.pop()
+        o, t, n = pos[r], free[r], stop[r]
+        while o < n:
+            d = D[o]
+            if d >= 0:
+                e = end[d]
+                if e < 0:
+                    if w1[d] < 0:
+                        w1[d] = r
+                    else:
+                        w2[d] = r
+                    break
+                e += L[o]
+                if e > t:
+                    t = e
+                if any2:
+                    d = D2[o]
+                    if d >= 0:
+                        e = end[d]
+                        if e < 0:
+                            if w1[d] < 0:
+                                w1[d] = r
+                            else:
+                                w2[d] = r
+                            break
+                        e += L2[o]
+                        if e > t:
+                            t = e
+            t += DU[o]
+            end[o] = t
+            if w1[o] >= 0:
+                stack.append(w1[o])
+                if w2[o] >= 0:
+                    stack.append(w2[o])
+            o += 1
+        pos[r], free[r] = o, t
+    if any(pos[r] < stop[r] for r in range(pp)):  # pragma: no cover - every supported order is deadlock-free
+        raise SpecError(f"{schedule}: the operation order deadlocks")
+    return np.asarray(end) - dur
+
+
+def _events(typ, rank, fv, fm, bv, bm, start, end, f, hf, ef, b, w, hb, eb, longest, v_chunk, v_next, v_prev,
+            v_rank, lag, opF, opB, hasf, bo) -> Timeline:
+    """Timeline rows of every operation part (zero-length parts dropped), in a deterministic order."""
+    pair = typ == _PAIR
+    cols = {k: [] for k in ("stage", "stream", "chunk", "micro", "kind", "start", "dur")}
+
+    def add(mask, stream, kind, v, mm, t0, d):
+        sel = mask & (d > 0)
+        cols["stage"].append(rank[sel])
+        cols["stream"].append(np.full(int(sel.sum()), stream))
+        cols["chunk"].append(v_chunk[v[sel]])
+        cols["micro"].append(mm[sel])
+        cols["kind"].append(np.full(int(sel.sum()), kind))
+        cols["start"].append(t0[sel])
+        cols["dur"].append(d[sel])
+
+    hb_ = bv >= 0
+    s = start
+    # forward part: compute, then (not paired) its comm and exposed comm; paired: comm from the start
+    add(hasf, 0, 0, fv, fm, s, f)
+    add(hasf, 1, 0, fv, fm, np.where(pair, s, s + f), hf)
+    add(hasf, 2, 0, fv, fm, np.where(pair, s + longest, s + f + hf), ef)
+    # backward part: B, W (fused or alone), comm, exposed
+    bs = np.where(pair, s + f, s + f + hf + ef)  # single ops have no forward part: f = hf = ef = 0
+    add(hb_, 0, 1, bv, bm, bs, b)
+    add(hb_, 0, 2, bv, bm, bs + b, w)
+    add(hb_, 1, 1, bv, bm, np.where(pair, s + hf, bs + b + w), hb)
+    add(hb_, 2, 1, bv, bm, np.where(pair, s + longest + ef, bs + b + w + hb), eb)
+    # p2p sends: the output of F(v, m) to the next virtual stage's rank, of B(v, m) to the previous one's
+    nv = v_next[np.maximum(fv, 0)]
+    okf = hasf & (nv >= 0)
+    lf = np.zeros(len(typ))
+    lf[okf] = lag(fv[okf], nv[okf])
+    add(okf, 3, 0, fv, fm, end, lf)
+    pv = v_prev[np.maximum(bv, 0)]
+    okb = bo & (pv >= 0)
+    lb = np.zeros(len(typ))
+    lb[okb] = lag(bv[okb], pv[okb])
+    add(okb, 3, 1, bv, bm, end, lb)
+    c = {k: np.concatenate(v) for k, v in cols.items()}
+    order = np.lexsort((c["start"], c["stage"]))  # stable: ties keep the (deterministic) build order
+    return Timeline(stage=c["stage"][order].astype(np.int32), stream=c["stream"][order].astype(np.int8),
+                    chunk=c["chunk"][order].astype(np.int32), micro=c["micro"][order].astype(np.int32),
+                    kind=c["kind"][order].astype(np.int8), start_s=c["start"][order],
+                    end_s=c["start"][order] + c["dur"][order])
