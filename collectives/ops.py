@@ -120,6 +120,9 @@ class Options(Mapping):
     def __repr__(self) -> str:
         return f"Options({self._map!r})"
 
+    def __reduce__(self):  # pickle / copy rebuild through __init__ (the slots are read-only)
+        return (Options, (self._items,))
+
 
 @dataclass(frozen=True)
 class Collective:

@@ -389,11 +389,15 @@ def _order(tasks: list) -> np.ndarray:
     return index, deps, np.asarray(order, np.int64)
 
 
-def _empty(label: str) -> FlowSet:
+def _empty(label: str, like: FlowSet | None = None) -> FlowSet:
+    """A flow set without flows (one phase), sharing ``like``'s per-resource factors if it has any."""
     z = np.zeros(0)
     zi = np.zeros(0, np.int64)
+    kw = {}
+    if like is not None and getattr(like, "resource_scale", None) is not None:
+        kw["resource_scale"] = like.resource_scale
     return FlowSet(res=np.zeros((0, 1), np.int32), weight=None, size_bytes=z, src=zi, dst=zi, latency_s=z,
-                   release_s=z, phase=np.zeros(0, np.int32), group=np.zeros(0, np.int32), labels=(label,))
+                   release_s=z, phase=np.zeros(0, np.int32), group=np.zeros(0, np.int32), labels=(label,), **kw)
 
 
 def _unique_labels(tasks) -> list[str]:
@@ -441,12 +445,11 @@ def schedule(router: Router, tasks, *, policy: str = "ecmp", seed: int = 0, plan
     for i, t in enumerate(tasks):
         if isinstance(t, CollectiveTask):
             plans[i] = cache.plan(t.op)
-            sets.append(plans[i].flows.relabel(labels[i]))
         elif isinstance(t, SendTask):
             plans[i] = cache.send(t.src, t.dst, t.size_bytes, labels[i])
-            sets.append(plans[i].flows.relabel(labels[i]))
-        else:
-            sets.append(_empty(labels[i]))
+    like = next((p.flows for p in plans if p is not None), None)
+    for i, t in enumerate(tasks):
+        sets.append(plans[i].flows.relabel(labels[i]) if plans[i] is not None else _empty(labels[i], like))
     # phases: task i owns phases [off[i], off[i] + n[i]); its entry phases (no internal deps) wait for every
     # phase of the tasks it is after, plus its delay; a compute task is one empty phase delayed by delay + duration
     n_ph = np.array([s.n_phases for s in sets], np.int64)
@@ -470,7 +473,9 @@ def schedule(router: Router, tasks, *, policy: str = "ecmp", seed: int = 0, plan
     fs = concat(sets)
     fs = replace(fs, n_phases=P, phase_deps=(np.asarray(ptr, np.int64), np.asarray(idx, np.int64)),
                  phase_delay_s=delay)
-    owner = np.repeat(np.arange(T), [s.n_flows for s in sets])
+    n_fl = np.array([s.n_flows for s in sets], np.int64)
+    owner = np.repeat(np.arange(T), n_fl)
+    fptr = np.concatenate([[0], np.cumsum(n_fl)])      # the flows of task i are fptr[i]:fptr[i + 1]
     if fs.n_flows:
         problem, used = to_problem(fs, router)
         result = simulate_split(problem, mode=mode, epsilon=epsilon)
@@ -503,7 +508,7 @@ def schedule(router: Router, tasks, *, policy: str = "ecmp", seed: int = 0, plan
         p = plans[i]
         util, lb, wire = 0.0, 0.0, 0.0
         if stats is not None:
-            util, lb, wire = _own_figures(stats, problem, owner, i, dur)
+            util, lb, wire = _own_figures(stats, problem, fptr[i], fptr[i + 1], i, dur)
         algbw = busbw = None
         algo = proto = None
         size = None
@@ -545,16 +550,25 @@ class _Stats:
 
 
 def _task_link_stats(problem, owner: np.ndarray, T: int) -> _Stats:
+    """Wire bytes of every task on every resource it uses, and each flow's bound alone."""
     res = np.asarray(problem.res, np.int64)
     F, h = res.shape
-    w = np.ones(res.shape) if problem.weight is None else np.asarray(problem.weight)
     ok = res >= 0
+    w = np.where(ok, 1.0, 0.0) if problem.weight is None else np.asarray(problem.weight, np.float64)
+    rw = getattr(problem, "resource_weight", None)  # per-resource factor kept apart from the weights
+    if rw is not None:
+        w = w * np.asarray(rw, np.float64)[np.maximum(res, 0)]
     R = len(problem.capacity_Bps)
     size = np.asarray(problem.size_bytes, np.float64)
     keys = (np.repeat(owner, h) * R + res.ravel())[ok.ravel()]
     vals = (w * size[:, None]).ravel()[ok.ravel()]
-    uk, inv = np.unique(keys, return_inverse=True)
-    by = np.bincount(inv.ravel(), weights=vals, minlength=len(uk))
+    if T * R <= 1 << 22:     # dense per (task, resource) sums: no sort
+        by = np.bincount(keys, weights=vals, minlength=T * R)
+        uk = np.flatnonzero(np.bincount(keys, minlength=T * R))
+        by = by[uk]
+    else:
+        uk, inv = np.unique(keys, return_inverse=True)
+        by = np.bincount(inv.ravel(), weights=vals, minlength=len(uk))
     task, rr = uk // R, uk % R
     ptr = np.searchsorted(task, np.arange(T + 1))
     cap = np.asarray(problem.capacity_Bps, np.float64)
@@ -564,21 +578,22 @@ def _task_link_stats(problem, owner: np.ndarray, T: int) -> _Stats:
     return _Stats(task=task, res=rr, bytes=by, ptr=ptr, flow_bound=size * per.max(axis=1, initial=0.0) + lat)
 
 
-def _own_figures(st: _Stats, problem, owner, i: int, dur: float) -> tuple[float, float, float]:
+def _own_figures(st: _Stats, problem, f0: int, f1: int, i: int, dur: float) -> tuple[float, float, float]:
     a, b = st.ptr[i], st.ptr[i + 1]
     if a == b:
         return 0.0, 0.0, 0.0
     cap = np.asarray(problem.capacity_Bps, np.float64)[st.res[a:b]]
     t_link = st.bytes[a:b] / cap
-    mine = owner == i
-    lb = max(float(t_link.max()), float(st.flow_bound[mine].max(initial=0.0)))
+    lb = max(float(t_link.max()), float(st.flow_bound[f0:f1].max(initial=0.0)))
     util = float(t_link.max() / dur) if dur > 0 else 0.0
     return util, lb, float(st.bytes[a:b].sum())
 
 
 def _sharing(st: _Stats, starts, ends, used, router: Router, T: int) -> dict:
-    """Per task: (partners, link ids) of the tasks whose flows crossed its links while both ran."""
-    has = np.diff(st.ptr) > 0
+    """Per task: (partners, link ids) of the tasks whose flows crossed its links while both ran (bytes > 0)."""
+    carried = st.bytes > 0
+    task, res = st.task[carried], st.res[carried]
+    has = np.bincount(task, minlength=T) > 0
     cand = np.flatnonzero(has & (ends > starts))
     if len(cand) < 2:
         return {}
@@ -594,8 +609,8 @@ def _sharing(st: _Stats, starts, ends, used, router: Router, T: int) -> dict:
     A, B = o[a[keep]], o[b[keep]]
     if len(A) == 0:
         return {}
-    R = int(st.res.max()) + 1
-    M = sp.csr_matrix((np.ones(len(st.res)), (st.task, st.res)), shape=(T, R))
+    R = int(res.max()) + 1
+    M = sp.csr_matrix((np.ones(len(res)), (task, res)), shape=(T, R))
     common = np.asarray(M[A].multiply(M[B]).sum(axis=1)).ravel() > 0
     A, B = A[common], B[common]
     if len(A) == 0:

@@ -43,14 +43,14 @@ def test_tags_mentioned_in_notes_are_cited(entry):
 
 
 def test_catalog_contents():
-    assert set(GPUS) == {"A100", "H100", "H200", "H800", "B200", "B300", "GB200", "GB300"}
-    assert set(NICS) == {"ConnectX-7", "ConnectX-8"}
+    assert set(GPUS) == {"A100", "H100", "H200", "H800", "H20", "B200", "B300", "GB200", "GB300"}
+    assert set(NICS) == {"ConnectX-6", "ConnectX-7", "ConnectX-8"}
     assert set(SWITCHES) == {"NVSwitch2", "NVSwitch3", "NVLink5-switch", "QM9700", "Q3400", "SN5600"}
 
 
 @pytest.mark.parametrize(
     "name, bidir",
-    [("A100", "600GB/s"), ("H100", "900GB/s"), ("H200", "900GB/s"), ("H800", "400GB/s"),
+    [("A100", "600GB/s"), ("H100", "900GB/s"), ("H200", "900GB/s"), ("H800", "400GB/s"), ("H20", "900GB/s"),
      ("B200", "1.8TB/s"), ("B300", "1.8TB/s"), ("GB200", "1.8TB/s"), ("GB300", "1.8TB/s")],
 )
 def test_nvlink_is_half_the_bidirectional_marketing_figure(name, bidir):
@@ -178,7 +178,7 @@ def test_unknown_name_error_lists_known(func, field, table):
 
 
 def test_gpu_error_message_exact():
-    with pytest.raises(SpecError, match=r"^gpu: 'H900' is not in the catalog; known: A100, H100, H200, H800, B200, B300, GB200, GB300$"):
+    with pytest.raises(SpecError, match=r"^gpu: 'H900' is not in the catalog; known: A100, H100, H200, H800, H20, B200, B300, GB200, GB300$"):
         gpu("H900")
 
 
@@ -194,7 +194,7 @@ def test_scaleout_switch():
 
 @pytest.mark.parametrize(
     "name, expected",
-    [("A100", "ConnectX-7"), ("H100", "ConnectX-7"), ("H200", "ConnectX-7"), ("H800", "ConnectX-7"),
+    [("A100", "ConnectX-6"), ("H20", "ConnectX-7"), ("H100", "ConnectX-7"), ("H200", "ConnectX-7"), ("H800", "ConnectX-7"),
      ("B200", "ConnectX-7"), ("GB200", "ConnectX-7"), ("B300", "ConnectX-8"), ("GB300", "ConnectX-8")],
 )
 def test_default_nic(name, expected):

@@ -125,3 +125,22 @@ def test_bad_inputs_are_one_line_errors():
         simulate_pipeline("gpipe", 4, 8, forward_s=1, backward_s=1)
     with pytest.raises(SpecError, match="vpp"):
         simulate_pipeline("1f1b", 4, 8, vpp=2, forward_s=1, backward_s=1)
+    with pytest.raises(SpecError, match="limit"):
+        simulate_pipeline("interleaved", 64, 64_000, vpp=2, forward_s=1, backward_s=1)
+
+
+@pytest.mark.parametrize("kind,vpp,overlap", [("interleaved", 2, "a2a"), ("dualpipe", 1, "a2a"), ("1f1b", 1, "none")])
+def test_remembered_order_gives_the_event_loop_times(kind, vpp, overlap):
+    import workloads.pipeline as pl
+    rng = np.random.default_rng(3)
+    pp, m = 4, 8
+    costs = [dict(forward_s=rng.uniform(0.5, 2, (pp, vpp)), backward_s=rng.uniform(0.5, 3, (pp, vpp)),
+                  weight_s=rng.uniform(0, 1, (pp, vpp)), forward_comm_s=rng.uniform(0, 2, (pp, vpp)),
+                  backward_comm_s=rng.uniform(0, 2, (pp, vpp)), p2p_s=rng.uniform(0, 0.3, pp)) for _ in range(2)]
+    pl._STRUCTURES.clear()
+    simulate_pipeline(kind, pp, m, vpp=vpp, overlap=overlap, **costs[0])   # learns the order
+    remembered = simulate_pipeline(kind, pp, m, vpp=vpp, overlap=overlap, **costs[1])
+    pl._STRUCTURES.clear()
+    fresh = simulate_pipeline(kind, pp, m, vpp=vpp, overlap=overlap, **costs[1])
+    assert remembered.makespan_s == pytest.approx(fresh.makespan_s, rel=1e-12)
+    np.testing.assert_allclose(remembered.timeline.start_s, fresh.timeline.start_s, rtol=1e-12, atol=1e-12)

@@ -138,6 +138,9 @@ def test_plan_cache_rescale_is_exact(two_boards):
             assert (got.flows.weight is None) == (fresh.flows.weight is None)
             if got.flows.weight is not None:
                 np.testing.assert_array_equal(got.flows.weight, fresh.flows.weight)
+            for extra in ("resource_scale",):   # per-resource factors, where the flow set keeps them apart
+                a, b = getattr(got.flows, extra, None), getattr(fresh.flows, extra, None)
+                assert (a is None) == (b is None) and (a is None or np.array_equal(a, b))
             f1 = simulate_split(to_problem(got.flows, two_boards)[0]).finish_s
             f2 = simulate_split(to_problem(fresh.flows, two_boards)[0]).finish_s
             np.testing.assert_allclose(f1, f2, rtol=1e-9, atol=0)
@@ -213,3 +216,10 @@ def test_identical_looking_tasks_are_distinct(two_boards):
     res = schedule(two_boards, [a, b], report=True)
     assert res[a].label != res[b].label and res.report is not None
     assert res.report.makespan_s == pytest.approx(res.makespan_s)
+
+
+def test_options_survive_pickle_and_copy():
+    import copy
+    import pickle
+    op = Collective("moe_dispatch", (0, 1), 0, options={"moe": TokenRouting("uniform"), "hier": {"inter": "ring"}})
+    assert pickle.loads(pickle.dumps(op)) == op and copy.deepcopy(op) == op

@@ -59,3 +59,9 @@ def test_bad_spans_and_paths():
     r = simulate_pipeline("1f1b", 2, 2, forward_s=1.0, backward_s=1.0)
     with pytest.raises(SpecError, match="folder"):
         write_trace("/nonexistent-dir/x.json", chrome_trace(r.timeline))
+
+
+def test_fast_text_equals_the_object_dump(result):
+    spans = [Span(1, "optimizer", 'step "1"', 0.0, 1e-3, {"why": "x"})]
+    assert trace_bytes(result.timeline, spans=spans) == trace_bytes(chrome_trace(result.timeline, spans=spans))
+    json.loads(trace_bytes(result.timeline, spans=spans))

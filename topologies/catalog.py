@@ -84,6 +84,8 @@ SOURCES: dict[str, str] = {
     "S35": "Zhao et al., 'Insights into DeepSeek-V3: Scaling Challenges and Reflections on Hardware for AI Architectures', ISCA 2025, arXiv 2505.09343",
     "S38": "kentino.com 'Latency dissection ...' (cut-through switch hop: IB < 100 ns, Ethernet 400-600 ns; secondary, unverified)",
     "S46": "NVIDIA press release on xAI Colossus / Spectrum-X, as reported by Fierce Electronics, StorageReview and thebeat.tech",
+    "S-H20": "willitrunai.com/es/gpus/h20-96gb (H20: 96 GB HBM3 at 4.0 TB/s, 148 TFLOPS FP16 dense, 296 INT8 TOPS, NVLink 4.0 900 GB/s, 400 W); huggingface.co/hardware/h20 (96 GB, 148 TFLOPS, 400 W). Third-party: no NVIDIA datasheet for H20 in the sources",
+    "S-DGXA100": "geektopia.es 2020-05-14 'Nvidia anuncia el servidor DGX A100' (eight Mellanox NICs at 200 Gb/s, six NVSwitch, NVLink3 600 GB/s); besthub.dev 'Inside the High-Performance GPU Server: A100/A800 & H100 Topologies' (8 GPU-dedicated NICs, 4 PCIe Gen4 switches, 6 NVSwitch); alpha-one-index.github.io/ai-infra-index/specs/networking-interconnects.html (ConnectX-6: HDR 200G, A100 clusters); devblogs.nvidia.com 'Introducing NVIDIA HGX A100' (6 NVSwitch, 12 NVLink ports per GPU). Secondary sources",
 }
 
 _SHORT: dict[str, str] = {
@@ -119,6 +121,8 @@ _SHORT: dict[str, str] = {
     "S35": "Zhao et al., ISCA 2025, arXiv 2505.09343",
     "S38": "kentino.com latency dissection (secondary)",
     "S46": "NVIDIA xAI Colossus / Spectrum-X press release (reported)",
+    "S-H20": "willitrunai.com H20 page; huggingface.co/hardware/h20 (third-party)",
+    "S-DGXA100": "geektopia.es DGX A100 announcement; besthub.dev A100 server topology; ai-infra-index networking page; NVIDIA HGX A100 devblog",
 }
 
 
@@ -300,6 +304,14 @@ _GPU_LIST = (
               "'NVLink 160 GB/s'; deepseek-ai/DeepSeek-V3#28: '160GB/s is our measured unidirectional'); "
               "8-GPU allreduce 215 GB/s busbw [S24]. "
               + _NCCL_NOTE),
+    GPU("H20", "hopper", 90, 148e12, 296e12, None, 96e9, 4.0e12, 4, 18, 25e9, 20.6e9,
+        "HGX H20", 8, 4, (5, 4, 4, 5),
+        sources=_src("S-H20", "S9", "S27", "S29", "S13"),
+        notes="China-market Hopper: BF16 dense 148 TF and HBM3 96 GB at 4.0 TB/s [S-H20] (third-party; quoted as FP16, "
+              "BF16 runs at the FP16 rate on Hopper). FP8 296 TF is DERIVED as 2 x BF16 (Hopper's FP8 rate; equals "
+              "the quoted 296 INT8 TOPS). NVLink 900 GB/s bidirectional = 18 links x 25 GB/s per direction, as H100. "
+              "Board layout DERIVED from HGX H100 (4 x NVSwitch3 [S9][S27], 5/4/4/5 split UNVERIFIED); NVLS runs on "
+              "8 x H20 boards (NVLSTree measured, nccl #1244 [S29]). " + _NCCL_NOTE),
     GPU("B200", "blackwell", 100, 2250e12, 4500e12, 9000e12, 180e9, 8e12, 5, 18, 50e9, 40.1e9,
         "HGX B200", 8, 2, (9, 9), peak_nvfp4_flops=10000e12,
         mamf_bf16_flops=1745e12, mamf_fp8_flops=3432.5e12,
@@ -327,10 +339,16 @@ _GPU_LIST = (
               "18 chips x 1 link is SPEC [S11][S12]. " + _NCCL_NOTE),
 )
 
+_PCIE4_X16_Bps = 16e9 * 16 * (128 / 130) / 8  # 16 GT/s/lane, 128b/130b: ~31.5e9 B/s
 _PCIE5_X16_Bps = 32e9 * 16 * (128 / 130) / 8  # 32 GT/s/lane, 128b/130b: ~63.0e9 B/s
 _PCIE6_X16_Bps = 64e9 * 16 * (242 / 256) / 8  # 64 GT/s/lane PAM4, 256-B FLIT with 242 B TLP+DLP: ~121e9 B/s
 
 _NIC_LIST = (
+    NIC("ConnectX-6", 200e9 / 8, "PCIe Gen4 x16", _PCIE4_X16_Bps, measured_goodput_Bps=24e9,
+        sources=_src("S-DGXA100", "S24", "S1-net"),
+        notes="200 Gb/s HDR InfiniBand (DGX A100: 8 single-port ConnectX-6, one per GPU [S-DGXA100]). host_Bps DERIVED: "
+              "16 GT/s x 16 lanes x 128/130 / 8 = 31.5 GB/s. measured_goodput_Bps: NCCL developers' 24 GB/s per 200G NIC "
+              "(nccl-tests #119 [S24])."),
     NIC("ConnectX-7", 400e9 / 8, "PCIe Gen5 x16", _PCIE5_X16_Bps, measured_goodput_Bps=47e9,
         sources=_src("S14", "S1-net", "S24", "S13"),
         notes="400 Gb/s NDR IB or 400GbE. host_Bps DERIVED: 32 GT/s x 16 lanes x 128/130 / 8 = 63.0 GB/s "
@@ -388,6 +406,8 @@ SWITCHES: Mapping[str, Switch] = types.MappingProxyType({s.name: s for s in _SWI
 
 _GPU_ALIASES = {f"{n.lower()}-sxm": n for n in ("A100", "H100", "H200", "H800", "B200", "B300")}
 _NIC_ALIASES = {
+    a: "ConnectX-6" for a in ("cx6", "cx-6", "connectx-6", "connectx6", "cx6-hdr")
+} | {
     a: "ConnectX-7" for a in ("cx7", "cx-7", "connectx-7", "connectx7", "cx7-400g")
 } | {a: "ConnectX-8" for a in ("cx8", "cx-8", "connectx-8", "connectx8", "cx8-supernic")}
 _SWITCH_ALIASES = {
@@ -408,9 +428,9 @@ SCALEOUT_FABRICS: Mapping[str, tuple[str, str]] = types.MappingProxyType({
 
 # hardware.md section 3.1: DGX H100/H200/B200 8 x CX-7 [S9][S6], GB200 tray 4 x CX-7 [S16],
 # DeepSeek H800 cluster 8 x CX-7 [S35], DGX B300 8 x CX-8 [S15], GB300 NVL72 CX-8 [S23-ent].
-# A100 -> CX-7 is a catalog default only (DGX A100 shipped with 200G HDR NICs, not in this catalog).
+# DGX A100 8 x CX-6 HDR [S-DGXA100]; H20 boards with NDR IB (CX-7) as measured in nccl #1244 [S29].
 _DEFAULT_NIC = {
-    "A100": "ConnectX-7", "H100": "ConnectX-7", "H200": "ConnectX-7", "H800": "ConnectX-7",
+    "A100": "ConnectX-6", "H20": "ConnectX-7", "H100": "ConnectX-7", "H200": "ConnectX-7", "H800": "ConnectX-7",
     "B200": "ConnectX-7", "GB200": "ConnectX-7", "B300": "ConnectX-8", "GB300": "ConnectX-8",
 }
 

@@ -230,7 +230,7 @@ def _superpod_builder(kind: str):
 
 def _make() -> dict[str, Preset]:
     out: dict[str, Preset] = {}
-    for g in ("H100", "H200", "H800", "B200", "B300"):
+    for g in ("H100", "H200", "H800", "B200", "B300", "A100", "H20"):
         spec = catalog.gpu(g)
         out[f"hgx-{g.lower()}"] = Preset(
             f"hgx-{g.lower()}", f"HGX {g}: 8 GPUs, {spec.nvswitch_chips} NVSwitch chips, "

@@ -53,7 +53,8 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -69,6 +70,8 @@ KINDS = ("F", "B", "W")
 
 # operation types
 _F, _B, _BZ, _W, _PAIR = 0, 1, 2, 3, 4
+#: largest pp x vpp x n_micro simulated (~10 M operations, seconds and a few GB): beyond it, a one-line error
+_MAX_TRIPLES = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,7 @@ class PipelineResult:
     waits for); ``compute_s[s]``: its compute alone; ``idle_s = makespan -
     busy``. ``bubble_s = makespan - max(busy)``: how much longer the step is than
     the busiest stage's work; ``bubble_fraction = bubble_s / makespan_s``.
+    ``timeline`` (built on first use) holds every event.
     """
 
     schedule: str
@@ -126,7 +130,12 @@ class PipelineResult:
     idle_s: np.ndarray
     bubble_s: float
     bubble_fraction: float
-    timeline: Timeline
+    _events: object = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def timeline(self) -> Timeline:
+        """Every event of the step (see :class:`Timeline`), built on first use."""
+        return self._events()
 
     def as_dict(self) -> dict:
         return {"schedule": self.schedule, "pp": self.pp, "vpp": self.vpp, "n_micro": self.n_micro,
@@ -346,6 +355,9 @@ def simulate_pipeline(schedule: str, pp: int, n_micro: int, *, vpp: int = 1, for
     if schedule == "1f1b" and overlap == "a2a" and pp > 1:
         raise SpecError("overlap: 'a2a' with pp > 1 needs schedule='interleaved' (Megatron's combined 1F1B "
                         "requires virtual pipeline stages) or 'dualpipe'")
+    if pp * vpp * m > _MAX_TRIPLES:
+        raise SpecError(f"n_micro: pp x vpp x n_micro = {pp * vpp * m:,} (stage, chunk, micro-batch) triples exceed "
+                        f"the simulator's limit of {_MAX_TRIPLES:,}")
     pair = overlap == "a2a"
     cost = {k: _costs(k, v, pp, vpp) for k, v in (
         ("forward_s", forward_s), ("backward_s", backward_s), ("weight_s", weight_s),
@@ -357,48 +369,9 @@ def simulate_pipeline(schedule: str, pp: int, n_micro: int, *, vpp: int = 1, for
     if p2p.shape != (pp,) or not np.all(np.isfinite(p2p)) or (p2p < 0).any():
         raise SpecError(f"p2p_s: expected a time >= 0 or {pp} times (one per stage boundary)")
 
-    # virtual stages v: rank, chunk, next/previous virtual stage, and the per-v costs
-    if schedule == "dualpipe":
-        V = 2 * pp
-        s_of = np.arange(V) % pp
-        d_of = np.arange(V) // pp
-        v_rank = np.where(d_of == 0, s_of, pp - 1 - s_of)
-        v_chunk = d_of
-        v_cost = {k: c[s_of, 0] for k, c in cost.items()}
-        v_next = np.where(s_of < pp - 1, np.arange(V) + 1, -1)
-        v_prev = np.where(s_of > 0, np.arange(V) - 1, -1)
-        per_dir = m // 2
-    else:
-        V = pp * vpp
-        v_rank = np.arange(V) % pp
-        v_chunk = np.arange(V) // pp
-        v_cost = {k: c[v_rank, v_chunk] for k, c in cost.items()}
-        v_next = np.where(np.arange(V) < V - 1, np.arange(V) + 1, -1)
-        v_prev = np.arange(V) - 1
-        per_dir = m
-
-    # operations of every rank: type, (virtual stage, micro) of the forward and backward parts
-    if schedule == "dualpipe":
-        typ, rank, fv, fm, bv, bm = _dualpipe_ops(pp, m, pair)
-    else:
-        typ, rank, fv, fm, bv, bm = _megatron_ops(schedule, pp, vpp, m, pair)
-    N = len(typ)
-    hasf, hasb = fv >= 0, bv >= 0
-    isw = typ == _W
-    # op of every F(v, m) and B(v, m) (W ops carry their B's (v, m) but are not that B)
-    opF = np.full((V, per_dir), -1, np.int64)
-    opB = np.full((V, per_dir), -1, np.int64)
-    opF[fv[hasf], fm[hasf]] = np.flatnonzero(hasf)
-    bo = hasb & ~isw
-    opB[bv[bo], bm[bo]] = np.flatnonzero(bo)
-    if (opF < 0).any() or (opB < 0).any():  # pragma: no cover - the orders above cover every (v, m)
-        raise SpecError(f"{schedule}: internal order is incomplete")
-
-    def lag(va, vb):
-        ra, rb = v_rank[va], v_rank[vb]
-        lo = np.where((ra + 1) % pp == rb, ra, rb)
-        return np.where(ra == rb, 0.0, p2p[lo])
-
+    st = _structure(schedule, pp, vpp, m, pair)
+    typ, rank, fv, bv, isw = st.typ, st.rank, st.fv, st.bv, st.isw
+    v_cost = {k: c[st.cost_index] for k, c in cost.items()}
     g = lambda k, v: np.where(v >= 0, v_cost[k][np.maximum(v, 0)], 0.0)  # noqa: E731
     f, hf, ef = g("forward_s", fv), g("forward_comm_s", fv), g("forward_exposed_s", fv)
     b, w = g("backward_s", bv), g("weight_s", bv)
@@ -409,53 +382,159 @@ def simulate_pipeline(schedule: str, pp: int, n_micro: int, *, vpp: int = 1, for
     w_alone = np.where(isw, w, 0.0)
     longest = np.maximum(f + b_in + w_in, hf + hb_in)
     dur = np.where(typ == _PAIR, longest + ef + eb_in, f + hf + ef + b_in + w_in + hb_in + eb_in + w_alone)
-    # dependencies: F(v, m) <- F(prev v, m); B(v, m) <- B(next v, m), or F(v, m) at the last virtual stage
-    d1 = np.full(N, -1, np.int64)
-    l1 = np.zeros(N)
-    pv = v_prev[np.maximum(fv, 0)]
-    okf = hasf & (pv >= 0)
-    d1[okf] = opF[pv[okf], fm[okf]]
-    l1[okf] = lag(pv[okf], fv[okf])
-    d2 = np.full(N, -1, np.int64)
-    l2 = np.zeros(N)
-    nv = v_next[np.maximum(bv, 0)]
-    okb = bo & (nv >= 0)
-    d2[okb] = opB[nv[okb], bm[okb]]
-    l2[okb] = lag(nv[okb], bv[okb])
-    last = bo & (nv < 0)
-    d2[last] = opF[bv[last], bm[last]]
-    d2[isw] = opB[bv[isw], bm[isw]]
-    start = _run(rank, d1, l1, d2, l2, dur, pp, schedule)
+    p2p_x = np.append(p2p, 0.0)          # boundary index -1 (same rank) -> no send
+    l1, l2 = p2p_x[st.b1], p2p_x[st.b2]
+    if st.order is None:
+        start, st.order = _run(rank, st.d1, l1, st.d2, l2, dur, pp, schedule)
+    else:
+        start = _run_in_order(st, l1, l2, dur)
     end = start + dur
     makespan = float(end.max(initial=0.0))
     busy = np.bincount(rank, weights=dur, minlength=pp)
     compute = np.bincount(rank, weights=f + b_in + w_in + w_alone, minlength=pp)
-    timeline = _events(typ, rank, fv, fm, bv, bm, start, end, f, hf, ef, b_in, w_in + w_alone, hb_in, eb_in, longest,
-                       v_chunk, v_next, v_prev, v_rank, lag, opF, opB, hasf, bo)
+    parts = (f, hf, ef, b_in, w_in + w_alone, hb_in, eb_in, longest)
+    events = lambda: _events(st, start, end, parts, p2p_x, pp)  # noqa: E731
     bubble = makespan - float(busy.max())
     return PipelineResult(schedule=schedule, pp=pp, vpp=vpp, n_micro=m, overlap=overlap, makespan_s=makespan,
                           busy_s=busy, compute_s=compute, idle_s=makespan - busy, bubble_s=bubble,
-                          bubble_fraction=bubble / makespan if makespan > 0 else 0.0, timeline=timeline)
+                          bubble_fraction=bubble / makespan if makespan > 0 else 0.0, _events=events)
 
 
-def _run(rank, d1, l1, d2, l2, dur, pp: int, schedule: str) -> np.ndarray:
+def _boundary(ra, rb, pp: int):
+    """Index of the stage boundary a send between ranks ``ra`` and ``rb`` crosses (-1: same rank)."""
+    lo = np.where((ra + 1) % pp == rb, ra, rb)
+    return np.where(ra == rb, -1, lo)
+
+
+class _Structure:
+    """Everything that depends on (schedule, pp, vpp, n_micro, paired) only: ops, dependencies, and (after the
+    first run) a topological order of the op graph, so later calls with other costs take one pass."""
+
+    def __init__(self, schedule: str, pp: int, vpp: int, m: int, pair: bool):
+        if schedule == "dualpipe":
+            V = 2 * pp
+            s_of = np.arange(V) % pp
+            d_of = np.arange(V) // pp
+            self.v_rank = np.where(d_of == 0, s_of, pp - 1 - s_of)
+            self.v_chunk = d_of
+            self.cost_index = (s_of, np.zeros(V, np.int64))
+            self.v_next = np.where(s_of < pp - 1, np.arange(V) + 1, -1)
+            self.v_prev = np.where(s_of > 0, np.arange(V) - 1, -1)
+            per_dir = m // 2
+            ops = _dualpipe_ops(pp, m, pair)
+        else:
+            V = pp * vpp
+            self.v_rank = np.arange(V) % pp
+            self.v_chunk = np.arange(V) // pp
+            self.cost_index = (self.v_rank, self.v_chunk)
+            self.v_next = np.where(np.arange(V) < V - 1, np.arange(V) + 1, -1)
+            self.v_prev = np.arange(V) - 1
+            per_dir = m
+            ops = _megatron_ops(schedule, pp, vpp, m, pair)
+        self.typ, self.rank, self.fv, self.fm, self.bv, self.bm = ops
+        typ, fv, fm, bv, bm = self.typ, self.fv, self.fm, self.bv, self.bm
+        N = len(typ)
+        self.hasf = hasf = fv >= 0
+        self.isw = isw = typ == _W
+        self.bo = bo = (bv >= 0) & ~isw
+        # op of every F(v, m) and B(v, m) (W ops carry their B's (v, m) but are not that B)
+        self.opF = opF = np.full((V, per_dir), -1, np.int64)
+        self.opB = opB = np.full((V, per_dir), -1, np.int64)
+        opF[fv[hasf], fm[hasf]] = np.flatnonzero(hasf)
+        opB[bv[bo], bm[bo]] = np.flatnonzero(bo)
+        if (opF < 0).any() or (opB < 0).any():  # pragma: no cover - the orders cover every (v, m)
+            raise SpecError(f"{schedule}: internal order is incomplete")
+        # F(v, m) <- F(prev v, m); B(v, m) <- B(next v, m), or F(v, m) at the last virtual stage; W <- its B
+        self.d1 = np.full(N, -1, np.int64)
+        self.b1 = np.full(N, -1, np.int64)
+        pv = self.v_prev[np.maximum(fv, 0)]
+        okf = hasf & (pv >= 0)
+        self.d1[okf] = opF[pv[okf], fm[okf]]
+        self.b1[okf] = _boundary(self.v_rank[pv[okf]], self.v_rank[fv[okf]], pp)
+        self.d2 = np.full(N, -1, np.int64)
+        self.b2 = np.full(N, -1, np.int64)
+        nv = self.v_next[np.maximum(bv, 0)]
+        okb = bo & (nv >= 0)
+        self.d2[okb] = opB[nv[okb], bm[okb]]
+        self.b2[okb] = _boundary(self.v_rank[nv[okb]], self.v_rank[bv[okb]], pp)
+        last = bo & (nv < 0)
+        self.d2[last] = opF[bv[last], bm[last]]
+        self.d2[isw] = opB[bv[isw], bm[isw]]
+        self.order = None
+        self._lists = None
+
+
+_STRUCTURES: dict = {}
+_MAX_STRUCTURES = 8
+
+
+def _structure(schedule: str, pp: int, vpp: int, m: int, pair: bool) -> _Structure:
+    key = (schedule, pp, vpp, m, pair)
+    st = _STRUCTURES.get(key)
+    if st is None:
+        if len(_STRUCTURES) >= _MAX_STRUCTURES:
+            _STRUCTURES.pop(next(iter(_STRUCTURES)))
+        st = _STRUCTURES[key] = _Structure(*key)
+    return st
+
+
+def _inputs(rank, d1, l1, d2, l2):
+    """Inputs from other ranks (same-rank ones are implied by the order): first and, for pairs, second."""
+    c1 = (d1 >= 0) & (rank[np.maximum(d1, 0)] != rank)
+    c2 = (d2 >= 0) & (rank[np.maximum(d2, 0)] != rank)
+    both = c1 & c2
+    return (np.where(c1, d1, np.where(c2, d2, -1)), np.where(c1, l1, np.where(c2, l2, 0.0)),
+            np.where(both, d2, -1), np.where(both, l2, 0.0))
+
+
+def _run_in_order(st: _Structure, l1, l2, dur) -> np.ndarray:
+    """Start times evaluated along the structure's topological order (no blocking logic)."""
+    rank, N, o = st.rank, len(st.rank), st.order
+    D, L, D2, L2 = _inputs(rank, st.d1, l1, st.d2, l2)
+    if st._lists is None:
+        prev = np.arange(N) - 1
+        first = np.ones(N, bool)
+        first[1:] = rank[1:] != rank[:-1]
+        prev[first] = N                  # slot N holds 0.0: "nothing before"
+        two = bool((D2 >= 0).any())
+        st._lists = (o.tolist(), prev[o].tolist(), np.where(D >= 0, D, N)[o].tolist(),
+                     np.where(D2 >= 0, D2, N)[o].tolist() if two else None)
+    oi, pi, di, d2i = st._lists
+    end = [0.0] * (N + 1)
+    if d2i is not None:
+        for i, p, d, lg, d2_, lg2, du in zip(oi, pi, di, L[o].tolist(), d2i, L2[o].tolist(), dur[o].tolist()):
+            t = end[p]
+            x = end[d] + lg
+            if x > t:
+                t = x
+            x = end[d2_] + lg2
+            if x > t:
+                t = x
+            end[i] = t + du
+    else:
+        for i, p, d, lg, du in zip(oi, pi, di, L[o].tolist(), dur[o].tolist()):
+            t = end[p]
+            x = end[d] + lg
+            if x > t:
+                t = x
+            end[i] = t + du
+    return np.asarray(end[:N]) - dur
+
+
+def _run(rank, d1, l1, d2, l2, dur, pp: int, schedule: str) -> tuple[np.ndarray, np.ndarray]:
     """Start times by an event loop: each rank runs its ops in order, each once its inputs have arrived.
 
     O(ops): a rank blocked on an input that is not computed yet waits for that op
     (at most two ranks wait on one op) and resumes when it is computed. Inputs
     from the same rank are implied by the order; only pairs have two inputs
-    from other ranks.
+    from other ranks. Also returns the processing order (a topological order).
     """
     N = len(rank)
     ptr = np.searchsorted(rank, np.arange(pp + 1)).tolist()
-    c1 = (d1 >= 0) & (rank[np.maximum(d1, 0)] != rank)
-    c2 = (d2 >= 0) & (rank[np.maximum(d2, 0)] != rank)
-    both = c1 & c2
-    D = np.where(c1, d1, np.where(c2, d2, -1)).tolist()
-    L = np.where(c1, l1, l2).tolist()
-    D2 = np.where(both, d2, -1).tolist()
-    L2 = l2.tolist()
-    any2 = bool(both.any())
+    D, L, D2, L2 = _inputs(rank, d1, l1, d2, l2)
+    any2 = bool((D2 >= 0).any())
+    D, L, D2, L2 = D.tolist(), L.tolist(), D2.tolist(), L2.tolist()
+    runs: list = []                      # (first op, last op + 1) of every run, in processing order
     DU = dur.tolist()
     end = [-1.0] * N
     w1 = [-1] * N
@@ -499,15 +578,23 @@ def _run(rank, d1, l1, d2, l2, dur, pp: int, schedule: str) -> np.ndarray:
                 if w2[o] >= 0:
                     stack.append(w2[o])
             o += 1
+        if o > pos[r]:
+            runs.append((pos[r], o))
         pos[r], free[r] = o, t
     if any(pos[r] < stop[r] for r in range(pp)):  # pragma: no cover - every supported order is deadlock-free
         raise SpecError(f"{schedule}: the operation order deadlocks")
-    return np.asarray(end) - dur
+    ra = np.asarray(runs, np.int64).reshape(-1, 2)
+    lens = ra[:, 1] - ra[:, 0]
+    order = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(ra[:, 0], lens)
+    return np.asarray(end) - dur, order
 
 
-def _events(typ, rank, fv, fm, bv, bm, start, end, f, hf, ef, b, w, hb, eb, longest, v_chunk, v_next, v_prev,
-            v_rank, lag, opF, opB, hasf, bo) -> Timeline:
+def _events(st: _Structure, start, end, parts, p2p_x, pp: int) -> Timeline:
     """Timeline rows of every operation part (zero-length parts dropped), in a deterministic order."""
+    typ, rank, fv, fm, bv, bm, hasf, bo = st.typ, st.rank, st.fv, st.fm, st.bv, st.bm, st.hasf, st.bo
+    v_chunk, v_next, v_prev = st.v_chunk, st.v_next, st.v_prev
+    f, hf, ef, b, w, hb, eb, longest = parts
+    lag = lambda va, vb: p2p_x[_boundary(st.v_rank[va], st.v_rank[vb], pp)]  # noqa: E731
     pair = typ == _PAIR
     cols = {k: [] for k in ("stage", "stream", "chunk", "micro", "kind", "start", "dur")}
 
