@@ -2,6 +2,8 @@
 
 GB300 NVL72 racks (64 GPUs used per rack) x 1-16 racks x 3 scale-out families x ECMP/spray,
 ``--jobs 2``, into a fresh SQLite file; then the same command again (resume: nothing to do).
+``cpu_s`` is the CPU time of the sweep process and its workers: on a machine shared with other jobs the
+wall time is inflated, and ``cpu_s / jobs`` is what the sweep would take on ``jobs`` idle cores.
 
 Run: ``python benchmarks/bench_sweep.py [--jobs 2] [--racks 16]``; prints one JSON line.
 """
@@ -12,6 +14,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -31,14 +34,20 @@ def main() -> None:
     cmd = [exe, "sweep", "run", "all_to_all", "--topo", "gb300-nvl72", "--set", "gpus_per_domain=64",
            "--size", "64MiB", "--grid", f"domains={racks}", "--grid", "scaleout=quantum-2,quantum-x800,spectrum-x",
            "--grid", "routing=ecmp,spray", "--db", db, "--jobs", str(args.jobs), "--json"]
+    load0 = os.getloadavg()[0]
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     first = subprocess.run(cmd, check=True, capture_output=True, text=True)
     t1 = time.perf_counter()
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    load1 = os.getloadavg()[0]
     again = subprocess.run(cmd, check=True, capture_output=True, text=True)
     t2 = time.perf_counter()
     out = {"benchmark": "sweep-96-a2a", "points": json.loads(first.stdout)["points"],
            "stored_ok": json.loads(first.stdout)["stored_ok"], "jobs": args.jobs, "sweep_s": round(t1 - t0, 1),
-           "resume_s": round(t2 - t1, 1), "resume_skipped": json.loads(again.stdout)["skipped"],
+           "resume_s": round(t2 - t1, 1),
+           "cpu_s": round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 1),
+           "load_avg_start_end": [round(load0, 1), round(load1, 1)], "resume_skipped": json.loads(again.stdout)["skipped"],
            "cpus": os.cpu_count(), "python": platform.python_version(), "date": time.strftime("%Y-%m-%d")}
     print(json.dumps(out))
     shutil.rmtree(d)

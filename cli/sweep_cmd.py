@@ -13,7 +13,8 @@ __all__ = ["sweep_group"]
 _RUN_OPTS = ("topo", "ranks", "size", "algo", "routing", "seed", "groups", "layout", "moe_routing", "tokens",
              "hidden", "experts", "topk")
 _STEP_OPTS = ("model", "system", "gpus", "tp", "pp", "vpp", "ep", "etp", "cp", "global_batch", "micro_batch",
-              "seq_len", "precision", "recompute", "schedule", "overlap", "gpus_per_domain", "placement")
+              "seq_len", "precision", "recompute", "schedule", "overlap", "optimizer", "gpus_per_domain", "placement",
+              "pp_layout", "attention_precision")
 
 
 def _point_options(f):
@@ -32,10 +33,14 @@ def _point_options(f):
         "precision": "step: bf16, fp8 or mxfp8.", "recompute": "step: none, selective or full.",
         "schedule": "step: 1f1b, interleaved or dualpipe.", "overlap": "step: overlap options.",
         "gpus_per_domain": "step: GPUs used per NVLink domain.", "placement": "step: megatron or spread.",
+        "optimizer": "step: zero1, fsdp or none.", "pp_layout": "step: Megatron pipeline layout.",
+        "attention_precision": "step: auto, bf16 or fp8.",
     }
     for name in reversed(_RUN_OPTS + tuple(o for o in _STEP_OPTS if o not in _RUN_OPTS)):
         f = click.option("--" + name.replace("_", "-"), name, default=None, help=helps.get(name))(f)
     f = click.option("--pxn/--no-pxn", "pxn", default=None, help="run: force NCCL's PXN on or off.")(f)
+    f = click.option("--ep-in-domain", "ep_in_domain", is_flag=True, default=None,
+                     help="step: refuse layouts whose EP groups cross domains.")(f)
     f = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Topology override (repeatable).")(f)
     f = click.option("--fail", "fail", multiple=True, metavar="SELECTOR", help="Fail cables in every point.")(f)
     f = click.option("--degrade", "degrade", multiple=True, metavar="SELECTOR=VALUE",

@@ -154,7 +154,7 @@ def step_fabric(p: Point):
     x = p.inputs
     lay = _layout(x, Layout)
     gpd = x["gpus_per_domain"] or default_gpus_per_domain(_preset_gpu(x["system"]), lay)
-    pl = place(lay, gpus_per_domain=gpd, mode=x["placement"])
+    pl = place(lay, gpus_per_domain=gpd, mode=x["placement"], ep_in_domain=x["ep_in_domain"])
     name, overrides = cluster_for(x["system"], pl, p.sets)
     return base_fabric(name, overrides)[1]
 
@@ -162,7 +162,8 @@ def step_fabric(p: Point):
 def _layout(x: dict, Layout):
     return Layout(gpus=x["gpus"], tp=x["tp"], pp=x["pp"], vpp=x["vpp"], ep=x["ep"], etp=x["etp"], cp=x["cp"],
                   global_batch=x["global_batch"], micro_batch=x["micro_batch"], seq_len=x["seq_len"],
-                  precision=x["precision"], recompute=x["recompute"], schedule=x["schedule"] or "")
+                  precision=x["precision"], recompute=x["recompute"], schedule=x["schedule"] or "",
+                  optimizer=x["optimizer"])
 
 
 def _step(p: Point) -> dict:
@@ -171,15 +172,14 @@ def _step(p: Point) -> dict:
     except ImportError:
         raise SpecError("step: the step-time estimator (workloads.step) is not part of this installation") from None
     from workloads.layout import Layout
-    from workloads.models import get_model, load_model
+    from workloads.models import get_model
 
     x = p.inputs
-    model = x["model"]
-    spec = load_model(model) if model.endswith(".toml") else get_model(model)
-    res = estimate_step(spec, _layout(x, Layout), x["system"], sets=dict(p.sets),
-                        gpus_per_domain=x["gpus_per_domain"], placement=x["placement"], overlap=x["overlap"],
-                        routing=x["moe_routing"], policy=x["routing"], seed=x["seed"], fail=p.fail,
-                        degrade=p.degrade)
+    res = estimate_step(get_model(x["model"]), _layout(x, Layout), x["system"], sets=dict(p.sets),
+                        gpus_per_domain=x["gpus_per_domain"], placement=x["placement"],
+                        ep_in_domain=x["ep_in_domain"], overlap=x["overlap"], routing=x["moe_routing"],
+                        policy=x["routing"], seed=x["seed"], fail=p.fail, degrade=p.degrade,
+                        pp_layout=x["pp_layout"], attention_precision=x["attention_precision"])
     out = {"step_time_s": res.step_time_s, "tokens_per_s_per_gpu": res.tokens_per_s_per_gpu,
            "tokens_per_s": res.tokens_per_s, "tflops_per_gpu": res.tflops_per_gpu, "mfu_bf16": res.mfu_bf16,
            "mfu_fp8": res.mfu_fp8, "fabric": res.fabric}

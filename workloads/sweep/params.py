@@ -34,6 +34,7 @@ from fabric.routing import POLICIES
 from topologies.errors import SpecError, brief
 from topologies.presets import preset
 from topologies.units import parse_size
+from workloads.traffic import ROUTINGS as STEP_ROUTINGS
 
 __all__ = ["KINDS", "RUN_KEYS", "STEP_KEYS", "LIST_KEYS", "Point", "normalise", "kind_of", "set_keys_of",
            "package_version", "STEP_OP"]
@@ -146,11 +147,15 @@ STEP_KEYS = {
     "precision": ("bf16", _choice(("bf16", "fp8", "mxfp8"))),
     "recompute": ("none", _choice(("none", "selective", "full"))),
     "schedule": (None, _optional_choice(("1f1b", "interleaved", "dualpipe"))),
-    "overlap": (None, lambda k, v: None if v in (None, "", "default") else _str(k, v)),
+    "overlap": ("auto", _str),
+    "optimizer": ("zero1", _choice(("zero1", "fsdp", "none"))),
     "gpus_per_domain": (None, _optional_int(1)),
     "placement": ("megatron", _choice(("megatron", "spread"))),
-    "moe_routing": ("balanced", _choice(ROUTING_KINDS)),
+    "ep_in_domain": (False, lambda k, v: bool(_bool(k, v))),
+    "moe_routing": ("balanced", _choice(STEP_ROUTINGS)),
     "routing": ("auto", _choice(("auto",) + POLICIES)),
+    "pp_layout": (None, lambda k, v: None if v in (None, "", "auto", "none") else _str(k, v)),
+    "attention_precision": ("auto", _choice(("auto", "bf16", "fp8"))),
     "seed": (0, _int(0)),
 }
 
