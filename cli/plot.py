@@ -11,7 +11,7 @@ from pathlib import Path
 
 from topologies.errors import SpecError, brief
 
-__all__ = ["require_matplotlib", "sweep_plot", "busbw_plot", "utilisation_heatmap", "run_figure", "FORMATS"]
+__all__ = ["require_matplotlib", "sweep_plot", "busbw_plot", "utilisation_heatmap", "run_figure", "step_figure", "FORMATS"]
 
 #: File types a plot may be written as.
 FORMATS = (".png", ".svg")
@@ -158,3 +158,35 @@ def run_figure(path: str, rows, report=None, link_tiers=None, title: str = "") -
     _save(fig, path)
     plt.close(fig)
 
+
+
+def step_figure(path: str, res, params: dict, *, report: bool) -> None:
+    """``step --report --plot``: one utilisation heat map by tier per simulated traffic phase.
+
+    ``params`` are the step's options and ``--set`` keys; the job's fabric is rebuilt
+    (without failures: tiers do not change) to know each link's tier.
+    """
+    _check_path(path)
+    if not report:
+        raise SpecError("--plot: on step it draws the congestion of the step's traffic; add --report")
+    phases = [ph for ph in res.traffic.phases if ph.report is not None]
+    if not phases:
+        raise SpecError("--plot: the step simulated no traffic to plot (one GPU, or no communication)")
+    import numpy as np
+
+    from topologies.graph import TIERS
+    from workloads.sweep.evaluate import step_fabric
+    from workloads.sweep.params import normalise
+
+    cf = step_fabric(normalise({"op": "step", **{k: v for k, v in params.items() if v is not None}}))
+    tiers = np.asarray(TIERS)[cf.link_tier]
+    plt = require_matplotlib()
+    fig, axes = plt.subplots(len(phases), 1, figsize=(9, 2.2 + 1.6 * len(phases)), squeeze=False)
+    for ax, ph in zip(axes[:, 0], phases):
+        if len(ph.report.link_utilization) != len(tiers):
+            raise SpecError("--plot: the rebuilt fabric differs from the step's; cannot map links to tiers")
+        utilisation_heatmap(ax, ph.report, tiers)
+        ax.set_title(f"{ph.name}: link utilisation by tier ({ph.makespan_s * 1e6:,.0f} us)", fontsize=9)
+    fig.suptitle(f"{res.model} on {res.fabric}", fontsize=10)
+    _save(fig, path)
+    plt.close(fig)

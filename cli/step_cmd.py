@@ -143,12 +143,14 @@ def training_table(rep) -> Table:
 @click.option("--fail", "fail", multiple=True, metavar="SELECTOR", help="Fail cables, e.g. 'spine 3'.")
 @click.option("--degrade", "degrade", multiple=True, metavar="SELECTOR=VALUE", help="Reduce capacity, e.g. 'spine 3=50%'.")
 @click.option("--report", "report", is_flag=True, help="Breakdown bar, placement and the congestion of the step's traffic.")
+@click.option("--plot", "plot", default=None, type=click.Path(dir_okay=False),
+              help="With --report: link utilisation heat map by tier of each traffic phase (.png/.svg).")
 @click.option("--trace", "trace", default=None, type=click.Path(dir_okay=False),
               help="Write the step's timeline as Chrome trace-event JSON (Perfetto).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")
 def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, micro_batch, seq_len, precision,
              recompute, schedule, overlap, optimizer, gpus_per_domain, placement, ep_in_domain, moe_routing, routing,
-             pp_layout, attention_precision, seed, fail, degrade, report, trace, as_json) -> None:
+             pp_layout, attention_precision, seed, fail, degrade, report, plot, trace, as_json) -> None:
     """Estimate one training step: time, breakdown, tokens/s, TFLOPs/GPU, MFU, memory, exposed communication."""
     from cli.output import echo_json as _echo_json, fail as _fail, progress_console as _progress, stdout_console as _stdout
     from cli.options import parse_sets
@@ -169,6 +171,15 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
                             policy=routing, seed=seed, fail=fail, degrade=degrade, pp_layout=pp_layout,
                             attention_precision=attention_precision, report=report,
                             progress=lambda msg: err.print(msg, highlight=False))
+        if plot:
+            from cli.plot import step_figure
+
+            step_figure(plot, res, dict(model=model, system=system, gpus=gpus, tp=tp, pp=pp, vpp=vpp, ep=ep, etp=etp,
+                                        cp=cp, global_batch=global_batch, micro_batch=micro_batch, seq_len=seq_len,
+                                        precision=precision, recompute=recompute, schedule=schedule,
+                                        optimizer=optimizer, gpus_per_domain=gpus_per_domain, placement=placement,
+                                        ep_in_domain=ep_in_domain, **parse_sets(sets)), report=report)
+            err.print(f"wrote {plot}")
         if trace:
             write_trace(trace, res.trace())
             err.print(f"wrote {trace}")
