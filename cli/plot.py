@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from topologies.errors import SpecError, brief
 
 __all__ = ["require_matplotlib", "sweep_plot", "busbw_plot", "utilisation_heatmap", "run_figure", "step_figure", "FORMATS"]
 
@@ -19,6 +18,8 @@ FORMATS = (".png", ".svg")
 
 def require_matplotlib():
     """``matplotlib.pyplot`` on the Agg backend, or a one-line SpecError naming the extra."""
+    from topologies.errors import SpecError
+
     try:
         import matplotlib
     except ImportError:
@@ -30,6 +31,8 @@ def require_matplotlib():
 
 
 def _check_path(path: str) -> None:
+    from topologies.errors import SpecError, brief
+
     if Path(path).suffix.lower() not in FORMATS:
         raise SpecError(f"--plot {brief(path)}: the file name must end in .png or .svg")
 
@@ -61,6 +64,8 @@ def _is_number(v) -> bool:
 
 def sweep_plot(path: str, rows: list[dict], swept: list[str], *, x: str | None, y: str | None) -> None:
     """``y`` against swept key ``x``, one line per combination of the other swept keys that vary."""
+    from topologies.errors import SpecError, brief
+
     _check_path(path)
     ok = [r for r in rows if r.get("status") == "ok"]
     if not ok:
@@ -166,6 +171,8 @@ def step_figure(path: str, res, params: dict, *, report: bool) -> None:
     ``params`` are the step's options and ``--set`` keys; the job's fabric is rebuilt
     (without failures: tiers do not change) to know each link's tier.
     """
+    from topologies.errors import SpecError
+
     _check_path(path)
     if not report:
         raise SpecError("--plot: on step it draws the congestion of the step's traffic; add --report")

@@ -6,12 +6,14 @@ traffic) and of the training part of ``fabric-emu validate``.
 
 from __future__ import annotations
 
-import click
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
-from topologies.errors import FabricEmuError
+import click
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only; rich is imported where it is used
+    from rich.console import Group
+    from rich.table import Table
+
 
 __all__ = ["step_cmd", "step_summary", "breakdown_table", "placement_table", "training_table",
            "BREAKDOWN_STYLE"]
@@ -23,6 +25,8 @@ BREAKDOWN_STYLE = {"compute": "green", "tp_exposed": "magenta", "ep_exposed": "r
 
 
 def step_summary(res) -> Table:
+    from rich.table import Table
+    
     lay = res.layout
     t = Table(title=f"step of {res.model} on {res.fabric}", title_justify="left", show_header=False)
     t.add_column("field", style="bold")
@@ -48,6 +52,10 @@ def step_summary(res) -> Table:
 
 def breakdown_table(res, width: int = 60) -> Group:
     """The breakdown as a table and one stacked bar of the step."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+    
     t = Table(title="where the step goes", title_justify="left")
     for name, just in (("component", "left"), ("seconds", "right"), ("share", "right"), ("", "left")):
         t.add_column(name, justify=just)
@@ -67,6 +75,8 @@ def breakdown_table(res, width: int = 60) -> Group:
 
 
 def placement_table(res) -> Table:
+    from rich.table import Table
+    
     pl = res.placement
     t = Table(title=f"placement ({pl['mode']}): {pl['domains']} NVLink domains x {pl['gpus_per_domain']} GPUs; "
                     f"{pl['order']}", title_justify="left")
@@ -82,6 +92,9 @@ def placement_table(res) -> Table:
 
 
 def training_table(rep) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+    
     t = Table(title="training points (step-time estimator)", title_justify="left")
     for name, just in (("point", "left"), ("split", "left"), ("quantity", "left"), ("predicted", "right"),
                        ("measured", "right"), ("error", "right"), ("tol", "right"), ("", "left"), ("model", "left")):
@@ -152,6 +165,10 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
              recompute, schedule, overlap, optimizer, gpus_per_domain, placement, ep_in_domain, moe_routing, routing,
              pp_layout, attention_precision, seed, fail, degrade, report, plot, trace, as_json) -> None:
     """Estimate one training step: time, breakdown, tokens/s, TFLOPs/GPU, MFU, memory, exposed communication."""
+    from rich.text import Text
+    
+    from topologies.errors import FabricEmuError
+    
     from cli.output import echo_json as _echo_json, fail as _fail, progress_console as _progress, stdout_console as _stdout
     from cli.options import parse_sets
 

@@ -193,11 +193,14 @@ def evaluate(p: Point) -> dict:
     return _step(p) if p.kind == "step" else _collective(p)
 
 
-def evaluate_batch(points: list[Point]) -> list[tuple[str, str, dict | str, float]]:
-    """Run ``points`` in order: ``(point_id, "ok", outputs, seconds)`` or ``(point_id, "error", message, s)``."""
+def evaluate_batch(points: list[Point]) -> list[tuple[str, str, dict | str, float, float]]:
+    """Run ``points`` in order: ``(point_id, "ok", outputs, wall_s, cpu_s)`` or ``(point_id, "error", message, ...)``.
+
+    ``cpu_s`` is the worker process's CPU time during the point (threads of one process share it).
+    """
     out = []
     for p in points:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             res = ("ok", evaluate(p))
         except FabricEmuError as exc:
@@ -206,5 +209,5 @@ def evaluate_batch(points: list[Point]) -> list[tuple[str, str, dict | str, floa
             res = ("error", "out of memory")
         except Exception as exc:  # noqa: BLE001 - a bug in one point must not stop the sweep; it is recorded
             res = ("error", f"{type(exc).__name__}: {exc}")
-        out.append((p.point_id, res[0], res[1], time.perf_counter() - t0))
+        out.append((p.point_id, res[0], res[1], time.perf_counter() - t0, time.process_time() - c0))
     return out

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import functools
-import math
 import os
 from dataclasses import dataclass, field
 
@@ -236,9 +235,10 @@ def run_sweep(plan: SweepPlan, store, *, executor=None, workers: int = 1, progre
     base_seq = store.conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM points").fetchone()[0]
 
     def record(results):
-        for pid, status, payload, elapsed in results:
+        for pid, status, payload, elapsed, cpu in results:
             p = by_id[pid]
-            store.put(pid, p.columns(), status, payload, elapsed, inputs=p.identity(), seq=base_seq + order[pid])
+            store.put(pid, {**p.columns(), "cpu_s": cpu}, status, payload, elapsed, inputs=p.identity(),
+                      seq=base_seq + order[pid])
             out.done += 1
             out.failed += status != "ok"
             if progress:

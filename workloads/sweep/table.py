@@ -37,7 +37,7 @@ _HIGH = ("_gbps", "tokens_per_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu
 def direction(column: str) -> int:
     """1: lower is better, -1: higher is better, 0: not a metric."""
     c = column.lower()
-    if c in ("elapsed_s", "seq"):
+    if c in ("elapsed_s", "cpu_s", "seq"):
         return 0
     if c.endswith(_HIGH) or c.startswith("mfu"):
         return -1
@@ -109,7 +109,7 @@ def export_columns(rows: list[dict], swept: list[str]) -> list[str]:
     ins = input_columns(rows)
     first = [k for k in swept if k in ins]
     return (["point_id"] + first + [k for k in ins if k not in first] + output_columns(rows)
-            + ["status", "error", "elapsed_s", "version"])
+            + ["status", "error", "elapsed_s", "cpu_s", "version"])
 
 
 def _clean(v):
