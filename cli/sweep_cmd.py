@@ -65,16 +65,19 @@ def sweep_group() -> None:
 @click.option("--jobs", "jobs", default=None, type=int, help="Worker processes (default: the CPUs available).")
 @click.option("--scheduler", "scheduler", default=None, metavar="tcp://HOST:PORT",
               help="Run on this Dask distributed scheduler instead (fabric-emu[distributed]).")
+@click.option("--retry-failed", "retry_failed", is_flag=True, help="Evaluate points stored with an error again.")
 @click.option("--json", "as_json", is_flag=True, help="Print the sweep's outcome as JSON on stdout.")
-def sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs, scheduler, as_json, **opts):
+def sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs, scheduler, retry_failed, as_json,
+              **opts):
     """Run (or resume) a sweep: every point is stored in --db as soon as it finishes."""
     from cli.output import handles_errors
 
     handles_errors(_sweep_run)(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs, scheduler,
-                               as_json, opts)
+                               as_json, opts, retry_failed)
 
 
-def _sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs, scheduler, as_json, opts):
+def _sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs, scheduler, as_json, opts,
+               retry_failed=False):
     from cli.output import echo_json as _echo_json, progress_console as _progress
     from cli.options import parse_sets
     from topologies.errors import SpecError
@@ -109,7 +112,7 @@ def _sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs,
         ex, workers, close = make_executor(jobs or default_jobs(), scheduler)
         outcome = None
         try:
-            outcome = _with_progress(plan, store, ex, workers)
+            outcome = _with_progress(plan, store, ex, workers, retry_failed)
         finally:
             close(now=outcome is None or outcome.interrupted)
         counts = store.count()
@@ -134,11 +137,11 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt
 
 
-def _with_progress(plan, store, ex, workers):
+def _with_progress(plan, store, ex, workers, retry_failed=False):
     from workloads.sweep import run_sweep
 
     if not sys.stderr.isatty():
-        return run_sweep(plan, store, executor=ex, workers=workers)
+        return run_sweep(plan, store, executor=ex, workers=workers, retry_failed=retry_failed)
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
         TimeRemainingColumn
@@ -160,7 +163,7 @@ def _with_progress(plan, store, ex, workers):
             rate = (done - d0) / (now - t0) if now > t0 and done > d0 else 0.0
             bar.update(task, completed=done, rate=f"{rate:.2f} pt/s" if rate else "",
                        failed=f"{failed} failed" if failed else "")
-        return run_sweep(plan, store, executor=ex, workers=workers, progress=progress)
+        return run_sweep(plan, store, executor=ex, workers=workers, progress=progress, retry_failed=retry_failed)
 
 
 @sweep_group.command("show")

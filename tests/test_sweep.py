@@ -89,6 +89,8 @@ def test_store_resume_and_failed_points(tmp_path):
     assert all("exceeds" in r["error"] for r in rows if r["status"] == "error")
     again = run_sweep(plan, st)
     assert (again.skipped, again.done) == (4, 0)
+    retry = run_sweep(plan, st, retry_failed=True)
+    assert (retry.skipped, retry.done, retry.failed) == (2, 2, 2)
     assert len(st.rows()) == 4
     st.close()
     mode = sqlite3.connect(db).execute("PRAGMA journal_mode").fetchone()[0]

@@ -210,15 +210,16 @@ def _topo_key(p: Point):
     return (p.op == "step", str(p.topo), str(sorted(p.sets.items())), p.fail, p.degrade)
 
 
-def run_sweep(plan: SweepPlan, store, *, executor=None, workers: int = 1, progress=None) -> SweepOutcome:
+def run_sweep(plan: SweepPlan, store, *, executor=None, workers: int = 1, progress=None,
+              retry_failed: bool = False) -> SweepOutcome:
     """Evaluate the plan's points not yet in ``store``; store each as it finishes.
 
     ``progress(done, total, failed)`` is called after every stored point (``done``
     counts stored points of this plan, including those skipped as already stored).
     KeyboardInterrupt stops submitting, keeps what is stored and returns with
-    ``interrupted`` set.
+    ``interrupted`` set. ``retry_failed`` evaluates the points stored with an error again.
     """
-    stored = store.done_ids()
+    stored = store.done_ids(ok_only=retry_failed)
     todo = sorted((p for p in plan.points if p.point_id not in stored), key=_topo_key)
     order = {p.point_id: i for i, p in enumerate(plan.points)}
     out = SweepOutcome(total=len(plan.points), skipped=len(plan.points) - len(todo))

@@ -217,8 +217,10 @@ class Store:
             raise
 
     # ------------------------------------------------------------------ reading
-    def done_ids(self) -> set[str]:
-        return {r[0] for r in self.conn.execute("SELECT point_id FROM points")}
+    def done_ids(self, *, ok_only: bool = False) -> set[str]:
+        """Ids of the stored points (``ok_only``: only those that succeeded)."""
+        q = "SELECT point_id FROM points" + (" WHERE status = 'ok'" if ok_only else "")
+        return {r[0] for r in self.conn.execute(q)}
 
     def swept_keys(self) -> list[str]:
         keys: list[str] = []
