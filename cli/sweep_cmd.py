@@ -203,6 +203,11 @@ def _sweep_show(db, sort, reverse, top, columns, plot, x, y, as_json):
     rows, swept = _load(db)
     if not rows:
         raise SpecError(f"--db {db}: no points stored yet")
+    ok = [r for r in rows if r.get("status") == "ok"]
+    if sort and sort not in rows[0]:
+        if not ok:
+            raise SpecError(f"--sort {sort}: no point succeeded yet ({len(rows)} failed; first error: "
+                            f"{rows[0].get('error')})")
     metric = sort or default_metric(rows)
     ordered = sort_rows(rows, metric, reverse=reverse) if metric else rows
     cols = [c.strip() for c in columns.split(",")] if columns else shown_columns(rows, swept, metric)

@@ -188,4 +188,6 @@ def shown_columns(rows: list[dict], swept: list[str], metric: str | None) -> lis
         cols.append(metric)
     if any(r.get("status") != "ok" for r in rows):
         cols.append("status")
+        if not any(r.get("status") == "ok" for r in rows):
+            cols.append("error")
     return cols
