@@ -2,8 +2,10 @@
 
 Commands import the library inside their bodies, so ``fabric-emu --help``
 loads click only. A command that lives in its own module is registered with
-one line in :data:`COMMANDS` (``"module:attribute"``); such a module imports
-only click and ``cli.options`` / ``cli.output`` at its top.
+one line in :data:`COMMANDS`: ``"name": ("module:attribute", "short help")``.
+Its module is imported only when the command runs or shows its own help (the
+group's help lists the short help given here), so even a module that imports
+the library at its top does not slow ``fabric-emu --help`` down.
 """
 
 from __future__ import annotations
@@ -23,19 +25,57 @@ from cli.options import (
 )
 from cli.output import clean, echo_json, fail, handles_errors, progress_console, stdout_console
 
-__all__ = ["cli", "COMMANDS"]
+__all__ = ["cli", "COMMANDS", "OneLineGroup"]
 
-#: Commands defined in their own modules, one line each: "module:attribute".
-COMMANDS = (
-    "cli.run:run_cmd",
-    "cli.models_cmd:models_command",
-    "cli.sweep_cmd:sweep_group",
-    "cli.step_cmd:step_cmd",
-)
+#: Commands defined in their own modules, one line each: name -> ("module:attribute", short help).
+COMMANDS = {
+    "run": ("cli.run:run_cmd", "Simulate COLLECTIVE on a fabric and print nccl-tests-style results."),
+    "models": ("cli.models_cmd:models_command", "List the built-in models: sizes, parameters and FLOPs per token."),
+    "step": ("cli.step_cmd:step_cmd", "Estimate one training step: time, breakdown, tokens/s, TFLOPs/GPU, MFU."),
+    "sweep": ("cli.sweep_cmd:sweep_group", "Sweep any parameter of run or step; rank single failures (SQLite)."),
+}
+
+
+def _shorten(text: str, limit: int) -> str:
+    """``text`` cut at a word boundary to ``limit`` characters with '...', as click shortens help."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[:max(1, limit - 3)].rsplit(" ", 1)[0]
+    return cut.rstrip(" .,;:") + "..."
 
 
 class OneLineGroup(click.Group):
-    """A group whose usage errors are one line on stderr (``error: ...``) with exit status 2."""
+    """A group with one-line usage errors (``error: ...``, exit status 2) and lazily imported commands."""
+
+    def __init__(self, *args, lazy: dict | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx, name):
+        if name in self.lazy and name not in self.commands:
+            module, _, attr = self.lazy[name][0].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attr), name)
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx, formatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.lazy and name not in self.commands:
+                rows.append((name, self.lazy[name][1]))
+                continue
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd))
+        if rows:
+            limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+            text = [(name, _shorten(h, limit) if isinstance(h, str) else h.get_short_help_str(limit))
+                    for name, h in rows]
+            with formatter.section("Commands"):
+                formatter.write_dl(text)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
@@ -44,6 +84,9 @@ class OneLineGroup(click.Group):
             super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
+        except getattr(click.exceptions, "NoArgsIsHelpError", ()) as exc:  # bare group: show its help
+            click.echo(exc.ctx.get_help())
+            sys.exit(0)
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else (prog_name or "fabric-emu")
             fail(f"{' '.join(exc.format_message().split())} (see '{where} --help')", 2)
@@ -56,7 +99,7 @@ class OneLineGroup(click.Group):
         sys.exit(0)
 
 
-@click.group(cls=OneLineGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="fabric-emu", prog_name="fabric-emu")
 def cli() -> None:
     """fabric-emu: what will this fabric deliver for this job, and which links are in the way?"""
@@ -89,20 +132,6 @@ def _load(topo: str, sets, memory_limit):
     return load_topology(topo, parse_sets(sets), memory_limit=memory_limit)
 
 
-def _oversubscription_note(meta: dict) -> str | None:
-    """'built 15:1 (asked 1000:1)' when the radix rounded the requested oversubscription."""
-    asked = meta.get("oversubscription")
-    built = (meta.get("clos") or {}).get("oversubscription_built")
-    if not asked or not built:
-        return None
-    asked = list(asked) if isinstance(asked, (list, tuple)) else [asked]
-    pairs = list(zip(["leaf", "spine"], asked, built))
-    text = ", ".join(f"{tier} {b:.3g}:1" for tier, _, b in pairs)
-    if any(abs(b - a) > 0.01 * a for _, a, b in pairs):
-        text += " (asked " + ", ".join(f"{a:g}:1" for _, a, _ in pairs) + "; the switch radix rounds the port split)"
-    return text
-
-
 @topo.command("show")
 @topo_options
 @failure_options
@@ -119,7 +148,7 @@ def topo_show(topo: str, sets, fail, degrade, memory_limit, as_json: bool) -> No
     cf = compile_with_failures(G, fail, degrade)
     s = summarize(G)
     b = bisection(cf) if cf.n_gpus >= 2 else None
-    note = _oversubscription_note(G.graph.get("meta", {}))
+    note = render.oversubscription_note(G.graph.get("meta", {}))
     if as_json:
         out = s.as_dict()
         out["bisection_GBps"] = b.bisection_Bps / 1e9 if b else None
@@ -175,6 +204,9 @@ def bisect_cmd(topo: str, sets, fail, degrade, memory_limit, as_json: bool) -> N
         out = stdout_console()
         out.print(render.bisection_table([(cf.name, b)]))
         out.print(f"min-cut partition: {clean(b.partition.describe())}")
+        note = render.oversubscription_note(G.graph.get("meta", {}), only_if_rounded=True)
+        if note:
+            out.print(f"oversubscription: {note}")
 
 
 @cli.command("validate")
@@ -199,12 +231,33 @@ def validate_cmd(path, as_json) -> None:
         raise SpecError(f"validate: {brief(path) if path else 'the reference file'} has no validation points "
                         f"([[point]] tables); nothing was checked")
     if not as_json:
-        stdout_console().print(validation_table(rep))
+        stdout_console().print(validation_table(_cleaned(rep)))
     train = validate_training(progress=lambda pid, k, n: err.print(f"[training {k}/{n}] {clean(pid)}"))
     if as_json:
         echo_json(rep.as_dict() | {"training": train.as_dict()})
     else:
         stdout_console().print(training_table(train))
+
+
+def _cleaned(obj):
+    """A dataclass (and its ``rows``) with every string field passed through :func:`clean` (ids, notes, paths)."""
+    import dataclasses
+
+    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+        return obj
+    changes = {}
+    for f in dataclasses.fields(obj):
+        if not f.init:
+            continue
+        v = getattr(obj, f.name)
+        if isinstance(v, str):
+            changes[f.name] = clean(v)
+        elif f.name == "rows" and isinstance(v, (tuple, list)):
+            changes[f.name] = type(v)(_cleaned(r) for r in v)
+    try:
+        return dataclasses.replace(obj, **changes)
+    except (TypeError, ValueError):  # pragma: no cover - a report type that cannot be rebuilt
+        return obj
 
 
 @cli.command("demo")
@@ -214,12 +267,3 @@ def demo() -> None:
     from cli.demo import run_demo
 
     run_demo(stdout_console(), progress_console())
-
-
-def _register(spec: str) -> None:
-    module, _, attr = spec.partition(":")
-    cli.add_command(getattr(importlib.import_module(module), attr))
-
-
-for _spec in COMMANDS:
-    _register(_spec)

@@ -46,19 +46,30 @@ def check_fabric_package() -> str | None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI (exit status 2 on bad input, with one red line on stderr)."""
+    for stream in (sys.stdout, sys.stderr):  # a non-UTF-8 terminal or PYTHONIOENCODING=ascii: escape, never crash
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError):  # pragma: no cover - replaced or detached streams
+            pass
     problem = check_fabric_package()
     if problem:
         sys.stderr.write(f"error: {problem}\n")
         sys.exit(2)
     from cli.app import cli
 
+    import os
+
     try:
         cli.main(args=argv, prog_name="fabric-emu")
     except BrokenPipeError:  # e.g. `fabric-emu topo list | head -1`: the reader left, nothing to report
-        import os
-
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except OSError as exc:  # stdout on a full disk (/dev/full), a closed terminal, ...
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.stderr.write(f"error: cannot write the output ({exc.strerror or exc})\n")
+        except (OSError, ValueError):  # pragma: no cover - stderr gone too
+            pass
         sys.exit(1)
 
 

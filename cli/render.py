@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from fabric import BisectionResult
     from topologies import FabricSummary, Preset
 
-__all__ = ["presets_table", "summary_table", "bisection_table", "gbps", "param_value"]
+__all__ = ["presets_table", "summary_table", "bisection_table", "gbps", "oversubscription_note", "param_value"]
 
 
 def gbps(value_Bps: float) -> str:
@@ -88,3 +88,32 @@ def bisection_table(rows: list[tuple[str, BisectionResult]]) -> Table:
     for name, b in rows:
         t.add_row(clean(name), f"{b.gpus:,}", gbps(b.bisection_Bps), gbps(b.per_gpu_Bps), clean(b.partition.name))
     return t
+
+
+def oversubscription_note(meta: dict, *, only_if_rounded: bool = False) -> str | None:
+    """'leaf 2.2:1 (asked 2:1; ...)': the down:up ratios built, and the ones asked when the radix rounded them.
+
+    Examples
+    --------
+    >>> oversubscription_note({"oversubscription": [2.0], "clos": {"oversubscription_built": [2.2]}})
+    'leaf 2.2:1 (asked 2:1; the switch radix rounds the port split)'
+    >>> oversubscription_note({"oversubscription": [2.0], "clos": {"oversubscription_built": [2.0]}},
+    ...                       only_if_rounded=True) is None
+    True
+    """
+    asked = meta.get("oversubscription")
+    built = (meta.get("clos") or {}).get("oversubscription_built") if isinstance(meta.get("clos"), dict) else None
+    if not asked or not built:
+        return None
+    asked = list(asked) if isinstance(asked, (list, tuple)) else [asked]
+    try:
+        pairs = [(tier, float(a), float(b)) for tier, a, b in zip(["leaf", "spine"], asked, built)]
+    except (TypeError, ValueError):
+        return None
+    rounded = any(abs(b - a) > 0.01 * a for _, a, b in pairs)
+    if only_if_rounded and not rounded:
+        return None
+    text = ", ".join(f"{tier} {b:.3g}:1" for tier, _, b in pairs)
+    if rounded:
+        text += " (asked " + ", ".join(f"{a:g}:1" for _, a, _ in pairs) + "; the switch radix rounds the port split)"
+    return text

@@ -79,20 +79,12 @@ def check_applicable(collective: str, given: set[str], *, routing: str, groups: 
                         f"does not use it")
 
 
-def _tiers(cf) -> int:
-    from topologies.graph import ROLES
-
-    roles = set(int(x) for x in cf.node_role)
-    return 3 if ROLES.index("core") in roles else 2 if ROLES.index("spine") in roles else \
-        1 if ROLES.index("leaf") in roles else 0
-
-
 def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: dict, ranks: str,
                 size, sizes, algo, routing, seed, groups, layout, pxn, moe_routing, tokens, hidden, experts, topk,
                 fail, degrade, report, memory_limit=None, given: set[str] = frozenset(), top=10,
                 plot=None) -> None:
     from collectives import COLLECTIVES, TokenRouting, planner_for, sweep
-    from collectives.budget import check_collective, hops_bound
+    from collectives.budget import check_collective, fabric_tiers, hops_bound
     from fabric import Router, compile_with_failures
     from topologies import load_topology
     from topologies.errors import SpecError, brief
@@ -131,10 +123,20 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
     G = load_topology(topo, sets, memory_limit=memory_limit)
     cf = compile_with_failures(G, fail, degrade)
     rank_groups = make_groups(cf.n_gpus, ranks, groups, layout)
+    if fabric_tiers(cf) == 0:
+        if "routing" in given:
+            raise SpecError(f"--routing: {clean(cf.name)} has no scale-out network; the routing policy only picks "
+                            f"paths through network switches")
+        if "seed" in given and not collective.startswith("moe"):
+            raise SpecError(f"--seed: {clean(cf.name)} has no scale-out network to hash flows over, and "
+                            f"{collective} routes no tokens")
+        if "pxn" in given:
+            raise SpecError(f"--pxn/--no-pxn: {clean(cf.name)} has no scale-out network; PXN forwards network "
+                            f"traffic over NVLink")
     # 2. before routing: with the built fabric's tiers
     domain_gpus = max(1, cf.n_gpus // max(1, len(set(int(d) for d in cf.node_domain[cf.gpus]))))
     nvlink = bool((cf.node_role == 2).any())
-    check_collective(collective, [len(g) for g in rank_groups], hops=hops_bound(_tiers(cf), nvlink),
+    check_collective(collective, [len(g) for g in rank_groups], hops=hops_bound(fabric_tiers(cf), nvlink),
                      domain_gpus=domain_gpus, moe=tr, pxn=pxn, limit=memory_limit)
     router = Router(cf)
     options: dict = {}
@@ -142,6 +144,9 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
         options["pxn"] = pxn
     if moe:
         n_domains = len({int(cf.node_domain[cf.gpus[r]]) for r in rank_groups[0]})
+        if moe_routing == "node_limited" and n_domains == 1:
+            raise SpecError("--moe-routing node_limited: limits each token to a few nodes; these ranks are on one "
+                            "node (use uniform, skewed or deepseek)")
         kind = moe_routing or ("node_limited" if n_domains > 1 else "uniform")
         options["moe"] = TokenRouting(kind, tokens_per_rank=tokens, hidden=hidden, experts=experts, topk=topk,
                                       seed=seed)
@@ -152,7 +157,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
             err.print(f"[{k}/{n}] {s:,} bytes")
 
     rows = sweep(router, collective, rank_groups, size_list, algorithm=algo, report=report, options=options,
-                 planner=planner, progress=progress)
+                 planner=planner, progress=progress, memory_limit=memory_limit)
     last = rows[-len(rank_groups)].report if report else None
     if plot:
         import numpy as np
@@ -174,6 +179,11 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
     out.print(results_table(rows, title))
     if moe:
         out.print("* MoE sizes are DeepEP's logical bytes per rank; algbw = logical bytes / time.")
+    from cli.render import oversubscription_note
+
+    note = oversubscription_note(G.graph.get("meta", {}), only_if_rounded=True)
+    if note:
+        out.print(f"oversubscription: {note}")
     if last is not None:
         import numpy as np
 

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from topologies.errors import SpecError
 from topologies.limits import check_memory, memory_limit_bytes
 
-__all__ = ["ProblemEstimate", "estimate_collective", "check_collective", "hops_bound", "max_ranks_within",
-           "BYTES_PER_FLOW", "BYTES_PER_HOP", "AGGREGATE_ABOVE_FLOWS"]
+__all__ = ["ProblemEstimate", "estimate_collective", "check_collective", "check_ops", "hops_bound", "fabric_tiers",
+           "max_ranks_within", "BYTES_PER_FLOW", "BYTES_PER_HOP", "AGGREGATE_ABOVE_FLOWS"]
 
 BYTES_PER_FLOW = 400
 BYTES_PER_HOP = 200
@@ -154,3 +154,35 @@ def check_collective(collective: str, group_sizes, *, hops: int, domain_gpus: in
     check_memory(est.memory_bytes, what=f"{collective} over {n_total:,} ranks ({flows} flows x {hops} hops)",
                  hint="use " + " or ".join(hints), limit=limit, time_s=est.time_s)
     return est  # pragma: no cover - check_memory raised
+
+
+def fabric_tiers(cf) -> int:
+    """Switch tiers of a compiled fabric: 3 with cores, 2 with spines, 1 with leaves only, 0 without a network."""
+    from topologies.graph import ROLES
+
+    roles = set(int(x) for x in set(cf.node_role.tolist()))
+    return 3 if ROLES.index("core") in roles else 2 if ROLES.index("spine") in roles else \
+        1 if ROLES.index("leaf") in roles else 0
+
+
+def check_ops(cf, ops, *, limit=None) -> ProblemEstimate:
+    """:func:`check_collective` for the ops :func:`collectives.runner.run` is about to plan on fabric ``cf``."""
+    from topologies.graph import ROLES
+
+    hops = hops_bound(fabric_tiers(cf), bool((cf.node_role == ROLES.index("nvswitch")).any()))
+    n_domains = max(1, len(set(cf.node_domain[cf.gpus].tolist())))
+    domain_gpus = max(1, cf.n_gpus // n_domains)
+    kinds: dict = {}
+    for op in ops:
+        kinds.setdefault(op.collective, []).append(op)
+    est = None
+    for coll, group in kinds.items():
+        first = group[0].options
+        e = check_collective(coll, [op.n for op in group], hops=hops, domain_gpus=domain_gpus,
+                             moe=first.get("moe"), pxn=first.get("pxn"), limit=limit)
+        est = e if est is None else ProblemEstimate(est.flows + e.flows, hops, est.memory_bytes + e.memory_bytes,
+                                                    est.time_s + e.time_s)
+    if est is not None and len(kinds) > 1:
+        check_memory(est.memory_bytes, what=f"{len(ops)} collectives ({est.flows:,} flows x {hops} hops)",
+                     hint="run fewer collectives at once or on fewer ranks", limit=limit, time_s=est.time_s)
+    return est

@@ -24,6 +24,7 @@ import numpy as np
 
 from collectives import analytic
 from collectives.algorithms import Plan, Planner
+from collectives.budget import check_ops
 from collectives.calibration import calibration
 from collectives.ops import Collective, busbw_factor
 from fabric import Router
@@ -80,10 +81,16 @@ def planner_for(router: Router, *, policy: str = "ecmp", seed: int = 0, gpu: str
 
 
 def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: int = 0, report: bool = False,
-        mode: str = "auto", epsilon: float = 0.01, planner: Planner | None = None) -> list[CollectiveResult]:
-    """Simulate ``ops`` together on ``router``'s fabric and return one result per op."""
+        mode: str = "auto", epsilon: float = 0.01, planner: Planner | None = None,
+        memory_limit=None) -> list[CollectiveResult]:
+    """Simulate ``ops`` together on ``router``'s fabric and return one result per op.
+
+    Ops whose estimated memory (:mod:`collectives.budget`) exceeds ``memory_limit`` (default
+    ``$FABRIC_EMU_MEMORY_LIMIT`` or 8 GiB) are refused before planning.
+    """
     if not ops:
         raise SpecError("collectives: nothing to run")
+    check_ops(router.cf, ops, limit=memory_limit)  # refuse from an estimate before planning and routing
     planner = planner or planner_for(router, policy=policy, seed=seed)
     plans: list[Plan] = [planner.plan(op) for op in ops]
     owner = np.concatenate([np.full(p.flows.n_flows, i) for i, p in enumerate(plans)])
@@ -113,7 +120,7 @@ def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: in
 
 def sweep(router: Router, collective: str, groups, sizes, *, algorithm: str = "auto", policy: str = "ecmp",
           seed: int = 0, report: bool = False, options: dict | None = None, planner: Planner | None = None,
-          progress=None) -> list[CollectiveResult]:
+          progress=None, memory_limit=None) -> list[CollectiveResult]:
     """An nccl-tests-style sweep: for every size, ``collective`` on every rank group at the same time.
 
     ``groups`` is a list of rank tuples (one tuple for a single group). Each size is
@@ -126,7 +133,7 @@ def sweep(router: Router, collective: str, groups, sizes, *, algorithm: str = "a
     for k, size in enumerate(sizes):
         ops = [Collective(collective, g, int(size), algorithm, label=f"{collective}[{i}]" if len(groups) > 1 else "",
                           options=dict(options or {})) for i, g in enumerate(groups)]
-        out.extend(run(router, ops, report=report and k == len(sizes) - 1, planner=planner))
+        out.extend(run(router, ops, report=report and k == len(sizes) - 1, planner=planner, memory_limit=memory_limit))
         if progress:
             progress(k + 1, len(sizes), size)
     return out

@@ -42,12 +42,15 @@ from topologies.graph import ROLES
 from topologies.units import parse_bandwidth
 
 __all__ = ["resolve", "apply_failures", "compile_with_failures", "parse_degradation", "SELECTOR_FORMS",
-           "MIN_DEGRADED_FRACTION", "MAX_SELECTOR_CHARS"]
+           "MIN_DEGRADED_FRACTION", "MAX_SELECTOR_CHARS", "MAX_SELECTORS"]
 
 #: Smallest degraded capacity, as a share of the nominal one. Real degradations are lane or
 #: speed downshifts (a 4-lane 400G port running 1 lane at SDR is 2.5/400 = 0.6 %); a link a
 #: million times slower than nominal is failed, and keeping it would only overflow the times.
 MIN_DEGRADED_FRACTION = 1e-6
+#: Most failure + degradation selectors in one fabric (each is a pass over the links; real
+#: what-if studies fail a handful to a few hundred cables by selector).
+MAX_SELECTORS = 1000
 #: Longest selector accepted (the longest real form, 'domain D nvswitch C', is ~30 characters).
 MAX_SELECTOR_CHARS = 200
 
@@ -223,6 +226,10 @@ def apply_failures(cf: CompiledFabric, fail=(), degrade=()) -> CompiledFabric:
     degrade : iterable of str or (selector, fraction, capacity_Bps)
         ``'SELECTOR=VALUE'`` strings or parsed tuples.
     """
+    fail, degrade = list(fail), list(degrade)
+    if len(fail) + len(degrade) > MAX_SELECTORS:
+        raise SelectorError(f"failures: {len(fail) + len(degrade):,} selectors; at most {MAX_SELECTORS:,} (select "
+                            f"whole switches, e.g. 'spine 3', rather than single cables)")
     cap = cf.link_capacity_Bps.copy()
     alive = cf.link_alive.copy()
     fails, degs = [], []

@@ -102,6 +102,10 @@ def refused(*args, needle="", env=None):
     (("run", "all_reduce", *TINY, "--pxn"), "--pxn"),
     (("run", "all_reduce", *TINY, "--layout", "strided"), "--layout"),
     (("run", "all_reduce", *TINY, "--routing", "spray", "--seed", "3"), "--seed"),
+    (("run", "all_to_all", "--topo", "hgx-h100", "--size", "1MiB", "--routing", "spray"), "no scale-out"),
+    (("run", "all_to_all", "--topo", "hgx-h100", "--size", "1MiB", "--seed", "4"), "no scale-out"),
+    (("run", "all_to_all", "--topo", "hgx-h100", "--size", "1MiB", "--no-pxn"), "no scale-out"),
+    (("run", "moe_dispatch", "--topo", "hgx-h100", "--moe-routing", "node_limited"), "one node"),
     (("topo", "show", "hgx-h100", "--set", "tiers=3"), "scaleout"),
     (("topo", "show", "hgx-h100", "--set", "oversubscription=2"), "scaleout"),
     (("topo", "show", "hgx-h100", "--set", "planes=2"), "scaleout"),
@@ -140,6 +144,7 @@ def refused(*args, needle="", env=None):
     (("bisect", "nvl", "--set", "n=4", "--fail", "gpu \u0663"), "selector"),
     (("bisect", "nvl", "--set", "n=4", "--fail", "gpu " + "9" * 50), "selector"),
     (("bisect", "nvl", "--set", "n=4", "--fail", "x" * 5000), "longer than"),
+    (("bisect", "nvl", "--set", "n=4", *["--fail", "gpu 0"] * 1001), "at most 1,000"),
     (("bisect", "nvl", "--set", "n=4", "--degrade", "gpu 0 nvlink=1e-300Gb/s"), "--fail"),
     (("bisect", "nvl", "--set", "n=4", "--degrade", "gpu 0 nvlink=0.0000000001"), "--fail"),
     (("bisect", "nvl", "--set", "n=4", "--degrade", "gpu 0 nvlink=0%"), "between 0 and 1"),
@@ -166,7 +171,8 @@ _TEXT = st.one_of(
     st.sampled_from(["", " ", "0", "-1", "1e999", "nan", "\u00b2", "\u0663", "1_000", "9" * 30, ESC + "[31m", RLO,
                      "[red]x", "1MiB", "4KiB", "2", "all", "spine 0", "gpu 1", "gpu 1 nvlink=50%", "gpu 0=200Gb/s"]),
 )
-_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True,
+                     database=None)
 
 
 @_SETTINGS
@@ -263,6 +269,9 @@ def _set_link(key, value):
     (lambda d: d["nodes"][0].update(role="router"), "role"),
     (lambda d: d["nodes"][0].update(domain="zero"), "domain"),
     (lambda d: d.update(nodes="all"), "node-link"),
+    (lambda d: d["nodes"].append(dict(d["nodes"][0])), "twice"),
+    (lambda d: d["nodes"][0].pop("id"), "'id'"),
+    (lambda d: d["nodes"].append(7), "'id'"),
     (lambda d: d["graph"].update(failures="spine 0"), "failures"),
     (lambda d: d["graph"].update(meta=[1]), "meta"),
 ])
@@ -315,6 +324,13 @@ def test_special_and_oversized_input_files(tmp_path):
         link = tmp_path / "zero.toml"
         link.symlink_to("/dev/zero")
         refused("topo", "show", str(link), needle="character device")
+
+
+def test_validation_ids_are_shown_escaped(tmp_path):
+    text = ('[[collective]]\nid = "x\\u001b[2J\\u202e"\nsystem = "hgx-h100"\nranks = 8\ncollective = "all_reduce"\n'
+            'algorithm = "ring"\nsize_bytes = 1048576\nbusbw_GBps = 100\nsource = "[link=http://x]y"\n')
+    r = check("validate", "--file", _spec(tmp_path, text, name="v.toml"), ok=(0,))
+    assert "\\x1b[2J\\u202e" in r.stdout
 
 
 @pytest.mark.parametrize("content, needle", [
@@ -464,9 +480,8 @@ def test_build_estimate_bounds_real_builds(name, overrides):
     ("moe_dispatch", "hgx-h100", {"domains": 2, "scaleout": "quantum-2"}, 16, {}),
 ])
 def test_collective_estimate_bounds_real_plans(collective, name, overrides, n, opts):
-    from cli.run import _tiers
     from collectives import Collective, TokenRouting, planner_for
-    from collectives.budget import estimate_collective, hops_bound
+    from collectives.budget import estimate_collective, fabric_tiers, hops_bound
     from fabric import Router, compile_fabric
     from fabric.flowset import to_problem
     from topologies import build
@@ -477,7 +492,7 @@ def test_collective_estimate_bounds_real_plans(collective, name, overrides, n, o
     op = Collective(collective, tuple(range(n)), 1 << 20, options={**opts, **({"moe": tr} if tr else {})})
     plan = planner_for(router).plan(op)
     problem, _ = to_problem(plan.flows, router)
-    hops = hops_bound(_tiers(cf), True)
+    hops = hops_bound(fabric_tiers(cf), True)
     est = estimate_collective(collective, [n], hops=hops, domain_gpus=cf.n_gpus // len(set(cf.node_domain[cf.gpus])),
                               moe=tr)
     assert plan.flows.n_flows <= est.flows or opts.get("aggregate")
@@ -498,7 +513,7 @@ def test_choices_come_from_the_library():
     from cli.app import cli as group
     from topologies.export import FORMATS
 
-    run = group.commands["run"]
+    run = group.get_command(None, "run")
     params = {p.name: p for p in run.params}
     assert tuple(params["algo"].type.choices) == tuple(collectives.ALGORITHMS)
     assert tuple(params["routing"].type.choices) == tuple(fabric.POLICIES)
@@ -524,3 +539,53 @@ def test_oversubscription_is_reported_as_built():
     meta = json.loads(check("topo", "show", "fat-tree", "--set", "hosts=64", "--set", "radix=16", "--set",
                             "oversubscription=2", "--json", ok=(0,)).stdout)["meta"]
     assert meta["oversubscription"] == [2.0] and meta["clos"]["oversubscription_built"][0] == pytest.approx(11 / 5)
+
+
+def test_bare_groups_show_their_help():
+    for args in ((), ("topo",)):
+        r = check(*args, ok=(0,))
+        assert r.stdout.startswith("Usage:") and "Commands:" in r.stdout
+
+
+def test_ascii_terminal_gets_escapes_not_a_crash():
+    env = dict(os.environ, PYTHONIOENCODING="ascii")
+    code = "from cli.main import main; main(['run', 'all_reduce', '--topo', 'nvl', '--set', 'n=4', '--size', '1KiB'])"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "\\u03b1" in r.stdout, r.stderr[-500:]
+
+
+def test_registered_commands_load_lazily_with_their_own_short_help():
+    from cli.app import COMMANDS, cli as group
+
+    for name, (_, short) in COMMANDS.items():
+        cmd = group.get_command(None, name)
+        assert cmd is not None and cmd.get_short_help_str(len(short) + 10) == short
+    out = check("--help", ok=(0,)).stdout
+    assert all(name in out for name in COMMANDS)
+
+
+def test_library_run_refuses_before_planning(tmp_path):
+    from collectives import Collective, TokenRouting, run
+    from fabric import Router, compile_fabric
+    from topologies import ProblemTooLargeError, build
+
+    router = Router(compile_fabric(build("nvl", {"n": 4})))
+    op = Collective("moe_dispatch", (0, 1, 2, 3), 0, options={"moe": TokenRouting("uniform", tokens_per_rank=10**9)})
+    t = time.time()
+    with pytest.raises(ProblemTooLargeError, match="--tokens"):
+        run(router, [op])
+    with pytest.raises(ProblemTooLargeError, match="1 KiB"):
+        run(router, [Collective("all_to_all", (0, 1, 2, 3), 1 << 20)], memory_limit="1KiB")
+    assert time.time() - t < 2
+    text = ('[[moe_alltoall]]\nid = "huge"\nsystem = "hgx-h800"\nep = 8\nexperts = 8000000000\n'
+            'dispatch_GBps = 1\ncombine_GBps = 1\n')
+    refused("validate", "--file", _spec(tmp_path, text, name="v.toml"), needle="--experts")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_full_disk_on_stdout_is_one_line():
+    code = "from cli.main import main; main(['topo', 'list'])"
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([sys.executable, "-c", code], stdout=full, stderr=subprocess.PIPE, text=True)
+    assert r.returncode == 1 and r.stderr.strip().splitlines() == ["error: cannot write the output (No space left on "
+                                                                   "device)"]

@@ -136,6 +136,15 @@ def read(path: str | Path) -> nx.MultiDiGraph:
                     or not isinstance(doc.get("links"), list):
                 raise SpecError(f"{source}: cannot read graph: expected a node-link object with 'nodes' and 'links' arrays, "
                                 f"as 'fabric-emu topo export' writes")
+            ids = [n.get("id") if isinstance(n, dict) else None for n in doc["nodes"]]
+            if any(i is None or isinstance(i, (list, dict, bool)) for i in ids):
+                raise SpecError(f"{source}: cannot read graph: every node needs an 'id' (a string or number)")
+            seen: set = set()
+            for i in ids:
+                key = (type(i).__name__, i)
+                if key in seen:
+                    raise SpecError(f"{source}: cannot read graph: node id {brief(i)} appears twice")
+                seen.add(key)
             G = nx.node_link_graph(doc, directed=True, multigraph=True, edges="links")
         else:
             G = nx.read_graphml(io.BytesIO(data), force_multigraph=True)
