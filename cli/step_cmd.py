@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only; rich is imported where
     from rich.table import Table
 
 
-__all__ = ["step_cmd", "step_summary", "breakdown_table", "placement_table", "training_table",
+__all__ = ["step_cmd", "step_summary", "breakdown_table", "placement_table", "hottest_table", "training_table",
            "BREAKDOWN_STYLE"]
 
 #: Order and colour of the breakdown components.
@@ -26,7 +26,7 @@ BREAKDOWN_STYLE = {"compute": "green", "tp_exposed": "magenta", "ep_exposed": "r
 
 def step_summary(res) -> Table:
     from rich.table import Table
-    
+
     lay = res.layout
     t = Table(title=f"step of {res.model} on {res.fabric}", title_justify="left", show_header=False)
     t.add_column("field", style="bold")
@@ -41,8 +41,12 @@ def step_summary(res) -> Table:
                                   f"{res.flops_convention})")
     t.add_row("MFU", f"{res.mfu_bf16:.1%} of BF16 dense peak, {res.mfu_fp8:.1%} of FP8 dense peak")
     mem = res.memory.as_dict()
-    t.add_row("memory/GPU", f"{mem['total']:.1f} GiB (weights {mem['weights']:.1f}, grads {mem['grads']:.1f}, "
-                            f"optimizer {mem['optimizer']:.1f}, activations {mem['activations']:.1f})")
+    from topologies import catalog
+
+    hbm = catalog.gpu(res.gpu).hbm_bytes / 2**30
+    t.add_row("memory/GPU", f"{mem['total']:.1f} GiB of {hbm:.0f} (weights {mem['weights']:.1f}, grads "
+                            f"{mem['grads']:.1f}, optimizer {mem['optimizer']:.1f}, activations "
+                            f"{mem['activations']:.1f})" + ("  [exceeds HBM]" if mem['total'] > hbm else ""))
     t.add_row("overlap", ", ".join(res.overlap) or "none")
     t.add_row("traffic", f"EP routing {res.routing}, scale-out load balancing {res.policy}; "
                          f"{len(res.traffic.phases)} concurrent patterns simulated, "
@@ -55,7 +59,7 @@ def breakdown_table(res, width: int = 60) -> Group:
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
-    
+
     t = Table(title="where the step goes", title_justify="left")
     for name, just in (("component", "left"), ("seconds", "right"), ("share", "right"), ("", "left")):
         t.add_column(name, justify=just)
@@ -74,9 +78,22 @@ def breakdown_table(res, width: int = 60) -> Group:
     return Group(t, Text("step: ") + bar, comm)
 
 
+def hottest_table(res, top: int = 5) -> Table:
+    """The most utilised links over all of the step's traffic phases, with the groups crossing them."""
+    from rich.table import Table
+
+    t = Table(title="hottest links of the step's traffic (each phase with all of its groups at once)",
+              title_justify="left")
+    for name in ("phase", "link", "tier", "utilization", "groups crossing"):
+        t.add_column(name)
+    for row in res.hottest_links(top):
+        t.add_row(row["phase"], row["link"], row["tier"], f"{row['utilization']:.0%}", ", ".join(row["groups"]))
+    return t
+
+
 def placement_table(res) -> Table:
     from rich.table import Table
-    
+
     pl = res.placement
     t = Table(title=f"placement ({pl['mode']}): {pl['domains']} NVLink domains x {pl['gpus_per_domain']} GPUs; "
                     f"{pl['order']}", title_justify="left")
@@ -94,7 +111,7 @@ def placement_table(res) -> Table:
 def training_table(rep) -> Table:
     from rich.table import Table
     from rich.text import Text
-    
+
     t = Table(title="training points (step-time estimator)", title_justify="left")
     for name, just in (("point", "left"), ("split", "left"), ("quantity", "left"), ("predicted", "right"),
                        ("measured", "right"), ("error", "right"), ("tol", "right"), ("", "left"), ("model", "left")):
@@ -116,7 +133,8 @@ def training_table(rep) -> Table:
 
 @click.command("step")
 @click.option("--model", "model", required=True, help="Built-in model (fabric-emu models) or a model .toml file.")
-@click.option("--system", "system", required=True, help="Domain preset, e.g. gb300-nvl72, gb200-nvl72, hgx-h100.")
+@click.option("--system", "system", required=True,
+              help="Domain preset (gb300-nvl72, gb200-nvl72, hgx-h100, ...) or a topology spec file of NVLink domains.")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Override the cluster (scaleout, nic, oversubscription, tiers, planes, ...).")
 @click.option("--gpus", "gpus", required=True, type=int, help="GPUs of the job (domains are added as needed).")
@@ -152,6 +170,8 @@ def training_table(rep) -> Table:
 @click.option("--attention-precision", "attention_precision", default="auto", show_default=True,
               type=click.Choice(["auto", "bf16", "fp8"]),
               help="auto: FP8 for MLA models with MXFP8 on GB300/B300 (NVIDIA's DeepSeek-V3 recipes), else BF16.")
+@click.option("--no-memory-check", "no_memory_check", is_flag=True,
+              help="Estimate even when the memory estimate exceeds HBM (it is printed beside the result).")
 @click.option("--seed", "seed", default=0, show_default=True, type=click.IntRange(min=0))
 @click.option("--fail", "fail", multiple=True, metavar="SELECTOR", help="Fail cables, e.g. 'spine 3'.")
 @click.option("--degrade", "degrade", multiple=True, metavar="SELECTOR=VALUE", help="Reduce capacity, e.g. 'spine 3=50%'.")
@@ -163,12 +183,12 @@ def training_table(rep) -> Table:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")
 def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, micro_batch, seq_len, precision,
              recompute, schedule, overlap, optimizer, gpus_per_domain, placement, ep_in_domain, moe_routing, routing,
-             pp_layout, attention_precision, seed, fail, degrade, report, plot, trace, as_json) -> None:
+             pp_layout, attention_precision, no_memory_check, seed, fail, degrade, report, plot, trace, as_json) -> None:
     """Estimate one training step: time, breakdown, tokens/s, TFLOPs/GPU, MFU, memory, exposed communication."""
     from rich.text import Text
-    
+
     from topologies.errors import FabricEmuError
-    
+
     from cli.output import echo_json as _echo_json, fail as _fail, progress_console as _progress, stdout_console as _stdout
     from cli.options import parse_sets
 
@@ -187,6 +207,7 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
                             placement=placement, ep_in_domain=ep_in_domain, overlap=overlap, routing=moe_routing,
                             policy=routing, seed=seed, fail=fail, degrade=degrade, pp_layout=pp_layout,
                             attention_precision=attention_precision, report=report,
+                            check_memory=not no_memory_check,
                             progress=lambda msg: err.print(msg, highlight=False))
         if plot:
             from cli.plot import step_figure
@@ -213,6 +234,7 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
         from cli.report import congestion_panel
 
         out.print(placement_table(res))
+        out.print(hottest_table(res))
         for ph in res.traffic.phases:
             if ph.report is not None:
                 out.print(Text(f"congestion of the step's {ph.name} traffic ({ph.tasks} tasks at once, "

@@ -238,24 +238,51 @@ class PlanCache:
 
     def send(self, src: int, dst: int, size_bytes: int, label: str) -> Plan:
         """A one-way send as a plan (NCCL p2p: Simple protocol, one ring step of latency)."""
-        op = Collective("send_recv", (src, dst), size_bytes, label=label)
-        key = (("send", src, dst, self.planner.policy, self.planner.seed), size_bytes)
-        hit = self._exact.get(key)
-        if hit is None:
-            base = self._shape.get(key[0])
-            if base is None or base.op.size_bytes == 0:
-                self.misses += 1
-                fs = self.planner.direct(op, [src], [dst], float(size_bytes), pxn=False)
-                hit = Plan(op, fs, "direct", "Simple", None, float(fs.latency_s.max(initial=0)))
-                if size_bytes > 0:
-                    self._shape[key[0]] = hit
-            else:
-                self.hits += 1
-                hit = _rescale(base, size_bytes)
-            self._exact[key] = hit
-        else:
+        return self.sends([(src, dst, size_bytes, label)])[0]
+
+    def sends(self, items) -> list[Plan]:
+        """Plans of many one-way sends ``(src, dst, size_bytes, label)``; new pairs are routed in one batch.
+
+        Each pair is routed once (with the same per-flow hash as alone, so the
+        route is the one a single send gets) as a one-byte base plan; sizes rescale
+        it exactly (one flow of ``size`` bytes, latency independent of the size).
+        """
+        pol, seed = self.planner.policy, self.planner.seed
+        keys = [("send", int(s), int(d), pol, seed) for s, d, _, _ in items]
+        new = sorted({k[1:3] for k in keys if k not in self._shape})
+        if new:
+            self.misses += len(new)
+            src = np.array([x[0] for x in new], np.int64)
+            dst = np.array([x[1] for x in new], np.int64)
+            op = Collective("send_recv", (int(src[0]), int(dst[0])), 1, label="send")
+            fs = self.planner.direct(op, src, dst, np.ones(len(new)), pxn=False)
+            for j, (s_, d_) in enumerate(new):
+                one = _flow_rows(fs, j)
+                self._shape[("send", s_, d_, pol, seed)] = Plan(
+                    Collective("send_recv", (s_, d_), 1, label="send"), one, "direct", "Simple", None,
+                    float(one.latency_s[0]))
+        out = []
+        for key, (_, _, size, label) in zip(keys, items):
+            hit = self._exact.get((key, size))
+            if hit is None:
+                hit = self._exact[(key, size)] = _rescale(self._shape[key], int(size))
             self.hits += 1
-        return replace(hit, op=op)
+            out.append(replace(hit, op=replace(hit.op, label=label)))
+        self.hits -= len(new)          # the first use of a new pair was a miss, counted above
+        return out
+
+
+_PER_FLOW = ("res", "weight", "size_bytes", "src", "dst", "latency_s", "release_s", "phase", "group")
+
+
+def _flow_rows(fs: FlowSet, j: int) -> FlowSet:
+    """Flow ``j`` of ``fs`` as a flow set of its own: its resources without padding, per-resource factors kept."""
+    out = {k: None if getattr(fs, k) is None else np.array(getattr(fs, k)[j:j + 1]) for k in _PER_FLOW}
+    keep = out["res"][0] >= 0
+    out["res"] = out["res"][:, keep]
+    if out["weight"] is not None:
+        out["weight"] = out["weight"][:, keep]
+    return replace(fs, **out)
 
 
 def _rescale(plan: Plan, size_bytes: int) -> Plan:
@@ -445,8 +472,11 @@ def schedule(router: Router, tasks, *, policy: str = "ecmp", seed: int = 0, plan
     for i, t in enumerate(tasks):
         if isinstance(t, CollectiveTask):
             plans[i] = cache.plan(t.op)
-        elif isinstance(t, SendTask):
-            plans[i] = cache.send(t.src, t.dst, t.size_bytes, labels[i])
+    send_ix = [i for i, t in enumerate(tasks) if isinstance(t, SendTask)]
+    if send_ix:  # new (src, dst) pairs routed in one batch
+        for i, p in zip(send_ix, cache.sends([(tasks[i].src, tasks[i].dst, tasks[i].size_bytes, labels[i])
+                                               for i in send_ix])):
+            plans[i] = p
     like = next((p.flows for p in plans if p is not None), None)
     for i, t in enumerate(tasks):
         sets.append(plans[i].flows.relabel(labels[i]) if plans[i] is not None else _empty(labels[i], like))

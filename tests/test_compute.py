@@ -49,6 +49,15 @@ def test_fit_reproduces_the_shipped_constants(calibration):
             assert _close(v, cf.FIT_REPORT[group][key], rel=1e-3), (group, key)
 
 
+def test_fit_from_the_shared_data_reproduces_the_constants(shared):
+    cal = cc.calibrate(shared / "data" / "h200_gemm_attention.csv", shared / "data" / "gpu_kernel_throughput.csv")
+    for group, stats in cal.report.items():
+        for key, v in stats.items():
+            assert _close(v, cf.FIT_REPORT[group][key], rel=1e-3), (group, key)
+    for key, v in cal.gemm_carry.items():
+        assert _close(v, cf.GEMM_CARRY[key]), key
+
+
 def test_shipped_data_are_copies_of_the_shared_data(shared):
     ours = (cc._data_path("h200_gemm_attention.csv", None)).read_bytes()
     assert ours == (shared / "data" / "h200_gemm_attention.csv").read_bytes()
@@ -82,6 +91,8 @@ HELD_OUT_BOUNDS = {
     "gemm_blackwell": (0.18, 0.33),
     "attention_h200": (0.08, 0.40),
     "attention_blackwell": (0.13, 0.33),
+    "attention_check_h100_fa3": (0.12, 0.32),
+    "attention_check_b200_fa4": (0.22, 0.44),
 }
 
 
@@ -190,6 +201,29 @@ def test_grouped_gemm_shares_waves_and_launch():
                 assert one < grouped <= g * one / f.grouped_factor
 
 
+def test_uneven_grouped_gemm_counts_every_groups_tiles():
+    # equal counts reproduce the grouped API; uneven counts are the documented form written out by hand
+    even = cm.grouped_gemm_time_s("H200", "fp8", [1024] * 4, 4096, 7168)
+    assert even == cm.gemm_time_s("H200", "fp8", 1024, 4096, 7168, groups=4)
+    tokens = [3000, 1000, 37, 0, 5]
+    f = cm.gpu_figures("H200", "fp8")
+    bw = f.hbm_Bps * cf.HBM_EFFICIENCY
+    best = math.inf
+    for bm, bn in cf.GEMM_TILES:
+        for s in cf.GEMM_SPLIT_K:
+            tiles = sum(math.ceil(t / bm) for t in tokens) * math.ceil(4096 / bn) * s
+            t_math = math.ceil(tiles / 132) * (2 * bm * bn * math.ceil(7168 / s) / (f.peak_flops / 132 * f.gemm_eta)
+                                               + f.gemm_tile_overhead_s)
+            nbytes = (4042 * 7168 + 4 * 7168 * 4096) * 1 + 4042 * 4096 * 2 + (4042 * 4096 * 8 * s if s > 1 else 0)
+            best = min(best, max(t_math, nbytes / bw))
+    assert cm.grouped_gemm_time_s("H200", "fp8", tokens, 4096, 7168) == pytest.approx(best + f.launch_s, rel=1e-12)
+    # routing all tokens to fewer experts reads fewer weights
+    assert cm.grouped_gemm_time_s("B200", "mxfp8", [256, 0, 0, 0], 4096, 7168) < cm.grouped_gemm_time_s(
+        "B200", "mxfp8", [64, 64, 64, 64], 4096, 7168)
+    with pytest.raises(SpecError, match="^tokens_per_group:"):
+        cm.grouped_gemm_time_s("H200", "fp8", [0, 0], 4096, 7168)
+
+
 def test_vectorised_equals_scalar():
     m = np.array([128, 1024, 4096, 16384])
     n = np.array([4096, 7168, 2048, 576])
@@ -216,6 +250,35 @@ def test_carry_scales_compute_bound_time_by_peak_and_efficiency():
     b200 = catalog.gpu("B200")
     expect = (gb200.mamf_bf16_flops / gb200.peak_bf16_flops) / (b200.mamf_bf16_flops / b200.peak_bf16_flops)
     assert cm.gpu_figures("GB200", "bf16").mamf_adjustment == pytest.approx(expect)
+
+
+def test_reserved_sms_run_the_waves_on_the_remaining_sms():
+    # a compute-bound GEMM on 112 of 132 SMs: 132/112 slower up to wave rounding and the fixed costs
+    full = cm.gemm_time_s("H800", "mxfp8", 16384, 16384, 16384)
+    part = cm.gemm_time_s("H800", "mxfp8", 16384, 16384, 16384, reserved_sms=20)
+    assert part / full == pytest.approx(132 / 112, rel=0.02)
+    a_full = cm.attention_time_s("GB200", 2, 64, 32768, 128, 128)
+    a_part = cm.attention_time_s("GB200", 2, 64, 32768, 128, 128, reserved_sms=24)
+    assert a_part / a_full == pytest.approx(144 / 120, rel=0.01)
+
+
+def test_api_reproduces_the_fitted_published_rows(calibration):
+    # the residuals the fit reports are the API's own errors on those rows (constants rounded to 6 digits)
+    errs = {label: e for label, _, e in calibration.residuals["gemm_blackwell"]}
+    t = cm.gemm_time_s("GB200", "mxfp8", 4096, 2048, 7168, groups=8)
+    flops = 2.0 * 4096 * 2048 * 7168 * 8
+    assert t / (flops / 2672e12) - 1 == pytest.approx(errs["Megatron cuBLAS grouped mxfp8 GB200 (8 x 4096 assumed)"],
+                                                      rel=1e-4)
+    errs = {label: e for label, _, e in calibration.residuals["gemm_hopper_mxfp8"]}
+    t = cm.gemm_time_s("H800", "mxfp8", 4096, 7168, 16384)
+    assert t / (2.0 * 4096 * 7168 * 16384 / 1426e12) - 1 == pytest.approx(errs["deepgemm gemm g1 4096x7168x16384"],
+                                                                         rel=1e-4)
+    cases = {c.label: c for c in cc.attention_cases(cc.load_h200_rows(), cc.load_kernel_rows())}
+    for label, _, e in calibration.residuals["attention_blackwell"][::37]:
+        c = cases[label]
+        t = cm.attention_time_s(c.gpu, c.batch, c.heads, c.seq, c.d_qk, c.d_v, causal=c.causal,
+                                backward=c.backward, precision=c.precision)
+        assert t / c.time_s - 1 == pytest.approx(e, rel=1e-3, abs=1e-5)
 
 
 def test_attention_causal_half_and_backward_cost():
@@ -267,6 +330,8 @@ def test_compute_model_describes_itself():
     (lambda: cm.gemm_time_s("H200", "bf16", 8, 8, 8, groups=-1), "groups"),
     (lambda: cm.attention_time_s("H200", 1, 8, float("nan"), 64, 64), "seq"),
     (lambda: cm.memory_time_s("H200", -1.0), "bytes_moved"),
+    (lambda: cm.gemm_time_s("H200", "bf16", 8, 8, 8, reserved_sms=132), "reserved_sms"),
+    (lambda: cm.attention_time_s("B200", 1, 8, 128, 64, 64, reserved_sms=-1), "reserved_sms"),
 ])
 def test_bad_input_gives_one_line_naming_the_field(call, field):
     with pytest.raises(SpecError) as err:

@@ -71,6 +71,14 @@ def test_parameter_counts_match_the_checkpoints(name, count):
     assert param_counts(get_model(name)).total == count
 
 
+def test_deepseek_v2_lite_matches_its_paper():
+    # arXiv 2405.04434 appendix B: 15.7B total, 2.4B activated (the input embedding is a lookup).
+    pc = param_counts(get_model("deepseek-v2-lite"))
+    assert pc.total / GF == pytest.approx(15.7, abs=0.05)
+    assert (pc.active - pc.embedding) / GF == pytest.approx(2.4, abs=0.1)
+    assert pc.as_dict()["active"] == pc.active
+
+
 def test_dense_params_by_enumerating_tensors():
     m = get_model("llama3-8b")
     h, f, V, hd = 4096, 14336, 128256, 128

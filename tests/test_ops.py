@@ -170,3 +170,24 @@ def test_split_and_kind_validation():
         layer_ops(get_model("llama3-8b"), "ffn", micro_batch=1, seq_len=128)
     with pytest.raises(SpecError, match="a dense model has no experts"):
         layer_ops(get_model("llama3-8b"), "dense", micro_batch=1, seq_len=128, split=Split(ep=2))
+
+
+def test_output_gemm_runs_on_megatrons_padded_vocab_shard():
+    def head(name, tp):
+        m = get_model(name)
+        return next(o for o in layer_ops(m, "lm_head", micro_batch=1, seq_len=2048, split=Split(tp=tp))
+                    if o.name == "lm_head:fwd")
+    assert head("gpt3-175b", 1).n == 50304            # 50257 padded to a multiple of 128
+    assert head("deepseek-v3", 1).n == 129280         # already a multiple of 128
+    assert head("deepseek-v3", 8).n * 8 == 130048     # multiple of 128 x 8
+    h = head("gpt3-175b", 1)
+    assert h.model_flops == pytest.approx(2 * 2048 * 50257 * 12288) and h.flops > h.model_flops
+
+
+def test_attention_ops_carry_kv_heads():
+    gqa = next(o for o in layer_ops(get_model("llama3-70b"), "dense", micro_batch=1, seq_len=1024,
+                                    split=Split(tp=4)) if o.kind == "attention")
+    assert (gqa.heads, gqa.kv_heads, gqa.d_qk, gqa.d_v) == (16, 2, 128, 128)
+    mla = next(o for o in layer_ops(get_model("deepseek-v2-lite"), "moe", micro_batch=1, seq_len=1024)
+               if o.kind == "attention")
+    assert (mla.heads, mla.kv_heads, mla.d_qk, mla.d_v) == (16, 16, 192, 128)

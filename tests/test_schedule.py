@@ -223,3 +223,20 @@ def test_options_survive_pickle_and_copy():
     import pickle
     op = Collective("moe_dispatch", (0, 1), 0, options={"moe": TokenRouting("uniform"), "hier": {"inter": "ring"}})
     assert pickle.loads(pickle.dumps(op)) == op and copy.deepcopy(op) == op
+
+
+def test_sends_are_routed_in_one_batch_as_they_would_be_alone(two_boards):
+    pairs = [(0, 9), (3, 12), (0, 9), (7, 15), (12, 3)]
+    batch = PlanCache(planner_for(two_boards))
+    tasks = [SendTask(a, b, 1 << 20 * (k % 2) + k) for k, (a, b) in enumerate(pairs)]
+    res = schedule(two_boards, tasks, cache=batch)
+    assert batch.misses == 4 and res.plan_misses == 4          # distinct (src, dst) pairs
+    for t in tasks:
+        alone = PlanCache(planner_for(two_boards)).send(t.src, t.dst, t.size_bytes, "x")
+        got = batch.send(t.src, t.dst, t.size_bytes, "y")
+        np.testing.assert_array_equal(got.flows.res, alone.flows.res)
+        np.testing.assert_allclose(got.flows.size_bytes, [t.size_bytes])
+        assert got.latency_s == alone.latency_s and got.op.label == "y"
+        solo = schedule(two_boards, [SendTask(t.src, t.dst, t.size_bytes)])[0]
+        if not res[t].shared_with:
+            assert res[t].duration_s == pytest.approx(solo.duration_s, rel=1e-9)

@@ -60,6 +60,17 @@ def test_ep_across_domains_lengthens_the_step(base):
     assert spread.step_time_s > base.step_time_s
 
 
+def test_ep_moved_out_of_an_nvl72_rack_lengthens_the_step():
+    # 'spread' also moves the expert-DP ring from the network onto NVLink; micro-batches of 2 x 4096 keep
+    # that traffic hidden under the backward in both placements, so the EP move is what changes
+    lay = Layout(gpus=16, ep=8, global_batch=64, micro_batch=2, seq_len=4096, precision="mxfp8")
+    inside, across = (estimate_step(QWEN, lay, "gb300-nvl72", gpus_per_domain=8, placement=p)
+                      for p in ("megatron", "spread"))
+    assert inside.placement["ep"]["domains_spanned"] == 1 and across.placement["ep"]["domains_spanned"] == 2
+    assert across.breakdown_s["ep_exposed"] > inside.breakdown_s["ep_exposed"]
+    assert across.step_time_s > inside.step_time_s
+
+
 def test_bigger_global_batch_shrinks_the_bubble():
     spec = get_model("llama3-8b")
     small, big = (estimate_step(spec, Layout(gpus=8, pp=4, global_batch=g, seq_len=2048, precision="bf16",
@@ -102,8 +113,9 @@ def test_cli_json_report_and_trace(tmp_path):
     xs = [e for e in t["traceEvents"] if e["ph"] == "X"]
     end_us = max(e["ts"] + e["dur"] for e in xs)
     assert end_us == pytest.approx(d["step_time_s"] * 1e6, rel=1e-6)
-    compute_us = sum(e["dur"] for e in xs if e["pid"] == 0 and e["tid"] == 0)
-    assert compute_us <= d["step_time_s"] * 1e6
+    crit = d["pipeline"]["critical_rank"]
+    compute_us = sum(e["dur"] for e in xs if e["pid"] == crit and e["tid"] == 0)   # the compute stream
+    assert compute_us == pytest.approx((d["breakdown"]["compute"] + d["breakdown"]["framework"]) * 1e6, rel=1e-6)
     r = CliRunner().invoke(cli, args + ["--report"])
     assert r.exit_code == 0 and "where the step goes" in r.output and "hottest links" in r.output
     r = CliRunner().invoke(cli, ["step", "--model", "llama3-8b", "--system", "hgx-h100", "--gpus", "12", "--tp", "8",
@@ -116,3 +128,12 @@ def test_reference_scenario_within_ten_percent():
     rep = validate_training(ids=["dsv3-gb300-256"])
     row = next(r for r in rep.rows if r.quantity == "TFLOPs/GPU")
     assert row.split == "held-out" and abs(row.rel_error) <= TOLERANCE["reference"], row
+
+
+def test_system_spec_file(repo):
+    spec_file = repo / "docs" / "examples" / "gb300-4racks-failed-spine.toml"
+    lay = Layout(gpus=128, ep=8, global_batch=128, micro_batch=1, seq_len=2048, precision="mxfp8")
+    res = estimate_step(QWEN, lay, str(spec_file))
+    assert res.gpu == "GB300" and res.placement["gpus_per_domain"] == 72 and res.fabric == "gb300-4racks-failed-spine"
+    with pytest.raises(SpecError, match="NVLink domains of a catalog GPU"):
+        estimate_step(QWEN, lay, str(repo / "docs" / "examples" / "fat-tree-2to1.toml"))

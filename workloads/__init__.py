@@ -8,6 +8,7 @@ from workloads.compute import (
     gemm_efficiency,
     gemm_time_s,
     gpu_figures,
+    grouped_gemm_time_s,
     memory_time_s,
 )
 from workloads.flops import (
@@ -33,4 +34,4 @@ __all__ += ["Op", "Split", "LayerOps", "OP_KINDS", "LAYER_KINDS", "layer_ops", "
 __all__ += ["KINDS", "OVERLAPS", "SCHEDULES", "STREAMS", "PipelineResult", "Timeline", "simulate_pipeline",
             "Span", "chrome_trace", "trace_bytes", "write_trace"]
 __all__ += ["ComputeModel", "attention_flops", "attention_time_s", "compute_model", "gemm_efficiency", "gemm_time_s",
-            "gpu_figures", "memory_time_s"]
+            "gpu_figures", "grouped_gemm_time_s", "memory_time_s"]

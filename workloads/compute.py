@@ -41,6 +41,7 @@ True
 from __future__ import annotations
 
 import functools
+import math
 import re
 import types
 from collections.abc import Mapping
@@ -61,6 +62,7 @@ __all__ = [
     "gpu_figures",
     "gemm_time_s",
     "gemm_efficiency",
+    "grouped_gemm_time_s",
     "attention_time_s",
     "attention_flops",
     "memory_time_s",
@@ -144,6 +146,10 @@ _SPLIT_RULES = types.MappingProxyType({
                       "1024x2048x1024 and 8192x8192x4096, torchao grouped forward, Megatron cuBLAS grouped GEMM on "
                       "GB200; held out: flashinfer 1024x4096x4096 and 16384^3, torchao grouped dgrad and wgrad",
     "attention_h200": "held out: every row with seq 8,192 or 16,384 (ours and cuDNN's); fit: seq 2,048, 4,096, 32,768",
+    "attention_check_h100_fa3": "check only (never fitted): FlashAttention-3 bf16 causal on H100, B 4, H 48, d 128, "
+                                "seq 1k-8k, forward and backward (facebookexperimental/triton PR #3582)",
+    "attention_check_b200_fa4": "check only (never fitted): FlashAttention-4 bf16 forward on B200, d 64 and 128, "
+                                "seq 1k-16k, causal and not (Dao-AILab/flash-attention PR #2605)",
     "attention_blackwell": "cuDNN GB200 rows (non-deterministic backward). fit: seq 2,048, 4,096, 32,768; held out: "
                            "GB200 seq 8,192 and 16,384 and every GB300 row",
 })
@@ -331,7 +337,7 @@ def _out(t: np.ndarray, *inputs) -> float | np.ndarray:
 
 
 def gemm_time_s(gpu: str, precision: str, m: ArrayLike, n: ArrayLike, k: ArrayLike, *,
-                groups: ArrayLike = 1) -> float | np.ndarray:
+                groups: ArrayLike = 1, reserved_sms: int = 0) -> float | np.ndarray:
     """Time of ``C[m, n] = A[m, k] B[k, n]``, or of a grouped GEMM of ``groups`` such problems.
 
     ``groups > 1`` is one grouped kernel (MoE experts at ``m`` tokens per expert):
@@ -347,6 +353,9 @@ def gemm_time_s(gpu: str, precision: str, m: ArrayLike, n: ArrayLike, k: ArrayLi
     precision : str
         ``bf16``, ``fp8`` (per-tensor scaled) or ``mxfp8`` (block-scaled; on Hopper
         DeepSeek's 1x128 / 128x128 recipe).
+    reserved_sms : int
+        SMs taken by concurrently running kernels (e.g. 20-24 for DeepEP dispatch
+        and combine): the GEMM runs its waves on the others.
 
     Examples
     --------
@@ -356,33 +365,90 @@ def gemm_time_s(gpu: str, precision: str, m: ArrayLike, n: ArrayLike, k: ArrayLi
     True
     >>> gemm_time_s("H100", "bf16", [128, 4096], 7168, 2048).shape
     (2,)
+    >>> gemm_time_s("H800", "mxfp8", 4096, 7168, 2048, reserved_sms=20) > gemm_time_s("H800", "mxfp8", 4096, 7168, 2048)
+    True
     """
     if all(isinstance(x, (int, float)) for x in (m, n, k, groups)) and isinstance(gpu, str) \
-            and isinstance(precision, str):
-        return _gemm_scalar(gpu, precision, m, n, k, groups)
-    return _gemm_array(gpu, precision, m, n, k, groups)
+            and isinstance(precision, str) and isinstance(reserved_sms, int):
+        return _gemm_scalar(gpu, precision, m, n, k, groups, reserved_sms)
+    return _gemm_array(gpu, precision, m, n, k, groups, reserved_sms)
 
 
-def _gemm_array(gpu, precision, m, n, k, groups):
+def _usable_sms(f: GpuFigures, reserved_sms: object) -> tuple[int, float]:
+    """SMs left to a kernel and the fraction of the GPU's peak they carry."""
+    if not isinstance(reserved_sms, (int, np.integer)) or isinstance(reserved_sms, bool) \
+            or not 0 <= reserved_sms < f.sm_count:
+        raise SpecError(f"reserved_sms: {reserved_sms!r} is not allowed; must be an integer in 0..{f.sm_count - 1} "
+                        f"({f.gpu} has {f.sm_count} SMs)")
+    sms = f.sm_count - int(reserved_sms)
+    return sms, sms / f.sm_count
+
+
+def _gemm_array(gpu, precision, m, n, k, groups, reserved_sms=0):
     _check_dims(m=m, n=n, k=k, groups=groups)
     f = _figures(gpu, precision)
+    sms, share = _usable_sms(f, reserved_sms)
     b_in, b_out = cf.BYTES_PER_ELEMENT[f.precision]
     eta = f.gemm_eta * np.where(np.asarray(groups) > 1, f.grouped_factor, 1.0)
-    t = gemm_time_core(m, n, k, groups, peak_flops=f.peak_flops, sm_count=f.sm_count, hbm_Bps=f.hbm_Bps,
+    t = gemm_time_core(m, n, k, groups, peak_flops=f.peak_flops * share, sm_count=sms, hbm_Bps=f.hbm_Bps,
                        eta=eta, tile_overhead_s=f.gemm_tile_overhead_s, launch_s=f.launch_s,
                        bytes_in=b_in, bytes_out=b_out)
     return _out(t, m, n, k, groups)
 
 
 @functools.lru_cache(maxsize=65536)
-def _gemm_scalar(gpu: str, precision: str, m: float, n: float, k: float, groups: float) -> float:
+def _gemm_scalar(gpu: str, precision: str, m: float, n: float, k: float, groups: float, reserved_sms: int) -> float:
     # scalar calls repeat the same few shapes per layer: cache them (the model is a pure function)
-    return float(_gemm_array(gpu, precision, m, n, k, groups))
+    return float(_gemm_array(gpu, precision, m, n, k, groups, reserved_sms))
+
+
+def grouped_gemm_time_s(gpu: str, precision: str, tokens_per_group: ArrayLike, n: int, k: int, *,
+                        reserved_sms: int = 0) -> float:
+    """Time of one grouped GEMM whose groups have different token counts (MoE experts as routed).
+
+    Each group ``i`` computes ``[m_i, k] x [k, n]``. The waves are counted over the sum of
+    every group's tiles (``sum_i ceil(m_i / bm) * ceil(n / bn)``), the bytes over the groups
+    that have tokens (an expert without tokens reads no weights); otherwise as
+    :func:`gemm_time_s` with ``groups > 1`` (the grouped-kernel factor applies). With
+    equal counts in more than one group it equals ``gemm_time_s(..., m, n, k, groups=...)``.
+
+    Examples
+    --------
+    >>> even = grouped_gemm_time_s("GB300", "mxfp8", [4096] * 8, 2048, 7168)
+    >>> even == gemm_time_s("GB300", "mxfp8", 4096, 2048, 7168, groups=8)
+    True
+    >>> grouped_gemm_time_s("GB300", "mxfp8", [4096] * 8 + [0] * 8, 2048, 7168) == even
+    True
+    """
+    m = np.asarray(tokens_per_group, dtype=float).ravel()
+    if m.size == 0 or not np.all(np.isfinite(m)) or np.any(m < 0) or not np.any(m > 0):
+        raise SpecError(f"tokens_per_group: {tokens_per_group!r} is not allowed; must be counts >= 0, not all 0")
+    _check_dims(n=n, k=k)
+    m = m[m > 0]
+    if m.size > 1 and np.all(m == m[0]):
+        return float(gemm_time_s(gpu, precision, float(m[0]), n, k, groups=int(m.size), reserved_sms=reserved_sms))
+    f = _figures(gpu, precision)
+    sms, share = _usable_sms(f, reserved_sms)
+    b_in, b_out = cf.BYTES_PER_ELEMENT[f.precision]
+    per_sm = f.peak_flops * share / sms * f.gemm_eta * f.grouped_factor
+    bw = f.hbm_Bps * cf.HBM_EFFICIENCY
+    total_m, g = float(m.sum()), float(m.size)
+    best = np.inf
+    for bm, bn in cf.GEMM_TILES:
+        row_tiles = float(np.ceil(m / bm).sum())
+        for s in cf.GEMM_SPLIT_K:
+            waves = math.ceil(row_tiles * math.ceil(n / bn) * s / sms)
+            t_math = waves * (2.0 * bm * bn * math.ceil(k / s) / per_sm + f.gemm_tile_overhead_s)
+            nbytes = (total_m * k + g * k * n) * b_in + total_m * n * b_out
+            if s > 1:
+                nbytes += total_m * n * cf.SPLIT_K_PARTIAL_BYTES * 2.0 * s
+            best = min(best, max(t_math, nbytes / bw))
+    return best + f.launch_s
 
 
 def gemm_efficiency(gpu: str, precision: str, m: ArrayLike, n: ArrayLike, k: ArrayLike, *,
-                    groups: ArrayLike = 1) -> float | np.ndarray:
-    """Achieved fraction of the dense peak: ``2 m n k groups / (time * peak)``.
+                    groups: ArrayLike = 1, reserved_sms: int = 0) -> float | np.ndarray:
+    """Achieved fraction of the (whole GPU's) dense peak: ``2 m n k groups / (time * peak)``.
 
     Examples
     --------
@@ -391,7 +457,7 @@ def gemm_efficiency(gpu: str, precision: str, m: ArrayLike, n: ArrayLike, k: Arr
     >>> gemm_efficiency("H200", "bf16", 128, 7168, 2048) < gemm_efficiency("H200", "bf16", 8192, 7168, 2048)
     True
     """
-    t = gemm_time_s(gpu, precision, m, n, k, groups=groups)
+    t = gemm_time_s(gpu, precision, m, n, k, groups=groups, reserved_sms=reserved_sms)
     f = _figures(gpu, precision)
     flops = 2.0 * np.asarray(m, float) * np.asarray(n, float) * np.asarray(k, float) * np.asarray(groups, float)
     return _out(flops / (np.asarray(t) * f.peak_flops), m, n, k, groups)
@@ -443,14 +509,15 @@ def attention_time_core(batch, heads, seq, d_qk, d_v, *, causal, backward, peak_
 
 def attention_time_s(gpu: str, batch: ArrayLike, heads: ArrayLike, seq: ArrayLike, d_qk: ArrayLike,
                      d_v: ArrayLike, *, causal: bool = True, backward: bool = False,
-                     precision: str = "bf16") -> float | np.ndarray:
+                     precision: str = "bf16", reserved_sms: int = 0) -> float | np.ndarray:
     """Time of one fused attention (FlashAttention / cuDNN SDPA) forward or backward.
 
     ``heads`` are query heads (GQA/MLA share keys but do the same MMA work per
     query head). Shapes may be arrays. The efficiencies are those fitted on the
     architecture's reference GPU (:data:`workloads.compute_fit.ATTENTION_FIT_GPU`),
     scaled by the GPU's MAMF fraction over that GPU's; Ampere uses Hopper's
-    (UNVERIFIED). On Hopper ``mxfp8`` attention runs as fp8.
+    (UNVERIFIED). On Hopper ``mxfp8`` attention runs as fp8. ``reserved_sms`` as
+    for :func:`gemm_time_s`.
 
     Examples
     --------
@@ -461,8 +528,22 @@ def attention_time_s(gpu: str, batch: ArrayLike, heads: ArrayLike, seq: ArrayLik
     >>> attention_time_s("GB300", 1, 128, 4096, 192, 128) < attention_time_s("GB200", 1, 128, 4096, 192, 128)
     True
     """
+    scalar = all(isinstance(x, (int, float)) for x in (batch, heads, seq, d_qk, d_v))
+    if scalar and isinstance(gpu, str) and isinstance(precision, str) and isinstance(reserved_sms, int):
+        return _attention_scalar(gpu, batch, heads, seq, d_qk, d_v, bool(causal), bool(backward), precision,
+                                 reserved_sms)
+    return _attention_array(gpu, batch, heads, seq, d_qk, d_v, causal, backward, precision, reserved_sms)
+
+
+@functools.lru_cache(maxsize=16384)
+def _attention_scalar(gpu, batch, heads, seq, d_qk, d_v, causal, backward, precision, reserved_sms) -> float:
+    return float(_attention_array(gpu, batch, heads, seq, d_qk, d_v, causal, backward, precision, reserved_sms))
+
+
+def _attention_array(gpu, batch, heads, seq, d_qk, d_v, causal, backward, precision, reserved_sms):
     _check_dims(batch=batch, heads=heads, seq=seq, d_qk=d_qk, d_v=d_v)
     f = _figures(gpu, precision)
+    sms, share = _usable_sms(f, reserved_sms)
     arch = "hopper" if f.arch == "ampere" else f.arch
     ap = cf.ATTENTION[arch]
     direction = "bwd" if backward else "fwd"
@@ -470,7 +551,7 @@ def attention_time_s(gpu: str, batch: ArrayLike, heads: ArrayLike, seq: ArrayLik
     base = cf.BASE_PRECISION[f.precision]
     adj = _mamf_adjustment(f.gpu, f.arch, base, reference=cf.ATTENTION_FIT_GPU[arch])
     t = attention_time_core(batch, heads, seq, d_qk, d_v, causal=causal, backward=backward,
-                            peak_flops=f.peak_flops, sm_count=f.sm_count, exp_per_s=f.exp_per_s,
+                            peak_flops=f.peak_flops * share, sm_count=sms, exp_per_s=f.exp_per_s * share,
                             eta=ap.eta[(direction, prec)] * adj,
                             block_overhead_s=ap.block_overhead_s[direction], exp_exposed=ap.exp_exposed,
                             launch_s=f.launch_s)

@@ -126,7 +126,14 @@ def load_h200_rows(path: Optional[Path] = None) -> list[H200Row]:
 
 
 def load_kernel_rows(path: Optional[Path] = None) -> list[dict[str, str]]:
-    """Rows of the published kernel-throughput CSV (the shipped subset unless ``path`` is given)."""
+    """Rows of the published kernel-throughput CSV (the shipped subset unless ``path`` is given).
+
+    Examples
+    --------
+    >>> rows = load_kernel_rows()
+    >>> len(rows), all(r["source"] for r in rows)
+    (493, True)
+    """
     with open(_data_path("kernel_throughput.csv", path), newline="") as fh:
         return list(csv.DictReader(fh))
 
@@ -143,7 +150,14 @@ def held_out_h200_gemm(name: str) -> bool:
 
 
 def h200_gemm_cases(rows: Sequence[H200Row]) -> list[GemmCase]:
-    """The H200 GEMM rows as cases (bf16 and per-tensor fp8)."""
+    """The H200 GEMM rows as cases (bf16 and per-tensor fp8).
+
+    Examples
+    --------
+    >>> cases = h200_gemm_cases(load_h200_rows())
+    >>> len(cases), sum(c.held_out for c in cases)
+    (134, 30)
+    """
     return [GemmCase(f"{r.name}/{r.dtype}", "H200", r.dtype, ((r.m, r.n, r.k, 1),), r.median_s,
                      held_out_h200_gemm(r.name)) for r in rows if r.kind == "gemm"]
 
@@ -153,7 +167,14 @@ def _time_from_tflops(flops: float, tflops: str) -> float:
 
 
 def hopper_mxfp8_cases(rows: Sequence[Mapping[str, str]]) -> list[GemmCase]:
-    """DeepGEMM README rows on H800 (FP8 block-scaled = our Hopper mxfp8); time = FLOPs / published TFLOPS."""
+    """DeepGEMM README rows on H800 (FP8 block-scaled = our Hopper mxfp8); time = FLOPs / published TFLOPS.
+
+    Examples
+    --------
+    >>> cases = hopper_mxfp8_cases(load_kernel_rows())
+    >>> len(cases), sum(c.held_out for c in cases), sum(c.grouped for c in cases)
+    (28, 16, 10)
+    """
     out = []
     for r in rows:
         if r["gpu"] != "H800" or not r["source"].startswith("deepseek-ai/DeepGEMM README.md @55ab91f"):
@@ -171,7 +192,14 @@ def hopper_mxfp8_cases(rows: Sequence[Mapping[str, str]]) -> list[GemmCase]:
 
 def blackwell_gemm_cases(rows: Sequence[Mapping[str, str]]) -> list[GemmCase]:
     """B200 GEMM rows (torch.mm BF16 squares, flashinfer MXFP8, torchao grouped MXFP8 and BF16 fwd+bwd) and
-    Megatron's cuBLAS grouped MXFP8 GEMM on GB200."""
+    Megatron's cuBLAS grouped MXFP8 GEMM on GB200.
+
+    Examples
+    --------
+    >>> cases = blackwell_gemm_cases(load_kernel_rows())
+    >>> len(cases), sum(c.held_out for c in cases)
+    (23, 15)
+    """
     out = []
     for r in rows:
         if r["gpu"] == "GB200" and r["kind"] == "grouped_gemm" and r["source"].startswith("NVIDIA/Megatron-LM"):
@@ -221,7 +249,14 @@ def _kv(extra: str) -> dict[str, str]:
 
 
 def attention_cases(h200_rows: Sequence[H200Row], kernel_rows: Sequence[Mapping[str, str]]) -> list[AttentionCase]:
-    """Our H200 SDPA rows and cuDNN's published H200 / GB200 / GB300 rows (time from ``time_ms``)."""
+    """Our H200 SDPA rows and cuDNN's published H200 / GB200 / GB300 rows (time from ``time_ms``).
+
+    Examples
+    --------
+    >>> cases = attention_cases(load_h200_rows(), load_kernel_rows())
+    >>> sorted({c.gpu for c in cases}), sum(c.gpu == "GB300" and not c.held_out for c in cases)
+    (['GB200', 'GB300', 'H200'], 0)
+    """
     out = []
     for r in h200_rows:
         if not r.kind.startswith("attention"):
@@ -235,6 +270,8 @@ def attention_cases(h200_rows: Sequence[H200Row], kernel_rows: Sequence[Mapping[
         kv = _kv(r[_EXTRA])
         if "time_ms" not in kv or r["gpu"] not in ("H200", "GB200", "GB300"):
             continue
+        if r["gpu"] != "H200" and kv.get("deterministic_bwd") == "True":
+            continue  # Blackwell: the non-deterministic backward (training default); H200 has only one kind
         prec = {"bfloat16": "bf16"}.get(r["precision"], r["precision"])
         s = int(kv["seq_q"])
         held = s in (8192, 16384) or r["gpu"] == "GB300"
@@ -242,6 +279,39 @@ def attention_cases(h200_rows: Sequence[H200Row], kernel_rows: Sequence[Mapping[
                                  f"causal={kv['causal']}", r["gpu"], prec, int(kv["batch"]), int(kv["hq"]), s,
                                  int(kv["d_qk"]), int(kv["d_vo"]), kv["causal"] == "yes",
                                  r["kind"] == "attention_bwd", float(kv["time_ms"]) * 1e-3, held))
+    return out
+
+
+def attention_check_cases(kernel_rows: Sequence[Mapping[str, str]]) -> list[AttentionCase]:
+    """Published attention rows used only as a check (never fitted), all held out.
+
+    H100: FlashAttention-3 bf16 causal, B 4, H 48, d 128, times in us (facebookexperimental/triton PR
+    #3582). B200: FlashAttention-4 bf16 (Dao-AILab/flash-attention PR #2605, GPU inferred from its MFU
+    denominator); TFLOPS only, so time = FLOPs / TFLOPS with heads = 2,048 / head_dim (the FlashAttention
+    benchmark's model width, ASSUMPTION; TFLOPS hardly depend on it).
+
+    Examples
+    --------
+    >>> cases = attention_check_cases(load_kernel_rows())
+    >>> sorted({c.gpu for c in cases}), len(cases), all(c.held_out for c in cases)
+    (['B200', 'H100'], 26, True)
+    """
+    out = []
+    for r in kernel_rows:
+        x, bwd = r[_EXTRA], r["kind"] == "attention_bwd"
+        if r["source"].startswith("facebookexperimental/triton PR #3582") and r["kind"].startswith("attention"):
+            kv = _kv(x)
+            b, h, d, s = int(kv["batch"]), int(kv["heads"]), int(kv["head_dim"]), int(kv["seq_len"])
+            t = float(kv["time_us"]) * 1e-6
+            out.append(AttentionCase(f"FA3 H100 {r['kind']} s{s}", "H100", "bf16", b, h, s, d, d, True, bwd, t,
+                                     True))
+        elif r["gpu"] == "B200 (inferred)" and r["source"].startswith("Dao-AILab/flash-attention PR #2605"):
+            kv = _kv(x)
+            b, d, s = int(kv["batch"]), int(kv["head_dim"]), int(kv["seq_len"])
+            h, causal = 2048 // d, kv["causal"] == "yes"
+            flops = cm.attention_flops(b, h, s, d, d, causal=causal, backward=bwd)
+            out.append(AttentionCase(f"FA4 B200 {r['kind']} d{d} s{s} causal={kv['causal']}", "B200", "bf16", b, h,
+                                     s, d, d, causal, bwd, flops / (float(r["tflops"]) * 1e12), True))
     return out
 
 
@@ -283,8 +353,9 @@ def _stats(errors: np.ndarray, held: np.ndarray) -> dict[str, float]:
     a = np.abs(errors)
     out = {"n_fit": float((~held).sum()), "n_held": float(held.sum())}
     for key, mask in (("fit", ~held), ("held", held)):
-        out[f"{key}_mean"] = float(a[mask].mean()) if mask.any() else float("nan")
-        out[f"{key}_max"] = float(a[mask].max()) if mask.any() else float("nan")
+        if mask.any():
+            out[f"{key}_mean"] = float(a[mask].mean())
+            out[f"{key}_max"] = float(a[mask].max())
     return out
 
 
@@ -315,8 +386,8 @@ class Calibration:
     residuals: Mapping[str, tuple[tuple[str, bool, float], ...]]  #: group -> (label, held_out, rel. error)
 
 
-def _fit_attention(cases: Sequence[AttentionCase], precisions: Sequence[str], launch: float):
-    keys = [(d, p) for d in ("fwd", "bwd") for p in precisions]
+def _attention_predictor(cases: Sequence[AttentionCase], keys: Sequence[tuple[str, str]], launch: float):
+    """A vectorised predictor p -> times; p = eta per key, then tau fwd, tau bwd, sigma."""
     idx = {k: i for i, k in enumerate(keys)}
     n = len(keys)
     hw = [_gpu_hw(c.gpu, c.precision) for c in cases]
@@ -334,13 +405,24 @@ def _fit_attention(cases: Sequence[AttentionCase], precisions: Sequence[str], la
                                       causal=causal, backward=backward, peak_flops=peak, sm_count=sm,
                                       exp_per_s=exp_rate, eta=p[eta_idx] * adj, block_overhead_s=p[tau_idx],
                                       exp_exposed=p[n + 2], launch_s=launch)
+    return predict
 
+
+def _attention_vector(ap: cf.AttentionParams, keys: Sequence[tuple[str, str]]) -> np.ndarray:
+    return np.array([ap.eta[k] for k in keys] + [ap.block_overhead_s["fwd"], ap.block_overhead_s["bwd"],
+                                                 ap.exp_exposed])
+
+
+def _fit_attention(cases: Sequence[AttentionCase], precisions: Sequence[str], launch: float):
+    keys = [(d, p) for d in ("fwd", "bwd") for p in precisions]
+    n = len(keys)
+    predict = _attention_predictor(cases, keys, launch)
     x0 = [0.6] * n + [2e-6, 2e-6, 0.3]
     lo = [0.05] * n + [0.0, 0.0, 0.0]
     hi = [1.0] * n + [1e-4, 1e-4, 3.0]
     x, err, held = _fit(cases, predict, x0, lo, hi)
     params = cf.AttentionParams(
-        eta=types.MappingProxyType({k: float(x[idx[k]]) for k in keys}),
+        eta=types.MappingProxyType({k: float(x[i]) for i, k in enumerate(keys)}),
         block_overhead_s=types.MappingProxyType({"fwd": float(x[n]), "bwd": float(x[n + 1])}),
         exp_exposed=float(x[n + 2]),
     )
@@ -413,6 +495,16 @@ def calibrate(h200_path: Optional[Path] = None, kernel_path: Optional[Path] = No
     record("attention_h200", hop, aerr_h, aheld_h)
     ap_b, aerr_b, aheld_b = _fit_attention(bw, ("bf16", "fp8", "mxfp8"), launch["blackwell"])
     record("attention_blackwell", bw, aerr_b, aheld_b)
+
+    # (5) checks, never fitted: FlashAttention-3 on H100, FlashAttention-4 on B200
+    checks = attention_check_cases(kernels)
+    for group, gpu, arch, ap, precs in (("attention_check_h100_fa3", "H100", "hopper", ap_h, ("bf16", "fp8")),
+                                        ("attention_check_b200_fa4", "B200", "blackwell", ap_b,
+                                         ("bf16", "fp8", "mxfp8"))):
+        cs = [c for c in checks if c.gpu == gpu]
+        keys = [(d, p) for d in ("fwd", "bwd") for p in precs]
+        times = _attention_predictor(cs, keys, launch[arch])(_attention_vector(ap, keys))
+        record(group, cs, times / np.array([c.time_s for c in cs]) - 1.0, np.ones(len(cs), bool))
 
     return Calibration(
         gemm=gemm,

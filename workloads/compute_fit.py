@@ -193,7 +193,7 @@ ATTENTION: Mapping[str, AttentionParams] = types.MappingProxyType({
     'hopper': AttentionParams(
         eta=types.MappingProxyType({('fwd', 'bf16'): 0.706274, ('fwd', 'fp8'): 0.551809, ('bwd', 'bf16'): 0.593033, ('bwd', 'fp8'): 0.336827}),
         block_overhead_s=types.MappingProxyType({'fwd': 3.99512e-06, 'bwd': 2.05381e-05}),
-        exp_exposed=6.93122e-11,
+        exp_exposed=6.95212e-11,
     ),
     'blackwell': AttentionParams(
         eta=types.MappingProxyType({('fwd', 'bf16'): 0.846305, ('fwd', 'fp8'): 0.722879, ('fwd', 'mxfp8'): 0.650157, ('bwd', 'bf16'): 0.525322, ('bwd', 'fp8'): 0.443209, ('bwd', 'mxfp8'): 0.344016}),
@@ -207,5 +207,7 @@ FIT_REPORT: Mapping[str, Mapping[str, float]] = types.MappingProxyType({
     'gemm_blackwell': types.MappingProxyType({'n_fit': 8.0, 'n_held': 15.0, 'fit_mean': 0.0464845, 'fit_max': 0.138693, 'held_mean': 0.167003, 'held_max': 0.315606}),
     'attention_h200': types.MappingProxyType({'n_fit': 34.0, 'n_held': 20.0, 'fit_mean': 0.0609627, 'fit_max': 0.420628, 'held_mean': 0.070247, 'held_max': 0.391602}),
     'attention_blackwell': types.MappingProxyType({'n_fit': 111.0, 'n_held': 259.0, 'fit_mean': 0.061556, 'fit_max': 0.259094, 'held_mean': 0.119631, 'held_max': 0.312884}),
+    'attention_check_h100_fa3': types.MappingProxyType({'n_fit': 0.0, 'n_held': 8.0, 'held_mean': 0.113321, 'held_max': 0.312145}),
+    'attention_check_b200_fa4': types.MappingProxyType({'n_fit': 0.0, 'n_held': 18.0, 'held_mean': 0.213795, 'held_max': 0.428822}),
 })
 # END FITTED

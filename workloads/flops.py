@@ -6,7 +6,7 @@ multiply-add as 2 FLOPs; recomputation is never counted (these are *model* FLOPs
 * ``"megatron"`` follows ``num_floating_point_operations`` of Megatron-LM
   (``NVIDIA/Megatron-LM:megatron/training/training.py`` @ d98e8a64dd, lines 1009-1311) and
   Megatron-Bridge (``NVIDIA-NeMo/Megatron-Bridge:src/megatron/bridge/training/utils/flop_utils.py``
-  @ a5b3b5a4c9): causal attention counts half of the score matrix; MoE layers count the
+  @ 0494433be0, ``transformer_flops``): causal attention counts half of the score matrix; MoE layers count the
   ``topk`` routed plus the shared experts, not the router; MTP layers count as extra layers of
   the last layer's kind plus ``3h + 2h^2`` per module for its norms and ``eh_proj``; the logits
   GEMM counts ``1 + mtp_layers`` times; MLA's latent RMSNorms count one FMA per weight
@@ -14,7 +14,8 @@ multiply-add as 2 FLOPs; recomputation is never counted (these are *model* FLOPs
   pads it to a multiple of 128 x TP; for every built-in model the difference is below 0.01 %).
 * ``"torchtitan"`` follows ``get_moe_model_nparams_and_flops`` /
   ``get_dense_model_nparams_and_flops`` of ``pytorch/torchtitan:torchtitan/models/utils.py``
-  (@ b5bcd76c66, lines 412-547): ``6 x`` the parameters a token touches (every parameter but
+  (@ b5bcd76c66, lines 412-547; the same rule at @ 01c01c88fe as ``get_nparams_and_active_nparams``
+  and ``quadratic_attention_flops_per_token``): ``6 x`` the parameters a token touches (every parameter but
   the input embedding, unless it is tied to the head; routed experts weighted ``topk/n_experts``;
   router and norms included) plus ``6 L n_heads (d_qk + d_v) s`` for attention, not halved for
   the causal mask; MTP is not part of the model.
@@ -104,6 +105,13 @@ class ParamCounts:
         """Main-model parameters one token touches (embedding and head included)."""
         return self.total - self.n_moe_layers * (self.moe_per_layer - self.moe_active_per_layer)
 
+    def as_dict(self) -> dict[str, int]:
+        """The fields plus ``moe_per_layer``, ``moe_active_per_layer``, ``total`` and ``active``."""
+        out = dict(self.__dict__)
+        out.update(moe_per_layer=self.moe_per_layer, moe_active_per_layer=self.moe_active_per_layer,
+                   total=self.total, active=self.active)
+        return out
+
 
 @dataclass(frozen=True)
 class FlopsBreakdown:
@@ -111,6 +119,8 @@ class FlopsBreakdown:
 
     ``mtp_flops`` is everything the MTP modules add (their transformer layers, ``eh_proj`` and
     norms, and their logits); the other components are the main model's.
+    Under ``"torchtitan"`` the norms a component's parameters include are counted with it
+    (input norm with attention, pre-MLP norm and router with the MLP, final norm with logits).
     """
 
     convention: str

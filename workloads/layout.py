@@ -105,7 +105,6 @@ class Layout:
     recompute: str = "none"
     schedule: str = ""
     optimizer: str = "zero1"
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         for name in ("gpus", "tp", "pp", "vpp", "ep", "etp", "cp", "global_batch", "micro_batch", "seq_len"):

@@ -13,14 +13,17 @@ expert-TP), the way Megatron-Core lays them out:
   ``lm_head``; GQA adds ``attn_qkv``, non-gated MLPs use ``*_up``).
 * Column-parallel GEMMs split N by ``tp``, row-parallel ones split K; with sequence
   parallelism they run on the all-gathered ``T = micro_batch * seq_len / cp`` tokens, and norms,
-  residual adds and the MoE router on the ``T / tp`` tokens of the rank's sequence shard. MLA's
+  residual adds and the MoE router on the ``T / tp`` tokens of the rank's sequence shard. The
+  output GEMM's N is the rank's shard of the vocabulary padded to a multiple of ``128 tp``
+  (Megatron). MLA's
   down-projections (``mla_q_a``, ``mla_kv_a``) are replicated weights applied to the sequence
   shard (duplicated on all ``T`` tokens without sequence parallelism); the latent norms run on
   all ``T`` tokens on every TP rank (Megatron-Core ``MLASelfAttention``).
 * Routed experts are ``grouped_gemm`` ops with ``groups`` = local experts ``n_experts / ep``
   and M = tokens per local expert (``ep * etp * (T/tp) * topk / n_experts`` when balanced, or
   ``tokens_per_expert``), N split by ``etp``.
-* Attention is one ``attention`` op per pass: ``batch, heads = n_heads/tp, seq_q = seq_len/cp,
+* Attention is one ``attention`` op per pass: ``batch, heads = n_heads/tp, kv_heads`` (GQA:
+  ``n_kv_heads/tp``; MLA: ``heads``), ``seq_q = seq_len/cp,
   seq_kv = seq_len, d_qk, d_v, causal``; context parallelism is load-balanced, so a rank
   does ``1/cp`` of the causal work.
 * Memory-bound ops (``kind="memory"``) carry ``bytes_moved``, with per token and activation
@@ -80,6 +83,10 @@ LAYER_KINDS = ("embedding", "dense", "moe", "mtp", "lm_head")
 _ROUTER_BYTES_PER_EXPERT = 4  # fp32 router logits
 _ROUTER_BYTES_PER_CHOICE = 8  # fp32 weight + int32 index per chosen expert
 _GRAD_ACCUM_BYTES = 4         # fp32 embedding-gradient rows (read + write = 8 bytes)
+#: Megatron pads the vocabulary to a multiple of this times TP (``--make-vocab-size-divisible-by``
+#: default, ``megatron/training/tokenizer`` ``_vocab_size_with_padding``); the output GEMM runs on
+#: the padded shard, the FLOP credit stays with the real vocabulary.
+VOCAB_PAD_MULTIPLE = 128
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,7 @@ class Op:
     groups: int = 1
     batch: int = 0
     heads: int = 0
+    kv_heads: int = 0
     seq_q: int = 0
     seq_kv: int = 0
     d_qk: int = 0
@@ -204,8 +212,8 @@ class _Builder:
         self.bwd.append(Op(f"{name}:dgrad", kind, "dgrad", c, m=m, n=k, k=n, groups=groups, flops=work,
                            model_flops=credit))
 
-    def memory(self, name, fwd_bytes, bwd_bytes, *, model_fwd_flops=0.0, component=None):
-        c = component or self.component
+    def memory(self, name, fwd_bytes, bwd_bytes, *, model_fwd_flops=0.0):
+        c = self.component
         self.fwd.append(Op(f"{name}:fwd", "memory", "fwd", c, bytes_moved=fwd_bytes, model_flops=model_fwd_flops))
         self.bwd.append(Op(f"{name}:bwd", "memory", "bwd", c, bytes_moved=bwd_bytes,
                            model_flops=2.0 * model_fwd_flops))
@@ -224,9 +232,10 @@ class _Builder:
         else:
             self.memory(name, 2 * tokens * width * self.b, 3 * tokens * width * self.b)
 
-    def attention(self, batch, heads, seq_q, seq_kv, d_qk, d_v, causal=True):
+    def attention(self, batch, heads, kv_heads, seq_q, seq_kv, d_qk, d_v, causal=True):
         base = 2.0 * batch * heads * seq_q * seq_kv * (0.5 if causal else 1.0)
-        kw = dict(batch=batch, heads=heads, seq_q=seq_q, seq_kv=seq_kv, d_qk=d_qk, d_v=d_v, causal=causal)
+        kw = dict(batch=batch, heads=heads, kv_heads=kv_heads, seq_q=seq_q, seq_kv=seq_kv, d_qk=d_qk, d_v=d_v,
+                  causal=causal)
         fwd = base * (d_qk + d_v)
         self.fwd.append(Op("core_attention:fwd", "attention", "fwd", "core_attention", flops=fwd,
                            model_flops=fwd, **kw))
@@ -248,8 +257,9 @@ def _attention_block(bld: _Builder, spec: ModelSpec, mb: int, s: int, split: Spl
         bld.gemm("attn_qkv", T, (nh + 2 * spec.n_kv_heads // tp) * hd, h)
         if spec.qk_norm:
             bld.norm("qk_norm", T, (nh + spec.n_kv_heads // tp) * hd)
-        bld.memory("rope", 2 * T * (nh + spec.n_kv_heads // tp) * hd * b, 2 * T * (nh + spec.n_kv_heads // tp) * hd * b)
-        bld.attention(mb, nh, s // cp, s, hd, hd)
+        rope_bytes = 2 * T * (nh + spec.n_kv_heads // tp) * hd * b
+        bld.memory("rope", rope_bytes, rope_bytes)
+        bld.attention(mb, nh, spec.n_kv_heads // tp, s // cp, s, hd, hd)
         bld.gemm("attn_out", T, h, nh * hd)
     else:
         qk, rope = spec.qk_nope_head_dim + spec.qk_rope_head_dim, spec.qk_rope_head_dim
@@ -264,7 +274,7 @@ def _attention_block(bld: _Builder, spec: ModelSpec, mb: int, s: int, split: Spl
         bld.norm("kv_a_norm", T, spec.kv_lora_rank, model_share=1.0 / tp)
         bld.gemm("mla_kv_b", T, nh * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank)
         bld.memory("rope", 2 * T * (nh + 1) * rope * b, 2 * T * (nh + 1) * rope * b)
-        bld.attention(mb, nh, s // cp, s, qk, spec.v_head_dim)
+        bld.attention(mb, nh, nh, s // cp, s, qk, spec.v_head_dim)
         bld.gemm("attn_out", T, h, nh * spec.v_head_dim)
     bld.residual("attn_residual", t_sp, h)
 
@@ -309,13 +319,11 @@ def _mlp_block(bld: _Builder, spec: ModelSpec, moe: bool, mb: int, s: int, split
 
 
 def _head(bld: _Builder, spec: ModelSpec, mb: int, s: int, split: Split) -> None:
-    tp, cp = split.tp, split.cp
-    T = mb * s // cp
-    t_sp = T // tp if split.sp and tp > 1 else T
-    v_shard = math.ceil(spec.vocab / tp)
+    tp = split.tp
+    T = mb * s // split.cp
+    v_shard = math.ceil(spec.vocab / (VOCAB_PAD_MULTIPLE * tp)) * VOCAB_PAD_MULTIPLE
     bld.gemm("lm_head", T, v_shard, spec.hidden, model_m=T * spec.vocab / (tp * v_shard))
     bld.memory("cross_entropy", T * v_shard * bld.b, 2 * T * v_shard * bld.b)
-    del t_sp
 
 
 def layer_ops(spec: ModelSpec, kind: str, *, micro_batch: int, seq_len: int, split: Split | None = None,
@@ -362,6 +370,7 @@ def layer_ops(spec: ModelSpec, kind: str, *, micro_batch: int, seq_len: int, spl
         return bld.ops()
     if kind == "mtp":
         bld = _Builder("mtp", act_bytes)
+        bld.memory("mtp_embedding", 2 * T * h * act_bytes, T * h * (act_bytes + 2 * _GRAD_ACCUM_BYTES))
         bld.norm("mtp_enorm", t_sp, h, model_share=1.0)
         bld.norm("mtp_hnorm", t_sp, h, model_share=1.0)
         bld.gemm("mtp_eh_proj", T, h // tp, 2 * h)

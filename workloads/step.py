@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fabric import Router, compile_with_failures
-from topologies import build, catalog
+from topologies import build, catalog, load_topology
 from topologies.errors import SpecError
 from workloads import compute as cm
 from workloads.flops import flops_per_token
@@ -291,7 +291,9 @@ class StepResult:
                "tokens_per_s": self.tokens_per_s, "tflops_per_gpu": self.tflops_per_gpu,
                "flops_per_token": self.flops_per_token, "flops_convention": self.flops_convention,
                "mfu_bf16": self.mfu_bf16, "mfu_fp8": self.mfu_fp8,
-               "memory_per_gpu_GiB": self.memory.as_dict(), "placement": self.placement,
+               "memory_per_gpu_GiB": self.memory.as_dict(),
+               "memory_exceeds_hbm": not self.memory.fits(catalog.gpu(self.gpu).hbm_bytes),
+               "placement": self.placement,
                "comm_us": {k: v * 1e6 for k, v in self.comm_s.items()}, "pipeline": self.pipeline,
                "overlap": list(self.overlap), "routing": self.routing, "policy": self.policy,
                "phases": [p.as_dict() for p in self.traffic.phases]}
@@ -309,6 +311,9 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
 
     Parameters
     ----------
+    system : str
+        A domain preset (``gb300-nvl72``, ``hgx-h100``, ...) or a topology spec file describing
+        NVLink domains of a catalog GPU (used as written; ``--gpus`` must fit in it).
     sets : dict, optional
         ``--set`` overrides of the cluster (``scaleout``, ``nic``, ``oversubscription``, ...).
     gpus_per_domain : int, optional
@@ -327,7 +332,18 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
     """
     if routing not in ROUTINGS:
         raise SpecError(f"--moe-routing: {routing!r} is not one of {', '.join(ROUTINGS)}")
-    gpu = _preset_gpu(system)
+    graph = None
+    if system.lower().endswith((".toml", ".json", ".graphml")):  # a spec file: the cluster as written
+        graph = load_topology(system, sets or None)
+        meta = graph.graph.get("meta", {})
+        if not meta.get("gpu") or not meta.get("domain_gpus"):
+            raise SpecError(f"--system {system!r}: the spec must describe NVLink domains of a catalog GPU "
+                            f"([domain] gpu = ...); a bare fabric has no GPUs to train on")
+        gpu = catalog.gpu(meta["gpu"]).name
+        if gpus_per_domain is None:
+            gpus_per_domain = int(meta["domain_gpus"])
+    else:
+        gpu = _preset_gpu(system)
     attention_precision = attention_precision_for(gpu, lay.precision, attention_precision, spec.attention)
     gspec = catalog.gpu(gpu)
     lay.check_model(layers=spec.n_layers, heads=spec.n_heads, kv_heads=spec.n_kv_heads, experts=spec.n_experts,
@@ -339,10 +355,17 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
         check_fits(mem, gspec.hbm_bytes, gpu)
     gpd = gpus_per_domain or default_gpus_per_domain(gpu, lay)
     pl = place(lay, gpus_per_domain=gpd, mode=placement, ep_in_domain=ep_in_domain)
-    name, overrides = cluster_for(system, pl, sets)
-    if progress:
-        progress(f"building {name} x {pl.domains} ({lay.gpus} GPUs) ...")
-    cf = compile_with_failures(build(name, overrides), fail, degrade)
+    if graph is None:
+        name, overrides = cluster_for(system, pl, sets)
+        if progress:
+            progress(f"building {name} x {pl.domains} ({lay.gpus} GPUs) ...")
+        graph = build(name, overrides)
+    else:
+        overrides = {"file": system}
+        if int(graph.graph["meta"].get("domain_gpus", gpd)) != gpd:
+            raise SpecError(f"--gpus-per-domain {gpd}: the spec's domains have {graph.graph['meta']['domain_gpus']} "
+                            f"GPUs; edit the spec instead")
+    cf = compile_with_failures(graph, fail, degrade)
     if cf.n_gpus < int(pl.gpu_of.max()) + 1:
         raise SpecError(f"--gpus {lay.gpus}: the cluster has only {cf.n_gpus} GPUs ({overrides})")
     router = Router(cf)

@@ -88,15 +88,17 @@ def phase_tasks(spec, lay, pl, stage_params, *, routing: str = "balanced", seed:
     out: dict = {}
     tp = []
     if lay.tp > 1:
-        for g in pl.groups("tp"):
-            ag = CollectiveTask(Collective("all_gather", g, act_bytes, label="tp-ag"), label="tp-ag")
-            rs = CollectiveTask(Collective("reduce_scatter", g, act_bytes, label="tp-rs"), after=(ag,), label="tp-rs")
+        for i, g in enumerate(pl.groups("tp")):
+            ag = CollectiveTask(Collective("all_gather", g, act_bytes, label="tp-ag"), label=f"tp-ag[{i}]")
+            rs = CollectiveTask(Collective("reduce_scatter", g, act_bytes, label="tp-rs"), after=(ag,),
+                                label=f"tp-rs[{i}]")
             tp += [("tp_ag", ag), ("tp_rs", rs)]
     if spec.is_moe and lay.etp > 1:
         routed = int(tokens / lay.tp * spec.topk * h * 2 / lay.ep * lay.etp)
-        for g in pl.groups("etp"):
-            ag = CollectiveTask(Collective("all_gather", g, routed, label="etp-ag"), label="etp-ag")
-            rs = CollectiveTask(Collective("reduce_scatter", g, routed, label="etp-rs"), after=(ag,), label="etp-rs")
+        for i, g in enumerate(pl.groups("etp")):
+            ag = CollectiveTask(Collective("all_gather", g, routed, label="etp-ag"), label=f"etp-ag[{i}]")
+            rs = CollectiveTask(Collective("reduce_scatter", g, routed, label="etp-rs"), after=(ag,),
+                                label=f"etp-rs[{i}]")
             tp += [("etp_ag", ag), ("etp_rs", rs)]
     if tp:
         out["tp"] = tp
@@ -104,16 +106,16 @@ def phase_tasks(spec, lay, pl, stage_params, *, routing: str = "balanced", seed:
         kv = int(lay.micro_batch * lay.seq_len * spec.n_kv_heads * (spec.qk_head_dim + spec.v_dim) * 2 / lay.tp)
         if spec.attention == "mla":  # Megatron-Core gathers the up-projected K and V of every head
             kv = int(lay.micro_batch * lay.seq_len * spec.n_heads * (spec.qk_head_dim + spec.v_dim) * 2 / lay.tp)
-        out["cp"] = [("cp_ag", CollectiveTask(Collective("all_gather", g, kv, label="cp-kv"), label="cp-kv"))
-                     for g in pl.groups("cp")]
+        out["cp"] = [("cp_ag", CollectiveTask(Collective("all_gather", g, kv, label="cp-kv"), label=f"cp-kv[{i}]"))
+                     for i, g in enumerate(pl.groups("cp"))]
     if spec.is_moe and lay.ep > 1:
         tr = routing_for(spec, routing, tokens // lay.tp, seed)
         ep = []
         for i, g in enumerate(pl.groups("ep")):
-            d = CollectiveTask(Collective("moe_dispatch", g, 0, label=f"ep-dispatch",
-                                          options={"moe": tr, "bytes_per_token": 2 * h}), label="ep-dispatch")
+            d = CollectiveTask(Collective("moe_dispatch", g, 0, label="ep-dispatch",
+                                          options={"moe": tr, "bytes_per_token": 2 * h}), label=f"ep-dispatch[{i}]")
             c = CollectiveTask(Collective("moe_combine", g, 0, label="ep-combine", options={"moe": tr}),
-                               after=(d,), label="ep-combine")
+                               after=(d,), label=f"ep-combine[{i}]")
             ep += [("ep_dispatch", d), ("ep_combine", c)]
         out["ep"] = ep
     if lay.pp > 1:
@@ -127,18 +129,19 @@ def phase_tasks(spec, lay, pl, stage_params, *, routing: str = "balanced", seed:
     dp = []
     per_stage = lay.gpus // lay.pp
     if lay.dp * lay.cp > 1:
-        for g in pl.groups("dpcp"):
+        for i, g in enumerate(pl.groups("dpcp")):
             p = _stage_of(pl, g[0], per_stage)
             size = _bucketable(stage_params[p][0] * GRAD_BYTES, len(g))
-            dp.append(("dp_rs", CollectiveTask(Collective("reduce_scatter", g, size, label="dp-rs"), label="dp-rs")))
+            dp.append(("dp_rs", CollectiveTask(Collective("reduce_scatter", g, size, label="dp-rs"),
+                                               label=f"dp-rs[stage {p}, {i}]")))
     if spec.is_moe and lay.edp > 1:
-        for g in pl.groups("edp"):
+        for i, g in enumerate(pl.groups("edp")):
             p = _stage_of(pl, g[0], per_stage)
             size = _bucketable(stage_params[p][1] * GRAD_BYTES, len(g))
             if size == 0:
                 continue
             dp.append(("edp_rs", CollectiveTask(Collective("reduce_scatter", g, size, label="edp-rs"),
-                                                label="edp-rs")))
+                                                label=f"edp-rs[stage {p}, {i}]")))
     if dp:
         out["dp"] = dp
     return out

@@ -144,14 +144,22 @@ def validate_training(path: str | None = None, *, ids=None, progress=None) -> Tr
     pts = [p for p in load_points(path) if ids is None or p["id"] in ids]
     base = {p["id"]: p for p in pts}
     rows = []
+    done: dict = {}
+
+    def once(p: dict, gpus: int | None = None):
+        key = (p["id"], gpus or p.get("gpus"))
+        if key not in done:
+            done[key] = predict(p, gpus)
+        return done[key]
+
     for k, p in enumerate(pts):
         if progress:
             progress(p["id"], k + 1, len(pts))
         try:
             if "per_gpu_throughput_retained" in p:
                 ref = base.get(REFERENCE_ID) or next(q for q in _shared_points() if q["id"] == REFERENCE_ID)
-                small = predict(ref, p["gpus_from"]).tokens_per_s_per_gpu
-                large = predict(ref, p["gpus_to"]).tokens_per_s_per_gpu
+                small = once(ref, p["gpus_from"]).tokens_per_s_per_gpu
+                large = once(ref, p["gpus_to"]).tokens_per_s_per_gpu
                 keep = large / small
                 meas = p["per_gpu_throughput_retained"]
                 rows.append(TrainingRow(p["id"], p["split"], "retained", keep, meas, keep - meas,
@@ -159,7 +167,7 @@ def validate_training(path: str | None = None, *, ids=None, progress=None) -> Tr
                                         f"{p['gpus_from']} -> {p['gpus_to']} GPUs, tokens/s/GPU {small:.0f} -> "
                                         f"{large:.0f}"))
                 continue
-            res = predict(p)
+            res = once(p)
             tol = TOLERANCE["reference"] if p["id"] == REFERENCE_ID else TOLERANCE["training"]
             b = res.breakdown_s
             note = (f"step {res.step_time_s:.2f} s; exposed ep {b['ep_exposed']:.2f}, tp {b['tp_exposed']:.2f}, "
@@ -226,12 +234,3 @@ def fit_constants(path: str | None = None, *, progress=None) -> dict:
     over["default"] = round(sum(over.values()) / G, 6)
     return {"training_efficiency": eff, "framework_overhead_s": over,
             "fit": [{"id": r[0], "gpu": r[1], "log_residual": float(v)} for r, v in zip(rows, resid(sol.x))]}
-
-
-if __name__ == "__main__":  # pragma: no cover - maintenance entry point: python -m workloads.training_validate --fit
-    import json
-    import sys
-
-    if "--fit" in sys.argv:
-        print(json.dumps(fit_constants(progress=lambda i, k, n: print(f"[{k}/{n}] {i}", file=sys.stderr)),
-                         indent=2))
