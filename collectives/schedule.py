@@ -39,9 +39,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import scipy.sparse as sp
 
-from collectives import nccl_model as nm
-from collectives.algorithms import Plan, Planner
+from collectives.algorithms import Planner
 from collectives.ops import Collective, busbw_factor
+from collectives.plancache import PlanCache
 from collectives.runner import planner_for
 from fabric import Router
 from fabric.congestion import CongestionReport, congestion
@@ -153,142 +153,6 @@ class SendTask:
 
 
 TASK_TYPES = (CollectiveTask, ComputeTask, SendTask)
-
-
-# --------------------------------------------------------------------------- plan cache
-
-
-class PlanCache:
-    """Plans by shape, rescaled in size: each shape is routed once.
-
-    The key is (collective, ranks, algorithm, options, policy, seed) plus the
-    *size-dependent decisions* of NCCL's model at the requested size: the
-    algorithm ``auto`` would pick, the best protocol of every algorithm and
-    every (algorithm, protocol) latency. Those are the only ways the size enters
-    :meth:`Planner.plan` besides the flow sizes, which are linear in it (ring
-    ``2(n-1)/n S``, tree ``S/2c``, NVLS ``S(1+1/n)``, all-to-all ``S/n``, ...).
-    So a hit with equal decisions is the fresh plan with every flow size times
-    ``S'/S``: exact up to rounding. Where the decisions differ (a protocol
-    switch, the multi-node ring latency plateau), the size is planned afresh.
-    MoE dispatch/combine ignore the size (token routing gives the bytes) and are
-    reused as they are.
-
-    Examples
-    --------
-    >>> from topologies import build
-    >>> from fabric import compile_fabric, Router
-    >>> cache = PlanCache(planner_for(Router(compile_fabric(build("hgx-h100")))))
-    >>> a = cache.plan(Collective("all_reduce", tuple(range(8)), 1 << 30, "ring"))
-    >>> b = cache.plan(Collective("all_reduce", tuple(range(8)), 1 << 29, "ring"))
-    >>> cache.misses, cache.hits, float(b.flows.size_bytes[0] / a.flows.size_bytes[0])
-    (1, 1, 0.5)
-    """
-
-    def __init__(self, planner: Planner):
-        self.planner = planner
-        self._exact: dict = {}
-        self._shape: dict = {}
-        self.hits = 0
-        self.misses = 0
-
-    def _shape_key(self, op: Collective) -> tuple:
-        p = self.planner
-        return (op.collective, op.ranks, op.algorithm, op.options, p.policy, p.seed)
-
-    def _decisions(self, op: Collective) -> tuple:
-        if op.collective not in nm.MODELED_COLLECTIVES:
-            return ()
-        size = max(op.size_bytes, 1)
-        system = self.planner.system(op.ranks)
-        ests = nm.algo_times(system, op.collective, size)
-        best: dict = {}
-        for e in ests:
-            if e.enabled and (e.algorithm not in best or e.time_s < best[e.algorithm][1]):
-                best[e.algorithm] = (e.protocol, e.time_s)
-        lat = tuple((e.algorithm, e.protocol, e.enabled, None if math.isnan(e.latency_s) else e.latency_s)
-                    for e in ests)
-        chosen = None
-        if op.algorithm == "auto":
-            try:
-                chosen = nm.choose(system, op.collective, size).algorithm
-            except SpecError:
-                chosen = "none"
-        return chosen, tuple(sorted((a, v[0]) for a, v in best.items())), lat
-
-    def plan(self, op: Collective) -> Plan:
-        """The plan of ``op`` (labelled as ``op``), from the cache when its shape was planned before."""
-        shape = self._shape_key(op)
-        sized = op.size_bytes if op.collective not in ("moe_dispatch", "moe_combine") else None
-        hit = self._exact.get((shape, sized))
-        if hit is None:
-            dec = self._decisions(op)
-            base = self._shape.get((shape, dec))
-            if base is None or (sized is not None and base.op.size_bytes == 0):
-                self.misses += 1
-                hit = self.planner.plan(op)
-                if sized is None or op.size_bytes > 0:
-                    self._shape[(shape, dec)] = hit
-            else:
-                self.hits += 1
-                hit = base if sized is None else _rescale(base, op.size_bytes)
-            self._exact[(shape, sized)] = hit
-        else:
-            self.hits += 1
-        return hit if hit.op is op else replace(hit, op=op)
-
-    def send(self, src: int, dst: int, size_bytes: int, label: str) -> Plan:
-        """A one-way send as a plan (NCCL p2p: Simple protocol, one ring step of latency)."""
-        return self.sends([(src, dst, size_bytes, label)])[0]
-
-    def sends(self, items) -> list[Plan]:
-        """Plans of many one-way sends ``(src, dst, size_bytes, label)``; new pairs are routed in one batch.
-
-        Each pair is routed once (with the same per-flow hash as alone, so the
-        route is the one a single send gets) as a one-byte base plan; sizes rescale
-        it exactly (one flow of ``size`` bytes, latency independent of the size).
-        """
-        pol, seed = self.planner.policy, self.planner.seed
-        keys = [("send", int(s), int(d), pol, seed) for s, d, _, _ in items]
-        new = sorted({k[1:3] for k in keys if k not in self._shape})
-        if new:
-            self.misses += len(new)
-            src = np.array([x[0] for x in new], np.int64)
-            dst = np.array([x[1] for x in new], np.int64)
-            op = Collective("send_recv", (int(src[0]), int(dst[0])), 1, label="send")
-            fs = self.planner.direct(op, src, dst, np.ones(len(new)), pxn=False)
-            for j, (s_, d_) in enumerate(new):
-                one = _flow_rows(fs, j)
-                self._shape[("send", s_, d_, pol, seed)] = Plan(
-                    Collective("send_recv", (s_, d_), 1, label="send"), one, "direct", "Simple", None,
-                    float(one.latency_s[0]))
-        out = []
-        for key, (_, _, size, label) in zip(keys, items):
-            hit = self._exact.get((key, size))
-            if hit is None:
-                hit = self._exact[(key, size)] = _rescale(self._shape[key], int(size))
-            self.hits += 1
-            out.append(replace(hit, op=replace(hit.op, label=label)))
-        self.hits -= len(new)          # the first use of a new pair was a miss, counted above
-        return out
-
-
-_PER_FLOW = ("res", "weight", "size_bytes", "src", "dst", "latency_s", "release_s", "phase", "group")
-
-
-def _flow_rows(fs: FlowSet, j: int) -> FlowSet:
-    """Flow ``j`` of ``fs`` as a flow set of its own: its resources without padding, per-resource factors kept."""
-    out = {k: None if getattr(fs, k) is None else np.array(getattr(fs, k)[j:j + 1]) for k in _PER_FLOW}
-    keep = out["res"][0] >= 0
-    out["res"] = out["res"][:, keep]
-    if out["weight"] is not None:
-        out["weight"] = out["weight"][:, keep]
-    return replace(fs, **out)
-
-
-def _rescale(plan: Plan, size_bytes: int) -> Plan:
-    f = size_bytes / plan.op.size_bytes
-    return replace(plan, op=replace(plan.op, size_bytes=size_bytes),
-                   flows=replace(plan.flows, size_bytes=plan.flows.size_bytes * f))
 
 
 # --------------------------------------------------------------------------- results
