@@ -91,17 +91,30 @@ def congestion_panel(rep: CongestionReport, top: int = 10, link_tiers=None) -> G
 
 
 def validation_table(rep) -> Table:
-    t = Table(title=f"validation against {rep.source}", title_justify="left")
-    for name, just in (("point", "left"), ("quantity", "left"), ("predicted", "right"), ("measured", "right"),
-                       ("error", "right"), ("tol", "right"), ("", "left"), ("model", "left")):
-        t.add_column(name, justify=just, no_wrap=name == "point")
+    from rich import box
+
+    # 100 columns: no vertical rules, numbers never cut, ids never broken; the model note goes under the id
+    t = Table(title=f"validation against {rep.source}", title_justify="left", box=box.SIMPLE_HEAD)
+    cells = []
     for r in rep.rows:
         pred = "-" if r.predicted is None else f"{r.predicted:,.1f}"
         meas = "-" if r.measured is None else f"{r.measured:,.1f}"
         err = "-" if r.rel_error is None else f"{r.rel_error:+.1%}"
         tol = "-" if r.tolerance is None else f"{r.tolerance:.0%}"
         mark = {True: Text("pass", "green"), False: Text("FAIL", "bold red"), None: Text("n/a", "dim")}[r.passed]
-        t.add_row(r.id, r.quantity, pred, meas, err, tol, mark, r.note)
+        cells.append((r, pred, meas, err, tol, mark))
+    names = ("point / model", "quantity", "predicted", "measured", "error", "tol", "")
+    widths = [max([len(r.id) for r, *_ in cells] + [len(names[0])]),
+              max([max(map(len, str(r.quantity).split()), default=0) for r, *_ in cells] + [len(names[1])])]
+    widths += [max([len(str(c[k]))] for c in cells)[0] if cells else 1 for k in (1, 2, 3, 4)]
+    widths = [max(w, len(n)) for w, n in zip(widths, names)] + [4]
+    for name, w, just in zip(names, widths, ("left", "left", "right", "right", "right", "right", "left")):
+        t.add_column(name, justify=just, min_width=w, no_wrap=name not in ("point / model", "quantity"))
+    for r, pred, meas, err, tol, mark in cells:
+        point = Text(r.id)
+        if r.note:
+            point.append("\n" + r.note, style="dim")
+        t.add_row(point, r.quantity, pred, meas, err, tol, mark)
     t.caption = f"mean |error| {rep.mean_abs_error:.1%}, max |error| {rep.max_abs_error:.1%}"
     return t
 

@@ -38,3 +38,24 @@ def test_congestion_report_parts_and_width():
     assert sum(1 for line in hot.splitlines() if "->" in line) == 3      # --top 3
     assert "links by utilization 0→100%" in out and "verdict:" in out and "bars: green below 70 %" in out
     assert max(len(line) for line in out.splitlines()) <= 100
+
+
+def test_validation_table_fits_100_columns_without_cutting():
+    from types import SimpleNamespace as N
+
+    from cli.report import validation_table
+    from cli.output import stdout_console
+    import io
+
+    rows = [N(id="gb200-nvl72-allreduce-72-by-size-long-id", quantity="busbw GB/s", predicted=12345.6,
+              measured=12000.0, rel_error=-0.123, tolerance=0.15, passed=True,
+              note="hier(ring+nvls) with a long explanation of the model that has to wrap at words")] * 3
+    rep = N(source="points.toml", rows=rows, mean_abs_error=0.05, max_abs_error=0.12)
+    con = stdout_console()
+    con.file = io.StringIO()
+    con.print(validation_table(rep))
+    text = con.file.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 100
+    for piece in ("gb200-nvl72-allreduce-72-by-size-long-id", "12,345.6", "12,000.0", "-12.3%", "15%", "pass"):
+        assert piece in text
+    assert "explanation" in text and "…" not in text
