@@ -79,7 +79,10 @@ def sweep_plot(path: str, rows: list[dict], swept: list[str], *, x: str | None, 
     if not y or y not in ok[0] or not any(_is_number(r.get(y)) for r in ok):
         raise SpecError(f"--y {brief(y)}: not a numeric column of this sweep")
     plt = require_matplotlib()
-    others = [k for k in vary if k != x]
+    def follows_x(k):   # a key zipped with x (one value per x value) is not a series of its own
+        seen = {}
+        return all(seen.setdefault(str(r.get(x)), str(r.get(k))) == str(r.get(k)) for r in ok)
+    others = [k for k in vary if k != x and not follows_x(k)]
     series: dict = {}
     for r in ok:
         series.setdefault(tuple(str(r.get(k)) for k in others), []).append(r)
