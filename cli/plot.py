@@ -6,7 +6,6 @@ fails with one line saying how to install the extra.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 
@@ -49,13 +48,9 @@ def _save(fig, path: str) -> None:
 
 
 def _value(row: dict, key: str):
-    """The normalised (numeric where possible) value of input ``key`` of a stored row."""
-    ins = json.loads(row.get("inputs_json") or "{}")
-    for table in ("inputs", "sets"):
-        v = ins.get(table, {}).get(key)
-        if v is not None:
-            return v
-    return row.get(key)
+    from workloads.sweep.table import input_value
+
+    return input_value(row, key)
 
 
 def _is_number(v) -> bool:

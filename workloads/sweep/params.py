@@ -290,8 +290,9 @@ def normalise(raw: dict) -> Point:
 
         given = {k: v for k, v in raw.items() if k in set_names and k not in options}
         sets = parse_overrides(str(topo), given)
-        for k, v in given.items():
-            if isinstance(v, str):
+        for k, v in given.items():   # keep the user's spelling where it carries a unit ("400Gb/s", "2,1")
+            if isinstance(v, str) and (isinstance(sets[k], list) or any(c.isalpha() for c in v)) \
+                    and not isinstance(sets[k], (bool, int, str)):
                 labels[k] = v
     fail = tuple(str(s).strip() for s in raw.get("fail", ()) if str(s).strip() and str(s).strip() != "none")
     degrade = tuple(str(s).strip() for s in raw.get("degrade", ()) if str(s).strip() and str(s).strip() != "none")

@@ -25,7 +25,7 @@ import math
 
 from topologies.errors import SpecError, brief
 
-__all__ = ["with_baseline", "shown_columns", "direction", "sort_rows", "best_index", "default_metric", "export_columns", "to_csv", "to_json",
+__all__ = ["input_value", "with_baseline", "shown_columns", "direction", "sort_rows", "best_index", "default_metric", "export_columns", "to_csv", "to_json",
            "input_columns", "output_columns", "DEFAULT_METRICS", "SHOWN_OUTPUTS"]
 
 #: Metric shown and sorted by default, per point kind (first one present wins).
@@ -62,10 +62,25 @@ def sort_rows(rows: list[dict], column: str, *, reverse: bool = False) -> list[d
     ok = [r for r in rows if r.get("status", "ok") == "ok" and r.get(column) is not None]
     rest = [r for r in rows if r not in ok]
     if any(isinstance(r[column], str) for r in ok):
-        ok.sort(key=lambda r: str(r[column]), reverse=reverse)
+        vals = [input_value(r, column) for r in ok]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):   # e.g. size "64MiB"
+            order = sorted(range(len(ok)), key=lambda i: vals[i], reverse=reverse)
+            ok = [ok[i] for i in order]
+        else:
+            ok.sort(key=lambda r: str(r[column]), reverse=reverse)
     else:
         ok.sort(key=lambda r: d * r[column], reverse=reverse)
     return ok + rest
+
+
+def input_value(row: dict, key: str):
+    """The normalised value of input ``key`` of a stored row (bytes for ``size``), else the column's."""
+    ins = json.loads(row.get("inputs_json") or "{}")
+    for table in ("inputs", "sets"):
+        v = ins.get(table, {}).get(key)
+        if v is not None:
+            return v
+    return row.get(key)
 
 
 def best_index(rows: list[dict], column: str) -> int | None:
