@@ -157,3 +157,14 @@ def test_best_and_csv_columns(tmp_path):
     header = to_csv(rows, st.swept_keys()).splitlines()[0].split(",")
     assert header[:2] == ["point_id", "algo"] and "busbw_GBps" in header and "hosts" in header
     st.close()
+
+
+def test_degrade_each_and_errors():
+    plan = plan_sweep("all_to_all", {**FT, "size": "1MiB"}, parse_grid(["degrade=each:spine=50%"]))
+    assert [p.degrade for p in plan.points] == [("spine 0=50%",), ("spine 1=50%",)]
+    with pytest.raises(SpecError, match="each:SELECTOR=VALUE"):
+        plan_sweep("all_to_all", {**FT, "size": "1MiB"}, parse_grid(["degrade=each:spine"]))
+    with pytest.raises(SpecError, match="matches nothing|no core|there is no"):
+        plan_sweep("all_to_all", {**FT, "size": "1MiB"}, parse_grid(["fail=each:core"]))
+    with pytest.raises(SpecError, match="size"):
+        plan_sweep("moe_dispatch", {**FT}, parse_grid(["size=1MiB,2MiB"]))
