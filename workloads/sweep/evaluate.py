@@ -23,6 +23,7 @@ Examples
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 
@@ -38,6 +39,9 @@ _BASE: OrderedDict = OrderedDict()
 _ROUTERS: OrderedDict = OrderedDict()
 _PLANNERS: OrderedDict = OrderedDict()
 _STATS = {"base_builds": 0, "router_builds": 0, "planner_builds": 0}
+#: One point at a time per process: the cached routers and planners are not shared between threads
+#: (Dask workers with several threads run their points one after the other; use processes to scale).
+_LOCK = threading.Lock()
 
 
 def _cached(cache: OrderedDict, key, make, stat: str):
@@ -202,7 +206,8 @@ def evaluate_batch(points: list[Point]) -> list[tuple[str, str, dict | str, floa
     for p in points:
         t0, c0 = time.perf_counter(), time.process_time()
         try:
-            res = ("ok", evaluate(p))
+            with _LOCK:
+                res = ("ok", evaluate(p))
         except FabricEmuError as exc:
             res = ("error", str(exc))
         except MemoryError:
