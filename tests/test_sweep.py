@@ -168,3 +168,14 @@ def test_degrade_each_and_errors():
         plan_sweep("all_to_all", {**FT, "size": "1MiB"}, parse_grid(["fail=each:core"]))
     with pytest.raises(SpecError, match="size"):
         plan_sweep("moe_dispatch", {**FT}, parse_grid(["size=1MiB,2MiB"]))
+
+
+def test_shipped_sweep_files_plan(repo_root=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))):
+    import glob
+
+    files = sorted(glob.glob(os.path.join(repo_root, "docs", "sweeps", "*.toml")))
+    assert files
+    for f in files:
+        op, base, grid, zipa = load_sweep_file(f)
+        plan = plan_sweep(op, base, grid, zipa)
+        assert plan.points and len({p.point_id for p in plan.points}) == len(plan.points)
