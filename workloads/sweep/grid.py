@@ -207,6 +207,12 @@ def _switches(cf, role: str, plane: int | None = None, domain: int | None = None
     return out
 
 
+def _node_name(sel: str) -> str:
+    """``'plane 1 leaf 3'`` -> ``'p1/leaf3'``, ``'leaf 3'`` -> ``'leaf3'``."""
+    t = sel.split()
+    return f"p{t[1]}/{t[2]}{t[3]}" if t[0] == "plane" else f"{t[0]}{t[1]}"
+
+
 def each(cf, selector: str) -> list[str]:
     """The single-element selectors that ``each:SELECTOR`` stands for on compiled fabric ``cf``.
 
@@ -221,12 +227,24 @@ def each(cf, selector: str) -> list[str]:
     ['leaf 0 spine 0', 'leaf 0 spine 1']
     >>> len(each(cf, "spine 1"))   # 4 leaves x 2 cables, one by one
     8
+    >>> from topologies import build
+    >>> racks = compile_fabric(build("gb300-nvl72", {"domains": "4", "scaleout": "quantum-x800"}))
+    >>> each(racks, "rail 3 leaf spine")     # every uplink bundle of the rail-3 leaves
+    ['leaf 3 spine 0', 'leaf 3 spine 1']
     """
     from fabric.failures import resolve
 
     toks = selector.lower().split()
     roles = ("leaf", "spine", "core", "nvswitch")
     plane = domain = None
+    if len(toks) >= 3 and toks[0] == "rail" and toks[1].isdigit() and toks[2] == "leaf":
+        rail = int(toks[1])
+        leaves = [s for s in _switches(cf, "leaf") if int(cf.node_rail[cf.node_index[_node_name(s)]]) == rail]
+        if not leaves:
+            raise SpecError(f"fail=each:{selector}: no leaf of rail {rail} on {cf.name}")
+        rest = " ".join(toks[3:])
+        out = [x for leaf in leaves for x in (each(cf, f"{leaf} {rest}") if rest else [leaf])]
+        return out
     if len(toks) >= 3 and toks[0] in ("plane", "domain") and toks[1].isdigit():
         plane, domain = (int(toks[1]), None) if toks[0] == "plane" else (None, int(toks[1]))
         toks = toks[2:]
