@@ -31,10 +31,12 @@ __all__ = ["cli", "COMMANDS", "OneLineGroup"]
 #: Commands defined in their own modules, one line each: name -> ("module:attribute", short help).
 COMMANDS = {
     "run": ("cli.run:run_cmd", "Simulate COLLECTIVE on a fabric and print nccl-tests-style results."),
-    "step": ("cli.step_cmd:step_cmd",
-             "Estimate one training step: time, breakdown, tokens/s, TFLOPs/GPU, MFU, memory, exposed communication."),
     "models": ("cli.models_cmd:models_command",
                "List the built-in models: sizes, parameters and FLOPs per token (Megatron and TorchTitan)."),
+    "step": ("cli.step_cmd:step_cmd",
+             "Estimate one training step: time, breakdown, tokens/s, TFLOPs/GPU, MFU, memory, exposed communication."),
+    "sweep": ("cli.sweep_cmd:sweep_group",
+              "Sweep any parameter of `run` or `step`; rank single failures; results stored in SQLite."),
 }
 
 
