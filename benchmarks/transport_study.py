@@ -136,14 +136,37 @@ def _is_base(r: dict) -> bool:
     return r["name"].endswith(("_base_a2a", "_base_perm"))
 
 
+def markdown(raw: list[dict], term: list[dict]) -> str:
+    """The results table of docs/transport.md §3-4 (raw fluid and fluid with the term, side by side)."""
+    t = {r["name"]: r for r in term}
+    out = ["| case | split | rho | fan-in | packet last / median (us) | fluid last (us) | excess | excess median "
+           "| packet spread | with term: excess | spread |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in raw:
+        q = t[r["name"]]
+        out.append(f"| {r['name']} | {r['split']} | {r['overload']:.2f} | {r['fan_in']:.0f} | "
+                   f"{r['pkt_last_us']:.1f} / {r['pkt_median_us']:.1f} | {r['fluid_last_us']:.1f} | "
+                   f"{r['excess']:.3f} | {r['excess_median']:.3f} | {r['pkt_spread']:.3f} | "
+                   f"{q['excess']:.3f} | "
+                   f"{q['fluid_spread']:.3f} |")
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--term", action="store_true", help="apply fabric.transport.DEFAULT")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--fit", action="store_true", help="fit the terms on the fit set and print them")
+    ap.add_argument("--markdown", action="store_true", help="print the docs table (raw and with the term)")
     a = ap.parse_args(argv)
     if a.fit:
         print(fit())
+        return 0
+    if a.markdown:
+        raw, term = study(None), study(transport.DEFAULT)
+        print(markdown(raw, term))
+        print(json.dumps({"raw": _summary(raw, "excess"), "term": _summary(term, "excess"),
+                          "raw_median": _summary(raw, "excess_median"), "term_median": _summary(term, "excess_median")}))
         return 0
     rows = study(transport.DEFAULT if a.term else None)
     summ = {"last": _summary(rows, "excess"), "median": _summary(rows, "excess_median")}

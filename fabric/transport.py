@@ -201,9 +201,9 @@ def tail_finish_s(finish_s: np.ndarray, overload_max: float, fan_in: float, mode
                   start_s: float = 0.0) -> np.ndarray:
     """Finish times with the straggler tail: the last flow moves to ``start + f * (T - start)``.
 
-    Flows are ranked by finish time (ties by index).  The lower half keeps its
-    times; a flow of rank quantile ``q > 1/2`` finishes no earlier than
-    ``median + (new_last - median) * (2q - 1)``.  So the median does not move, the
+    Flows are ranked by finish time (ties by index).  The lower half (up to the
+    upper median, rank ``n // 2``) keeps its times; above it a flow of rank ``k``
+    finishes no earlier than ``median + (new_last - median) * (k - n//2) / (n - 1 - n//2)``.  So the median does not move, the
     last flow ends at the new completion time, the order of flows is kept and
     nothing finishes earlier.
 
@@ -220,8 +220,9 @@ def tail_finish_s(finish_s: np.ndarray, overload_max: float, fan_in: float, mode
     order = np.argsort(f, kind="stable")
     med = float(np.median(f))
     new_last = start_s + fac * (float(f.max()) - start_s)
-    n = f.size
-    q = np.empty(n)
-    q[order] = np.arange(n) / max(n - 1, 1)
-    ramp = med + (new_last - med) * np.clip(2.0 * q - 1.0, 0.0, 1.0)
-    return np.where(q > 0.5, np.maximum(f, ramp), f)
+    n, m = f.size, f.size // 2                 # ranks <= m keep their time (m is the upper median)
+    rank = np.empty(n, np.int64)
+    rank[order] = np.arange(n)
+    t = (rank - m) / max(n - 1 - m, 1)
+    ramp = med + (new_last - med) * np.clip(t, 0.0, 1.0)
+    return np.where(rank > m, np.maximum(f, ramp), f)
