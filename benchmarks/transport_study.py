@@ -109,11 +109,12 @@ def _summary(rows: list[dict], key: str) -> dict:
     return out
 
 
-def fit(path: Path = DATA) -> transport.FabricCongestion:
+def fit(path: Path = DATA, *, saturating: bool = False) -> transport.FabricCongestion:
     """Fit the terms on the fit set only: efficiency from the median flow, tail from the last flow.
 
     ``efficiency = 1 / mean(excess_median)`` over the scored fit cases; then ``a, b`` of
-    ``1 + a (1 - 1/rho) n^b`` by least squares on ``log(predicted excess / measured excess)``.
+    ``1 + a (1 - 1/rho) n^b`` (or ``a, n0`` of ``1 + a (1 - 1/rho) n / (n + n0)`` with
+    ``saturating``) by least squares on ``log(predicted excess / measured excess)``.
     """
     from scipy.optimize import least_squares
 
@@ -123,6 +124,13 @@ def fit(path: Path = DATA) -> transport.FabricCongestion:
     x = np.clip(1.0 - 1.0 / np.array([r["overload"] for r in rows]), 0.0, None)
     n = np.maximum(np.array([r["fan_in"] for r in rows]), 1.0)
     eta = float(min(1.0, 1.0 / med.mean()))
+
+    if saturating:
+        sol = least_squares(lambda p: np.log((1.0 + p[0] * x * n / (n + p[1])) / eta) - np.log(exc),
+                            [1.0, 50.0], bounds=([0.0, 0.0], [10.0, 1e4]))
+        return transport.FabricCongestion(efficiency=round(eta, 4), tail_coefficient=round(float(sol.x[0]), 4),
+                                          fan_in_half=round(float(sol.x[1]), 2),
+                                          source="benchmarks.transport_study.fit(saturating=True)")
 
     def resid(p):
         return np.log((1.0 + p[0] * x * n ** p[1]) / eta) - np.log(exc)
@@ -161,12 +169,15 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.fit:
         print(fit())
+        print(fit(saturating=True))
         return 0
     if a.markdown:
-        raw, term = study(None), study(transport.DEFAULT)
-        print(markdown(raw, term))
-        print(json.dumps({"raw": _summary(raw, "excess"), "term": _summary(term, "excess"),
-                          "raw_median": _summary(raw, "excess_median"), "term_median": _summary(term, "excess_median")}))
+        raw = study(None)
+        print(json.dumps({"raw": _summary(raw, "excess"), "raw_median": _summary(raw, "excess_median")}))
+        for name in ("FIT_EQDS", "FIT_EQDS_SAT"):
+            term = study(getattr(transport, name))
+            print(f"\n{name}\n" + markdown(raw, term))
+            print(json.dumps({name: _summary(term, "excess"), "median": _summary(term, "excess_median")}))
         return 0
     rows = study(transport.DEFAULT if a.term else None)
     summ = {"last": _summary(rows, "excess"), "median": _summary(rows, "excess_median")}

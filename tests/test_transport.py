@@ -77,7 +77,7 @@ def test_straggler_factor_grows_with_overload_and_fan_in():
 
 
 @pytest.mark.parametrize("kw", [dict(efficiency=0.0), dict(efficiency=1.2), dict(tail_coefficient=-1.0),
-                                dict(fan_in_exponent=-0.5)])
+                                dict(fan_in_exponent=-0.5), dict(fan_in_half=-1.0)])
 def test_bad_parameters_are_rejected(kw):
     with pytest.raises(FlowError):
         tr.FabricCongestion(**kw)
@@ -101,3 +101,6 @@ def test_fit_reproduces_the_shipped_constants():
     assert got.efficiency == pytest.approx(tr.FIT_EQDS.efficiency, abs=1e-4)
     assert got.tail_coefficient == pytest.approx(tr.FIT_EQDS.tail_coefficient, rel=1e-3)
     assert got.fan_in_exponent == pytest.approx(tr.FIT_EQDS.fan_in_exponent, abs=1e-3)
+    sat = ts.fit(saturating=True)
+    assert sat.tail_coefficient == pytest.approx(tr.FIT_EQDS_SAT.tail_coefficient, rel=1e-3)
+    assert sat.fan_in_half == pytest.approx(tr.FIT_EQDS_SAT.fan_in_half, rel=1e-3)
