@@ -63,3 +63,14 @@ def test_nvlstree_per_channel_cap_is_a_kernel_limit():
     op = Collective("all_reduce", ranks, 8 << 30, "hier", options={"hier": {"intra": "nvls", "inter": "tree"}})
     [res] = run(r, [op])
     assert res.busbw_Bps < 8 * 57.7e9 * 1.12  # within reach of the cap (round 1: 523 GB/s; measured 441)
+
+
+def test_deepep_low_latency_kernel_named_by_function_runs_the_ll_form():
+    """DeepEP's table names its kernels ``low_latency_dispatch`` / ``low_latency_combine``: the
+    low-latency form (one message per (token, expert), NVLink inside the node since d8dd185), whose
+    RDMA metric counts every copy. Round 1 read it as a normal kernel and put EP8 at 15 GB/s (-85 %)."""
+    from collectives.validate import validate
+    rows = validate(ids=["deepep-ll-h800-ep8"]).rows
+    assert rows and all(r.note == "ll" for r in rows)
+    # every (token, expert) copy of 128 tokens x top-8, FP8 + 16 B header, within the node's NVLink time
+    assert all(r.predicted > 50 for r in rows)
