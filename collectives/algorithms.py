@@ -41,7 +41,7 @@ import numpy as np
 
 from collectives import nccl_model as nm
 from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, nic_p2p_factor, nvls_domain_terms,
-                                     nvls_fill_s)
+                                     nvls_fill_s, ring_fill_s)
 from collectives.moe import plan_moe
 from collectives.ops import Collective
 from fabric import Router
@@ -574,6 +574,9 @@ class Planner:
         est = self.nccl_estimate(ranks, coll, size, nccl_name)
         keff, lat = est.kernel_efficiency, est.latency_s
         if algo == "ring":
+            fill = ring_fill_s(size, est.bandwidth_Bps)  # the ring's pipeline fill (calibration)
+            est = replace(est, latency_s=est.latency_s + fill)
+            lat += fill
             fs = self.ring(op, size, est, broadcast=coll == "broadcast")
         elif algo == "tree":
             fs = self.tree(op, size, est)
