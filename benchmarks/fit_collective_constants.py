@@ -1,6 +1,6 @@
 """Re-run the fits of collectives/calibration.py on the fit split (docs/collectives.md, "Fits").
 
-Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|net-latency|nic-drop|per-peer]
+Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -48,6 +48,28 @@ def nvls_window() -> None:
     _grid(["mle-h200x8-allreduce-auto-by-size"], setw, (0, 4, 8, 16, 32), keep=lambda r: "nvls" in r.note)
 
 
+def ring_window() -> None:
+    """Grid over the ring fill window on every fit-split collective row that ran a flat ring."""
+    ids = [p["id"] for p in _fit_collective_points()]
+
+    def setw(w):
+        cal.RING_PIPELINE_WINDOW_BYTES = int(w) << 20
+    old = cal.RING_PIPELINE_WINDOW_BYTES
+    _grid(ids, setw, (0, 2, 4, 8, 16, 32), keep=lambda r: r.note.startswith("ring/"))
+    cal.RING_PIPELINE_WINDOW_BYTES = old
+
+
+def _fit_collective_points():
+    out = []
+    for path in v.default_points_paths():
+        doc, side = v._read(path)
+        for kind, p in v._items(path, doc, side):
+            split = p.get("split", "unsplit")
+            if kind == "collective" and split == "fit" and not p.get("consistency"):
+                out.append(p)
+    return out
+
+
 def net_latency() -> None:
     for fam, ids in (("EFA", ["aws-p5-2node-efa-allreduce-by-size", "mle-p6b200-4node-efa-allreduce-auto-by-size"]),
                      ("TCPXO", ["gcp-a3mega-2node-tcpxo-allreduce-by-size"])):
@@ -87,7 +109,7 @@ def per_peer() -> None:
     cal.PER_PEER_S["moe"] = old
 
 
-FITS = {"nvls-domain": nvls_domain, "nvls-window": nvls_window, "net-latency": net_latency,
+FITS = {"nvls-domain": nvls_domain, "nvls-window": nvls_window, "ring-window": ring_window, "net-latency": net_latency,
         "nic-drop": nic_drop, "per-peer": per_peer}
 
 if __name__ == "__main__":

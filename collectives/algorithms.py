@@ -41,7 +41,7 @@ import numpy as np
 
 from collectives import nccl_model as nm
 from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, nic_p2p_factor, nvls_domain_terms,
-                                     nvls_fill_s)
+                                     nvls_fill_s, ring_fill_s)
 from collectives.moe import plan_moe
 from collectives.ops import Collective
 from fabric import Router
@@ -50,7 +50,7 @@ from topologies import catalog
 from topologies.errors import SpecError, UnreachableError
 from topologies.graph import ROLES, TIERS
 
-__all__ = ["Plan", "Planner", "NCCL_TO_OURS"]
+__all__ = ["Plan", "Planner", "NCCL_TO_OURS", "nccl_btree_parent", "nccl_dtree_parents"]
 
 #: NCCL algorithm -> (our algorithm, hier options)
 NCCL_TO_OURS = {
@@ -59,6 +59,41 @@ NCCL_TO_OURS = {
     "CollNetDirect": ("hier", {"intra": "ring", "inter": "sharp"}),
     "CollNetChain": ("hier", {"intra": "ring", "inter": "sharp"}),
 }
+
+
+def nccl_btree_parent(n: int, rank: int) -> int:
+    """Parent of ``rank`` in NCCL's binary tree over ``n`` nodes (``ncclGetBtree``, trees.cc); -1 at the root.
+
+    The root (0) has one child; every other node's parent clears its lowest set bit and sets the
+    next one, or only clears it when that falls outside ``n``.
+
+    Examples
+    --------
+    >>> [nccl_btree_parent(4, r) for r in range(4)]
+    [-1, 2, 0, 2]
+    """
+    if rank == 0:
+        return -1
+    bit = rank & -rank
+    up = (rank ^ bit) | (bit << 1)
+    return up if up < n else rank ^ bit
+
+
+def nccl_dtree_parents(n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Parents of every node in NCCL's two complementary trees (``ncclGetDtree``): the binary tree,
+    and its mirror (``n`` even) or its shift by one node (``n`` odd).
+
+    Examples
+    --------
+    >>> nccl_dtree_parents(4)
+    ((-1, 2, 0, 2), (1, 3, 1, -1))
+    """
+    t0 = tuple(nccl_btree_parent(n, r) for r in range(n))
+    if n % 2:
+        t1 = tuple(-1 if (u := nccl_btree_parent(n, (r - 1) % n)) < 0 else (u + 1) % n for r in range(n))
+    else:
+        t1 = tuple(-1 if (u := nccl_btree_parent(n, n - 1 - r)) < 0 else n - 1 - u for r in range(n))
+    return t0, t1
 
 
 @dataclass(frozen=True)
@@ -254,10 +289,11 @@ class Planner:
                         dst += [b, a]
                         sizes += [chunk, chunk]
                         salt += [c * 4 + t] * 2
-            for t in range(2):  # two complementary binary trees over the domains
-                order = leaders if t == 0 else leaders[::-1]
-                for i in range(1, D):
-                    child, parent = order[i], order[(i - 1) // 2]
+            for t in range(2):  # NCCL's double binary tree over the domains (trees.cc)
+                for i, par in enumerate(nccl_dtree_parents(D)[t]):
+                    if par < 0:
+                        continue
+                    child, parent = leaders[i], leaders[par]
                     src += [child, parent]
                     dst += [parent, child]
                     sizes += [chunk, chunk]
@@ -270,7 +306,7 @@ class Planner:
 
     # ------------------------------------------------------------------- nvls
     def nvls(self, op: Collective, size: int, est: nm.AlgoEstimate, *, ranks=None, up=None, down=None,
-             label=None) -> FlowSet:
+             label=None, kernel: float = 1.0) -> FlowSet:
         ranks = np.asarray(op.ranks if ranks is None else ranks)
         groups = self.groups_by_domain(ranks)
         if any(not self.nvls_domain[self.domain[g[0]]] for g in groups):
@@ -287,6 +323,7 @@ class Planner:
             # large NVLink domains (issue 8 item 3): the in-switch reduction slows per doubling of the
             # domain beyond 8 GPUs, and each operation pays a synchronisation term ~ n^2
             keff, sync_s = nvls_domain_terms(n)
+            keff *= kernel
             fill_s = nvls_fill_s(size, max(u, dn), self.gpu.nvlink_Bps, self.calib.nvlink_nvls * keff)
             lat = est.latency_s + sync_s + fill_s
             sets.append(self.ports(g, "nvlink-up", u, kind="nvls", protocol="Simple", latency_s=lat,
@@ -369,7 +406,10 @@ class Planner:
                 if intra == "nvls":
                     up = {"all_reduce": size + shard, "reduce_scatter": size, "all_gather": shard}[coll]
                     down = {"all_reduce": shard + size, "reduce_scatter": shard, "all_gather": size}[coll]
-                    sets.append(self.nvls(sub, size, est, up=up, down=down, label=label))
+                    # NVLSTree is one kernel: its per-channel cap (NCCL's kernel limit) paces the NVLS
+                    # stage as well as the tree (issue 8 item 6)
+                    sets.append(self.nvls(sub, size, est, up=up, down=down, label=label,
+                                          kernel=est.kernel_efficiency if inter == "tree" else 1.0))
                 else:
                     per = {"all_reduce": 2, "reduce_scatter": 1, "all_gather": 1}[coll] * size * (ppn - 1) / ppn
                     sets.append(self.ring(sub, size, est, per_edge=per, label=label))
@@ -543,6 +583,9 @@ class Planner:
         est = self.nccl_estimate(ranks, coll, size, nccl_name)
         keff, lat = est.kernel_efficiency, est.latency_s
         if algo == "ring":
+            fill = ring_fill_s(size, est.bandwidth_Bps)  # the ring's pipeline fill (calibration)
+            est = replace(est, latency_s=est.latency_s + fill)
+            lat += fill
             fs = self.ring(op, size, est, broadcast=coll == "broadcast")
         elif algo == "tree":
             fs = self.tree(op, size, est)

@@ -51,7 +51,7 @@ from collectives import nccl_model as nm
 from topologies import catalog
 from topologies.errors import SpecError
 
-__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "nic_p2p_factor",
+__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes", "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "nic_p2p_factor",
            "Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
            "p2p_nvlink_efficiency", "Calibration", "calibration", "PROTOCOL_EFFICIENCY"]
 
@@ -176,6 +176,33 @@ def nvls_fill_s(size_bytes: float, port_bytes: float, port_Bps: float, efficienc
     if s <= 0 or port_Bps <= 0 or efficiency <= 0:
         return 0.0
     return min(s, NVLS_PIPELINE_WINDOW_BYTES) / s * port_bytes / (port_Bps * efficiency)
+
+
+#: Ring pipeline fill (mid-size messages): NCCL's ring moves each channel's data in chunks through
+#: the 2(n-1) steps of the ring; until a window of chunks is in flight on every channel the steps do not
+#: overlap, so the first ``RING_PIPELINE_WINDOW_BYTES`` per GPU cost their transfer time once more:
+#: ``t = lat + (S + min(S, W)) / B`` with ``B`` NCCL's ring bandwidth of the (protocol, size) (the same
+#: form as the NVLS fill). Fitted by grid search (mean |busbw error|) on the fit-split flat-ring rows
+#: (``benchmarks/fit_collective_constants.py ring-window``); docs/collectives.md, "Fits".
+RING_PIPELINE_WINDOW_BYTES = 8 << 20
+
+
+def ring_window_bytes() -> int:
+    """The ring pipeline window in force (:data:`RING_PIPELINE_WINDOW_BYTES`)."""
+    return RING_PIPELINE_WINDOW_BYTES
+
+
+def ring_fill_s(size_bytes: float, bandwidth_Bps: float) -> float:
+    """Latency of the ring pipeline fill: ``min(S, W) / B`` (``B`` NCCL's ring algorithm bandwidth).
+
+    Examples
+    --------
+    >>> ring_fill_s(1 << 20, 0.0)
+    0.0
+    """
+    if size_bytes <= 0 or bandwidth_Bps <= 0:
+        return 0.0
+    return min(float(size_bytes), RING_PIPELINE_WINDOW_BYTES) / bandwidth_Bps
 
 
 def nvls_domain_terms(n: int) -> tuple[float, float]:

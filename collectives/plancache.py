@@ -12,7 +12,7 @@ import numpy as np
 
 from collectives import nccl_model as nm
 from collectives.algorithms import NCCL_TO_OURS, Plan, Planner
-from collectives.calibration import NVLS_PIPELINE_WINDOW_BYTES
+from collectives.calibration import NVLS_PIPELINE_WINDOW_BYTES, ring_window_bytes
 from collectives.ops import Collective
 from fabric.flowset import FlowSet
 from topologies.errors import SpecError
@@ -81,7 +81,9 @@ class PlanCache:
         # kernel limits of the NCCL algorithms this op can run on (the chosen one for auto)
         uses = {chosen} if op.algorithm == "auto" else {a for a, (ours, _) in NCCL_TO_OURS.items()
                                                           if ours == op.algorithm or op.algorithm in ("nvls", "sharp")}
-        fill = min(size, NVLS_PIPELINE_WINDOW_BYTES) if uses & {"NVLS", "NVLSTree"} else None
+        fill = (min(size, NVLS_PIPELINE_WINDOW_BYTES) if uses & {"NVLS", "NVLSTree"} else None,
+                # the ring pipeline fill: flat rings only (forced, or auto's choice)
+                min(size, ring_window_bytes()) if "ring" in (op.algorithm, str(chosen).lower()) else None)
         return chosen, tuple(sorted((a, v[0], v[2] if a in uses else None) for a, v in best.items())), lat, fill
 
     def plan(self, op: Collective) -> Plan:

@@ -359,13 +359,15 @@ def _moe_one(p: _Point, ep: int, coll: str, measured: float, rid: str, quantity:
     if tokens is not None:
         tr = replace(tr, tokens_per_rank=int(tokens))
     opts = {"moe": tr}
+    # the kernel as the source names it: "low-latency", "low_latency_dispatch" (DeepEP's function names)
+    kernel = str(p.get("kernel", ""))
+    low_latency = "low-latency" in kernel.replace("_", "-").lower()
     if "form" in p:
         opts["form"] = str(p["form"])
-    elif "low-latency" in str(p.get("kernel", "")) or "pplx" in str(p.get("kernel", "")):
+    elif low_latency or "pplx" in kernel:
         opts["form"] = "ll"  # per (token, expert) messages straight to the rank (pplx-kernels work so too)
-    kernel = str(p.get("kernel", ""))
     if "UCCL" in kernel:  # CPU-proxy kernels (settings.kernel names them)
-        opts["kernel"] = "uccl_ll" if "low-latency" in kernel else "uccl"
+        opts["kernel"] = "uccl_ll" if low_latency else "uccl"
     if metric not in (None, "latency"):
         opts["metric"] = metric
     # epoch mode (1 % tolerance): MoE flows all differ in size, exact re-solves at every finish are

@@ -135,11 +135,14 @@ def test_hierarchical_all_reduce_is_bound_by_the_nics(hgx4, inter):
     assert res.algorithm == f"hier(nvls+{inter})"
     eta = calibration("H100").network
     shard = size / 8
-    per_nic = {"ring": 2 * 3 / 4 * shard, "tree": 2 * shard * 3 / 4, "sharp": shard}[inter]
+    # per NIC and direction; tree: NCCL's double binary tree over 4 nodes (trees.cc), an inner node
+    # sends 3 half-shards in one tree and 1 as a leaf of the other = 2 shards
+    per_nic = {"ring": 2 * 3 / 4 * shard, "tree": 2 * shard, "sharp": shard}[inter]
     # at least as long as the per-NIC volume over the NIC's goodput
     assert res.time_s >= per_nic / (50e9 * eta) * 0.99
     flat = run(hgx4, [Collective("all_reduce", tuple(range(32)), size, "ring")])[0]
-    assert res.time_s < flat.time_s  # hierarchy moves 1/8 of the ring's bytes over the NICs
+    if inter != "tree":  # a flat ring's NIC carries 2 (n-1)/n S / 8 = 0.242 S, the tree 0.25 S
+        assert res.time_s < flat.time_s
 
 
 def test_auto_follows_nccls_choice(h100):

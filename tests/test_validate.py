@@ -27,14 +27,15 @@ def test_collective_points_within_10_percent(pid):
 
 def test_h100_ring_to_nvls_crossover_between_1_and_2_mib():
     """NCCL's choice (what ``auto`` runs) switches Ring/LL -> NVLS between 1 and 2 MiB, as measured on
-    8 x H200. The flow-level crossover is reported as a consistency row: it lies above 2 MiB because the
-    NVLS flows carry their fitted pipeline fill and the ring flows none (docs/collectives.md)."""
+    8 x H200. The flow-level crossover is reported as a consistency row. With the NVLS fill alone (round 1)
+    it lay at 28 MB; with the ring's fitted fill as well (W = 8 MiB at the LL rate) it moves below 2 MiB
+    (0.55 MiB: the fitted fill makes Ring/LL slower than NCCL's model; docs/collectives.md)."""
     from collectives import nccl_model as nm
     s = nm.NcclSystem.hgx("h100")
     assert nm.choose(s, "all_reduce", 1 << 20).algorithm == "Ring"
     assert nm.choose(s, "all_reduce", 2 << 20).algorithm == "NVLS"
     [row] = validate(ids=["nccl-model-h100x8-crossover"]).rows
-    assert row.consistency and row.predicted > 2**20
+    assert row.consistency and row.predicted <= 2**21
 
 
 def test_deepep_intranode_within_15_percent():

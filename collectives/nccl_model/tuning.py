@@ -170,8 +170,11 @@ def _tune(system: NcclSystem) -> _Model:
                     b = min(intra_bw, inter_bw, nvlstree_max if a == _NVLS_TREE else math.inf)
                 bus = nch * b
                 # Nominal bandwidth the wire allows this protocol (the tree's own 0.92 included):
-                # the refinements below that fall short of it are kernel limits.
-                nominal = bus * (0.92 if (a == _TREE and coll == _AR) else 1.0) * PROTOCOL_WIRE_EFFICIENCY[p]
+                # the refinements below that fall short of it are kernel limits. NVLSTree's
+                # per-channel cap (perChMaxNVLSTreeBw) is such a limit of the kernel, not of the
+                # wire: the nominal is the uncapped min(intra, inter) (issue 8 item 6).
+                wire = nch * min(intra_bw, inter_bw) if a == _NVLS_TREE else bus
+                nominal = wire * (0.92 if (a == _TREE and coll == _AR) else 1.0) * PROTOCOL_WIRE_EFFICIENCY[p]
                 # Model refinements, in tuning.cc's order (l.330-366).
                 if a == _RING and p == _LL:
                     bus = min(ll_max, bus * 0.5)
