@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import sys
-
 import click
-from rich.console import Console
 from rich.table import Table
 
-from topologies import FabricEmuError
+from cli.options import AsciiInt
+from cli.output import echo_json, handles_errors, stdout_console
 from workloads import flops_per_token, get_model, list_models, param_counts
+from workloads.models import MAX_SEQ_LEN
 
 __all__ = ["models_command", "models_rows", "models_table"]
 
@@ -59,19 +57,15 @@ def models_table(rows: list[dict], seq_len: int) -> Table:
 @click.command("models")
 @click.option("--model", "models", multiple=True, metavar="NAME|FILE.toml",
               help="Show only these models (repeatable); a .toml file adds a custom model.")
-@click.option("--seq-len", "seq_len", type=click.IntRange(min=1), default=DEFAULT_SEQ_LEN, show_default=True,
+@click.option("--seq-len", "seq_len", type=AsciiInt(min=1, max=MAX_SEQ_LEN), default=DEFAULT_SEQ_LEN,
+              show_default=True,
               help="Sequence length of the attention term.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")
+@handles_errors
 def models_command(models: tuple[str, ...], seq_len: int, as_json: bool) -> None:
     """List the built-in models: sizes, parameters and FLOPs per token (Megatron and TorchTitan)."""
-    try:
-        rows = models_rows(list(models) or list(list_models()), seq_len)
-    except FabricEmuError as exc:
-        Console(file=sys.stderr, highlight=False).print(f"[red]error:[/red] {str(exc).replace('[', chr(92) + '[')}",
-                                                        markup=True, soft_wrap=True)
-        sys.exit(2)
+    rows = models_rows(list(dict.fromkeys(models)) or list(list_models()), seq_len)
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        echo_json(rows)
     else:
-        Console(file=sys.stdout, highlight=False, soft_wrap=False, width=max(120, Console().width)).print(
-            models_table(rows, seq_len))
+        stdout_console(120).print(models_table(rows, seq_len))
