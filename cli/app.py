@@ -225,7 +225,7 @@ def validate_cmd(path, as_json) -> None:
     rep = validate(path, progress=lambda pid, k, n: err.print(f"[{k}/{n}] {clean(pid)}"))
     if not rep.rows:
         raise SpecError(f"validate: {brief(path) if path else 'the reference file'} has no validation points "
-                        f"([[point]] tables); nothing was checked")
+                        f"([[collective]] or [[moe_alltoall]] tables); nothing was checked")
     if as_json:
         echo_json(rep.as_dict())
     else:

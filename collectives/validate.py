@@ -16,6 +16,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from importlib import resources
@@ -29,6 +30,7 @@ from collectives.runner import planner_for, run
 from fabric import Router, compile_fabric
 from topologies import build
 from topologies.errors import FabricEmuError, SpecError, brief
+from collectives.points_schema import check_ids, check_point
 from topologies.files import parse_toml, read_text
 
 __all__ = ["ValidationRow", "ValidationReport", "validate", "default_points_path", "TOLERANCE",
@@ -145,7 +147,10 @@ def _collective_cases(p: dict) -> list[tuple[int | None, int, str, float, str]]:
 def _collective(p: dict) -> list[ValidationRow]:
     r = _router(p["system"], _fabric_overrides(p))
     if "note" in p and "crossover" in p["id"]:
-        x = crossover_bytes(r, p.get("ranks", 8))
+        n = p.get("ranks", 8)
+        if not 2 <= n <= r.cf.n_gpus:
+            raise SpecError(f"validation point {p['id']!r}: ranks {n} must be in [2, {r.cf.n_gpus}]")
+        x = crossover_bytes(r, n)
         ok = 2**20 < x <= 2 * 2**20
         return [ValidationRow(p["id"], "collective", "ring->NVLS bytes", x, None, None, None, ok,
                               "measured: Ring <= 1 MiB, NVLS >= 2 MiB")]
@@ -162,9 +167,8 @@ def _collective(p: dict) -> list[ValidationRow]:
 
 
 def _moe_routing(p: dict, default: str) -> TokenRouting:
-    kw = {}
-    if "experts" in p:
-        kw["experts"] = int(p["experts"])
+    kw = {name: int(p[key]) for key, name in (("experts", "experts"), ("topk", "topk"), ("hidden", "hidden"),
+                                              ("tokens", "tokens_per_rank")) if key in p}
     return TokenRouting(p.get("routing", default), **kw)
 
 
@@ -174,10 +178,11 @@ def _moe(p: dict) -> list[ValidationRow]:
         r = _router(p["system"], _fabric_overrides(p))
         for ep, disp, comb in p["ep_dispatch_combine_GBps"]:
             ep = int(ep)
-            kw = {"experts": int(p["experts_per_rank"]) * ep} if "experts_per_rank" in p else {}
+            tr = _moe_routing(p, "uniform")
+            if "experts_per_rank" in p:
+                tr = dataclasses.replace(tr, experts=int(p["experts_per_rank"]) * ep)
             for coll, value in (("moe_dispatch", disp), ("moe_combine", comb)):
-                op = Collective(coll, tuple(range(ep)), 0,
-                                options={"moe": TokenRouting(p.get("routing", "uniform"), **kw)})
+                op = Collective(coll, tuple(range(ep)), 0, options={"moe": tr})
                 [res] = run(r, [op])
                 rows.append(_row(f"{p['id']}@EP{ep}:{coll.split('_')[1]}", "moe_alltoall", "logical GB/s",
                                  res.algbw_Bps / 1e9, float(value), res.algorithm))
@@ -218,7 +223,9 @@ def validate(path: str | Path | None = None, *, ids: list[str] | None = None, pr
     items = [("collective", p) for p in doc.get("collective", [])] + \
             [("moe_alltoall", p) for p in doc.get("moe_alltoall", [])] + \
             [("training", p) for p in doc.get("training", [])]
+    check_ids(p for _, p in items)
     for k, (kind, p) in enumerate(items):
+        check_point(kind, p, k)
         if ids and p.get("id") not in ids:
             continue
         if progress:

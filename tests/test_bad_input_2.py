@@ -67,3 +67,94 @@ def test_models_given_twice_is_listed_once_and_json_is_finite():
     assert [r["name"] for r in rows] == ["llama3-8b"]
     err = refused("models", "--model", "x/\u202e[red]y\\[b].toml", needle="cannot read")
     assert "\\u202e[red]y" in err  # markup shown as typed, the override escaped
+
+
+# ---------------------------------------------------------------- validate --file: malformed points
+
+_C = 'id = "x"\nsystem = "hgx-h100"\ncollective = "all_reduce"\nalgorithm = "ring"\n'
+_C1 = _C + "ranks = 8\nsize_bytes = 1048576\n"
+_M = 'id = "m"\nsystem = "hgx-h800"\n'
+
+
+def _points(tmp_path, text: str) -> str:
+    p = tmp_path / "v.toml"
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.mark.parametrize("text, needle", [
+    # integers: floats and booleans were truncated (1.5 -> 1 B, true -> 1 B, 8.7 ranks -> 8)
+    ("[[collective]]\n" + _C + "ranks = 8\nsize_bytes = 1.5\nbusbw_GBps = 100", "size_bytes"),
+    ("[[collective]]\n" + _C + "ranks = 8\nsize_bytes = true\nbusbw_GBps = 100", "size_bytes"),
+    ("[[collective]]\n" + _C + "ranks = 8\nsize_bytes = 0\nbusbw_GBps = 100", "size_bytes"),
+    ("[[collective]]\n" + _C + "ranks = 8\nsize_bytes = 1e300\nbusbw_GBps = 100", "size_bytes"),
+    ("[[collective]]\n" + _C + "ranks = 8\nsize_bytes = 100000000000000000000\nbusbw_GBps = 100", "size_bytes"),
+    ("[[collective]]\n" + _C + 'ranks = "8"\nsize_bytes = 1024\nbusbw_GBps = 100', "ranks"),
+    # measurements: strings, booleans and infinity were read as numbers
+    ("[[collective]]\n" + _C1 + 'busbw_GBps = "100"', "busbw_GBps"),
+    ("[[collective]]\n" + _C1 + "busbw_GBps = inf", "busbw_GBps"),
+    ("[[collective]]\n" + _C1 + "busbw_GBps = true", "busbw_GBps"),
+    # unknown keys and bookkeeping keys were ignored
+    ("[[collective]]\n" + _C1 + 'busbw_GBps = 100\nalgoritm = "tree"', "unknown key 'algoritm'"),
+    ("[[collective]]\n" + _C1 + "busbw_GBps = 100\nsplit = 5", "split"),
+    ("[[collective]]\n" + _C1 + 'busbw_GBps = 100\nsplit = "train"', "heldout"),
+    ("[[collective]]\n" + _C1 + 'busbw_GBps = 100\nconsistency = "yes"', "consistency"),
+    ("[[collective]]\n" + _C1 + 'busbw_GBps = 100\nsettings = "NCCL_ALGO=ring"', "settings"),
+    ("[[collective]]\n" + _C1 + "busbw_GBps = 100\nscaleout = 5", "scaleout"),
+    # two measurement forms: one was silently dropped
+    ("[[collective]]\n" + _C1 + "busbw_GBps = 100\nsizes_and_busbw_GBps = [[1024, 100]]", "one measurement"),
+    # sweeps of the wrong arity or with wrong element types, empty sweeps
+    ("[[collective]]\n" + _C + "size_bytes = 1024\nranks_and_busbw_GBps = [[8]]", "row of 2"),
+    ("[[collective]]\n" + _C + "size_bytes = 1024\nranks_and_busbw_GBps = [[8, 100, 3]]", "row of 2"),
+    ("[[collective]]\n" + _C + "size_bytes = 1024\nranks_and_busbw_GBps = [8, 100]", "row of 2"),
+    ("[[collective]]\n" + _C + "size_bytes = 1024\nranks_and_busbw_GBps = []", "non-empty"),
+    ("[[collective]]\n" + _C + "size_bytes = 1024\nranks_and_busbw_GBps = [[8.5, 100]]", "[0][0]"),
+    ("[[collective]]\n" + _C + "ranks = 8\nsizes_and_busbw_GBps = [[1.5, 100]]", "[0][0]"),
+    ("[[collective]]\n" + _C + "ranks = 8\nsizes_and_busbw_GBps = [[1024, -3]]", "[0][1]"),
+    ("[[collective]]\n" + _C + "ranks = 8\nsize_bytes = 1024\nalgorithms_and_busbw_GBps = [[5, 100]]", "algorithm"),
+    ("[[collective]]\n" + _C + "size_bytes = 1024\nranks_algorithms_and_busbw_GBps = [[8, \"ring\"]]", "row of 3"),
+    # ids: not a string (rendering crashed), twice
+    ("[[collective]]\n" + _C1.replace('id = "x"', "id = 5") + "busbw_GBps = 1", "id must be"),
+    ("[[collective]]\n" + _C1 + "busbw_GBps = 1\n[[collective]]\n" + _C1 + "busbw_GBps = 2", "twice"),
+    # crossover point with more ranks than GPUs: was IndexError
+    ('[[collective]]\nid = "crossover-x"\nnote = "n"\nsystem = "hgx-h100"\nranks = 99\ncollective = "all_reduce"',
+     "ranks 99"),
+    # MoE points: fractional ep/experts were truncated, ep not a multiple of 8 was IndexError
+    ("[[moe_alltoall]]\n" + _M + "ep = 8.9\ndispatch_GBps = 100\ncombine_GBps = 100", "ep"),
+    ("[[moe_alltoall]]\n" + _M + "ep = 8\ndispatch_GBps = 100\ncombine_GBps = 100\nexperts = 8.5", "experts"),
+    ("[[moe_alltoall]]\n" + _M + "ep_and_rdma_GBps = [[12, 50]]", "multiple of 8"),
+    ("[[moe_alltoall]]\n" + _M + "ep_dispatch_combine_GBps = [[8, 100]]", "row of 3"),
+    ("[[moe_alltoall]]\n" + _M + "ep = 8\ndispatch_GBps = 100\ncombine_GBps = 100\nmetric = 5", "metric"),
+    ("[[moe_alltoall]]\n" + _M + "ep = 8\ndispatch_GBps = 100\ncombine_GBps = 100\ntopk = 9\nexperts = 8", "topk"),
+    # training points: a string measurement crashed the table
+    ('[[training]]\nid = "t"\ntokens_per_s_per_gpu = "fast"', "tokens_per_s_per_gpu"),
+    ('[[training]]\nid = "t"\ntokens_per_s_per_gpu = nan', "tokens_per_s_per_gpu"),
+    ("[[training]]\nid = 5", "id must be"),
+    # the empty-file message named a table that does not exist
+    ("# nothing", "[[collective]]"),
+])
+def test_bad_validation_points(tmp_path, text, needle):
+    refused("validate", "--file", _points(tmp_path, text), needle=needle)
+
+
+def test_moe_point_fields_are_used_not_ignored(tmp_path):
+    """topk/hidden/tokens of a MoE point were silently ignored (the defaults were run)."""
+    base = "[[moe_alltoall]]\n" + 'id = "m"\nsystem = "hgx-h800"\nep = 8\ndispatch_GBps = 100\ncombine_GBps = 100\n'
+    a = json.loads(check("validate", "--file", _points(tmp_path, base), "--json", ok=(0,)).stdout)
+    b = json.loads(check("validate", "--file", _points(tmp_path, base + "topk = 2\nhidden = 1024\ntokens = 256\n"),
+                         "--json", ok=(0,)).stdout)
+    assert a["rows"][0]["predicted"] != b["rows"][0]["predicted"]
+
+
+def test_shipped_points_pass_the_schema():
+    import tomllib
+    from pathlib import Path
+
+    from collectives.points_schema import check_ids, check_point
+
+    for name in ("reference_points.toml", "published_points.toml"):
+        doc = tomllib.loads((Path(__file__).resolve().parents[1] / "collectives" / "data" / name).read_text())
+        for kind, points in doc.items():
+            for i, p in enumerate(points):
+                check_point(kind, p, i)
+        check_ids(p for points in doc.values() for p in points)
