@@ -165,7 +165,7 @@ def topo_show(topo: str, sets, fail, degrade, memory_limit, as_json: bool) -> No
 @click.option("--format", "fmt", type=VocabularyChoice("topologies.export.FORMATS"), required=True,
               help="Output format.")
 @click.option("-o", "--output", "output", required=True, metavar="FILE",
-              help="Output file (a new or regular file; written atomically).")
+              help="Output file (a new or regular file; written atomically), or - for standard output.")
 @memory_option
 @handles_errors
 def topo_export(topo: str, sets, fmt: str, output: str, memory_limit) -> None:
@@ -176,6 +176,14 @@ def topo_export(topo: str, sets, fmt: str, output: str, memory_limit) -> None:
     if not output.strip():
         raise SpecError("-o/--output: empty file name")
     G = _load(topo, sets, memory_limit)
+    if output == "-":  # standard output, as for most tools
+        from topologies.export import dumps
+
+        data = dumps(G, fmt)
+        sys.stdout.buffer.write(data if data.endswith(b"\n") else data + b"\n")
+        sys.stdout.flush()
+        click.echo(f"wrote standard output ({G.number_of_nodes():,} nodes, {G.number_of_edges():,} links)", err=True)
+        return
     write_graph(G, output, fmt)
     click.echo(f"wrote {clean(output)} ({G.number_of_nodes():,} nodes, {G.number_of_edges():,} links)", err=True)
 

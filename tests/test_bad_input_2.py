@@ -158,3 +158,60 @@ def test_shipped_points_pass_the_schema():
             for i, p in enumerate(points):
                 check_point(kind, p, i)
         check_ids(p for points in doc.values() for p in points)
+
+
+# ---------------------------------------------------------------- run, topo, bisect
+
+@pytest.mark.parametrize("args, needle", [
+    # a forced hierarchical algorithm inside one NVLink domain was reported as "hier(nvls+tree)" / "hier"
+    (("run", "all_reduce", *TINY, "--size", "1MiB", "--algo", "hier"), "one domain"),
+    (("run", "all_gather", "--topo", "hgx-h100", "--size", "1MiB", "--algo", "hier"), "one domain"),
+    (("run", "moe_dispatch", *TINY, "--algo", "hier"), "one node"),
+    # 0 bytes gave a 'nan' bound column
+    (("run", "all_reduce", *TINY, "--size", "0B"), "0 bytes"),
+    # link rates far outside any real port: 0.0 GB/s bisections and 10^10 us times
+    (("bisect", "fat-tree", "--set", "hosts=16", "--set", "radix=8", "--set", "link=1e-300Gb/s"), "1 Gb/s"),
+    (("run", "all_reduce", "--topo", "fat-tree", "--set", "hosts=16", "--set", "radix=8", "--set", "link=101Tb/s",
+      "--size", "1MiB"), "100 Tb/s"),
+])
+def test_bad_run_and_topology_options(args, needle):
+    refused(*args, needle=needle)
+
+
+def test_spec_and_graph_files_with_absurd_link_rates(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text('[fat_tree]\nhosts = 16\nradix = 8\nlink = "1e-300Gb/s"\n')
+    refused("topo", "show", str(spec), needle="link")
+    from topologies import build
+    from topologies.export import to_json_dict
+
+    for cap in (1e-300, 1e300):
+        data = to_json_dict(build("nvl", {"n": 4}))
+        data["links"][0]["capacity_Bps"] = cap
+        g = tmp_path / "g.json"
+        g.write_text(json.dumps(data))
+        refused("bisect", str(g), needle="cable")
+
+
+def test_export_names_and_stdout(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text('preset = "nvl"\n')
+    base = ("topo", "export", "nvl", "--set", "n=4")
+    # JSON over a .toml spec (it was replaced), JSON in a .graphml file, a trailing slash (wrote a file 'out')
+    refused(*base, "--format", "json", "-o", str(spec), needle="spec")
+    assert spec.read_text() == 'preset = "nvl"\n'
+    refused(*base, "--format", "json", "-o", str(tmp_path / "e.graphml"), needle="--format graphml")
+    refused(*base, "--format", "graphml", "-o", str(tmp_path / "e.JSON"), needle="--format json")
+    refused(*base, "--format", "json", "-o", str(tmp_path / "out") + "/", needle="directory")
+    refused(*base, "--format", "json", "-o", str(tmp_path / "."), needle="directory")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]
+    # '-' is standard output (it wrote a file named '-')
+    r = check(*base, "--format", "json", "-o", "-", ok=(0,))
+    assert json.loads(r.stdout)["nodes"] and "standard output" in r.stderr
+    assert "<graphml" in check(*base, "--format", "graphml", "-o", "-", ok=(0,)).stdout
+
+
+def test_round_two_inputs_are_deterministic():
+    args = ("run", "moe_dispatch", "--topo", "hgx-h100", "--set", "domains=2", "--set", "scaleout=quantum-2",
+            "--moe-routing", "skewed", "--seed", "7", "--tokens", "256", "--json")
+    assert check(*args, ok=(0,)).stdout == check(*args, ok=(0,)).stdout
