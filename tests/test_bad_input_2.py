@@ -215,3 +215,59 @@ def test_round_two_inputs_are_deterministic():
     args = ("run", "moe_dispatch", "--topo", "hgx-h100", "--set", "domains=2", "--set", "scaleout=quantum-2",
             "--moe-routing", "skewed", "--seed", "7", "--tokens", "256", "--json")
     assert check(*args, ok=(0,)).stdout == check(*args, ok=(0,)).stdout
+
+
+# ---------------------------------------------------------------- hypothesis: any TOML value in any field
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                     HealthCheck.function_scoped_fixture], derandomize=True, database=None)
+_TOML_VALUES = st.sampled_from([
+    "0", "1", "-1", "2", "8", "3.5", "1e300", "nan", "inf", "-inf", "true", "false", '""', '"x"', '"8"', '"1GiB"',
+    "[]", "[1]", "[[8, 100]]", "[[8]]", '[["ring", 1]]', "{}", "{a = 1}", str(10**30), '"\\u001b[2J"',
+    '"[red]x"', '"\\u202e"',
+])
+_POINT = {"id": '"x"', "system": '"nvl"', "collective": '"all_reduce"', "algorithm": '"ring"', "ranks": "4",
+          "size_bytes": "1024", "busbw_GBps": "100"}
+_MOE_POINT = {"id": '"m"', "system": '"nvl"', "ep": "4", "experts": "8", "topk": "2", "tokens": "64",
+              "dispatch_GBps": "100", "combine_GBps": "100", "routing": '"uniform"', "split": '"fit"',
+              "consistency": "false"}
+
+
+def _toml(table: str, doc: dict) -> str:
+    return f"[[{table}]]\n" + "".join(f"{k} = {v}\n" for k, v in doc.items())
+
+
+@_SETTINGS
+@given(field=st.sampled_from(sorted(_POINT) + ["sizes_and_busbw_GBps", "ranks_and_busbw_GBps", "settings", "split"]),
+       value=_TOML_VALUES)
+def test_fuzz_collective_point_fields(tmp_path, field, value):
+    doc = dict(_POINT, **{field: value})
+    if field.endswith("_and_busbw_GBps"):
+        doc.pop("busbw_GBps")
+    p = tmp_path / "v.toml"
+    p.write_text(_toml("collective", doc))
+    check("validate", "--file", str(p))
+
+
+@_SETTINGS
+@given(field=st.sampled_from(sorted(_MOE_POINT) + ["hidden", "ep_dispatch_combine_GBps", "metric"]),
+       value=_TOML_VALUES)
+def test_fuzz_moe_point_fields(tmp_path, field, value):
+    doc = dict(_MOE_POINT, **{field: value})
+    if field == "ep_dispatch_combine_GBps":
+        for k in ("ep", "dispatch_GBps", "combine_GBps"):
+            doc.pop(k)
+    p = tmp_path / "v.toml"
+    p.write_text(_toml("moe_alltoall", doc))
+    check("validate", "--file", str(p))
+
+
+@_SETTINGS
+@given(field=st.sampled_from(sorted(_MODEL) + ["n_experts", "topk", "moe_ffn_hidden", "attention", "mtp_layers",
+                                               "first_dense_layers", "moe_layer_freq", "kv_lora_rank"]),
+       value=_TOML_VALUES)
+def test_fuzz_model_file_fields(tmp_path, field, value):
+    check("models", "--model", _model_file(tmp_path, **{field: value}), "--json")
