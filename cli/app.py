@@ -32,6 +32,10 @@ COMMANDS = {
     "run": ("cli.run:run_cmd", "Simulate COLLECTIVE on a fabric and print nccl-tests-style results."),
     "models": ("cli.models_cmd:models_command",
                "List the built-in models: sizes, parameters and FLOPs per token (Megatron and TorchTitan)."),
+    "step": ("cli.step_cmd:step_cmd",
+             "Estimate one training step: time, breakdown, tokens/s, TFLOPs/GPU, MFU, memory, exposed communication."),
+    "sweep": ("cli.sweep_cmd:sweep_group",
+              "Sweep any parameter of `run` or `step`; rank single failures; results stored in SQLite."),
 }
 
 
@@ -227,6 +231,9 @@ def validate_cmd(path, as_json) -> None:
     from collectives.validate import validate
     from topologies.errors import SpecError, brief
 
+    from cli.step_cmd import training_table
+    from workloads.training_validate import validate_training
+
     if path is not None and not path.strip():
         raise SpecError("--file: empty file name")
     err = progress_console()
@@ -234,10 +241,17 @@ def validate_cmd(path, as_json) -> None:
     if not rep.rows:
         raise SpecError(f"validate: {brief(path) if path else 'the reference file'} has no validation points "
                         f"([[collective]] or [[moe_alltoall]] tables); nothing was checked")
-    if as_json:
-        echo_json(rep.as_dict())
-    else:
+    if not as_json:
         stdout_console().print(validation_table(_cleaned(rep)))
+    if path is not None:  # the shipped training points are not in the user's file: do not report them as if
+        if as_json:       # they were
+            echo_json(rep.as_dict())
+        return
+    train = validate_training(progress=lambda pid, k, n: err.print(f"[training {k}/{n}] {clean(pid)}"))
+    if as_json:
+        echo_json(rep.as_dict() | {"training": train.as_dict()})
+    else:
+        stdout_console().print(training_table(train))
 
 
 def _cleaned(obj):
@@ -264,7 +278,7 @@ def _cleaned(obj):
 @cli.command("demo")
 @handles_errors
 def demo() -> None:
-    """A tour: topology summaries and bisection bandwidth of reference systems."""
+    """A tour: DeepSeek-V3 step on GB300 vs GB200 NVL72, and 256 vs 1,024 GPUs."""
     from cli.demo import run_demo
 
     run_demo(stdout_console(), progress_console())

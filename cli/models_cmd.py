@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
-from rich.table import Table
 
 from cli.options import AsciiInt
 from cli.output import echo_json, handles_errors, stdout_console
-from workloads import flops_per_token, get_model, list_models, param_counts
-from workloads.models import MAX_SEQ_LEN
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only; rich is imported where it is used
+    from rich.table import Table
+
 
 __all__ = ["models_command", "models_rows", "models_table"]
 
@@ -17,6 +20,8 @@ DEFAULT_SEQ_LEN = 4096
 
 def models_rows(names: list[str], seq_len: int) -> list[dict]:
     """One JSON-ready row per model (parameters in units, FLOPs per token in FLOPs)."""
+    from workloads import flops_per_token, get_model, param_counts
+
     rows = []
     for name in names:
         m = get_model(name)
@@ -35,6 +40,8 @@ def models_rows(names: list[str], seq_len: int) -> list[dict]:
 
 
 def models_table(rows: list[dict], seq_len: int) -> Table:
+    from rich.table import Table
+
     t = Table(title=f"models (training FLOPs per token at seq {seq_len:,}; GF = 1e9 FLOPs)", title_justify="left")
     for col, just in (("name", "left"), ("layers", "right"), ("hidden", "right"), ("attention", "left"),
                       ("experts/topk", "right"), ("params", "right"), ("active", "right"),
@@ -57,13 +64,14 @@ def models_table(rows: list[dict], seq_len: int) -> Table:
 @click.command("models")
 @click.option("--model", "models", multiple=True, metavar="NAME|FILE.toml",
               help="Show only these models (repeatable); a .toml file adds a custom model.")
-@click.option("--seq-len", "seq_len", type=AsciiInt(min=1, max=MAX_SEQ_LEN), default=DEFAULT_SEQ_LEN,
-              show_default=True,
-              help="Sequence length of the attention term.")
+@click.option("--seq-len", "seq_len", type=AsciiInt(min=1), default=DEFAULT_SEQ_LEN, show_default=True,
+              help="Sequence length of the attention term (up to 16 Mi tokens).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")
 @handles_errors
 def models_command(models: tuple[str, ...], seq_len: int, as_json: bool) -> None:
     """List the built-in models: sizes, parameters and FLOPs per token (Megatron and TorchTitan)."""
+    from workloads import list_models
+
     rows = models_rows(list(dict.fromkeys(models)) or list(list_models()), seq_len)
     if as_json:
         echo_json(rows)

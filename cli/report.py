@@ -10,7 +10,7 @@ from cli.output import clean
 from fabric.congestion import CongestionReport
 from topologies.units import format_size
 
-__all__ = ["results_table", "congestion_panel", "validation_table", "bar"]
+__all__ = ["results_table", "congestion_panel", "validation_table", "bar", "sweep_table", "cell", "histogram"]
 
 
 def bar(fraction: float, width: int = 20) -> Text:
@@ -36,23 +36,48 @@ def results_table(rows, title: str) -> Table:
     return t
 
 
-def congestion_panel(rep: CongestionReport, top: int = 10) -> Group:
+_SPARK = " ▁▂▃▄▅▆▇█"
+
+
+def histogram(values, bins: int = 10) -> Text:
+    """Utilisations 0..100 % in ``bins`` bins as a sparkline (taller: more links), coloured by threshold."""
+    import numpy as np
+
+    v = np.clip(np.asarray(values, dtype=float), 0.0, 1.0)
+    counts = np.histogram(v, bins=bins, range=(0.0, 1.0))[0] if len(v) else np.zeros(bins, int)
+    top = counts.max() if len(counts) and counts.max() > 0 else 1
+    out = Text()
+    for i, c in enumerate(counts):
+        ch = _SPARK[int(np.ceil(c / top * (len(_SPARK) - 1)))] if c else "·"
+        f = (i + 0.5) / bins
+        out.append(ch, style="green" if f < 0.7 else "yellow" if f < 0.9 else "red")
+    return out
+
+
+def congestion_panel(rep: CongestionReport, top: int = 10, link_tiers=None) -> Group:
     hot = Table(title="hottest links", title_justify="left")
     for name, just in (("link", "left"), ("tier", "left"), ("utilization", "left"), ("", "right"),
                        ("busy (us)", "right"), ("flows", "right"), ("groups crossing", "left")):
-        hot.add_column(name, justify=just)
+        hot.add_column(name, justify=just, no_wrap=name in ("utilization", ""), min_width=4 if not name else None)
     for h in rep.hottest[:top]:
         groups = ", ".join(f"{clean(g)} {s:.0%}" for g, s in h.groups)
         name = clean(h.name) if h.parallel == 1 else f"{clean(h.name)} (x{h.parallel} parallel)"
-        hot.add_row(name, clean(h.tier), bar(h.utilization), f"{h.utilization:.0%}", f"{h.busy_s * 1e6:,.1f}",
+        hot.add_row(name, clean(h.tier), bar(h.utilization, 12), f"{h.utilization:.0%}", f"{h.busy_s * 1e6:,.1f}",
                     f"{h.flows:,}", groups)
     tiers = Table(title="per-tier utilization (links that carried traffic)", title_justify="left")
     for name, just in (("tier", "left"), ("links", "right"), ("GB", "right"), ("mean", "left"), ("", "right"),
-                       ("max", "right")):
-        tiers.add_column(name, justify=just)
+                       ("max", "right")) + ((("links by utilization 0→100%", "left"),) if link_tiers is not None
+                                            else ()):
+        tiers.add_column(name, justify=just, no_wrap=True)
     for t in rep.tiers:
+        extra = ()
+        if link_tiers is not None:
+            import numpy as np
+
+            mine = (np.asarray(link_tiers) == t.tier) & (np.asarray(rep.link_bytes) > 0)
+            extra = (histogram(np.asarray(rep.link_utilization)[mine]),)
         tiers.add_row(clean(t.tier), f"{t.links:,}", f"{t.bytes / 1e9:,.2f}", bar(t.mean_utilization, 12),
-                      f"{t.mean_utilization:.0%}", f"{t.max_utilization:.0%}")
+                      f"{t.mean_utilization:.0%}", f"{t.max_utilization:.0%}", *extra)
     lines = [hot, tiers]
     if rep.failed:
         lines.append(Text("failed links: " + ", ".join(f"{clean(s)} ({n} directed links)" for s, n in rep.failed),
@@ -60,21 +85,71 @@ def congestion_panel(rep: CongestionReport, top: int = 10) -> Group:
     lines.append(Text(f"max-link-load bound {rep.lower_bound_s * 1e6:,.1f} us; simulated/bound = "
                       f"{rep.bound_ratio:.3f}; utilization max {rep.max_utilization:.0%}, mean "
                       f"{rep.mean_utilization:.0%}, p50 {rep.p50_utilization:.0%}, p99 {rep.p99_utilization:.0%}"))
+    lines.append(Text("bars: green below 70 %, yellow below 90 %, red from 90 % of capacity", style="dim"))
     lines.append(Text("verdict: " + clean(rep.verdict), style="bold"))
     return Group(*lines)
 
 
 def validation_table(rep) -> Table:
-    t = Table(title=f"validation against {rep.source}", title_justify="left")
-    for name, just in (("point", "left"), ("quantity", "left"), ("predicted", "right"), ("measured", "right"),
-                       ("error", "right"), ("tol", "right"), ("", "left"), ("model", "left")):
-        t.add_column(name, justify=just, no_wrap=name == "point")
+    from rich import box
+
+    # 100 columns: no vertical rules, numbers never cut, ids never broken; the model note goes under the id
+    t = Table(title=f"validation against {rep.source}", title_justify="left", box=box.SIMPLE_HEAD)
+    cells = []
     for r in rep.rows:
         pred = "-" if r.predicted is None else f"{r.predicted:,.1f}"
         meas = "-" if r.measured is None else f"{r.measured:,.1f}"
         err = "-" if r.rel_error is None else f"{r.rel_error:+.1%}"
         tol = "-" if r.tolerance is None else f"{r.tolerance:.0%}"
         mark = {True: Text("pass", "green"), False: Text("FAIL", "bold red"), None: Text("n/a", "dim")}[r.passed]
-        t.add_row(r.id, r.quantity, pred, meas, err, tol, mark, r.note)
+        cells.append((r, pred, meas, err, tol, mark))
+    names = ("point / model", "quantity", "predicted", "measured", "error", "tol", "")
+    widths = [max([len(r.id) for r, *_ in cells] + [len(names[0])]),
+              max([max(map(len, str(r.quantity).split()), default=0) for r, *_ in cells] + [len(names[1])])]
+    widths += [max([len(str(c[k]))] for c in cells)[0] if cells else 1 for k in (1, 2, 3, 4)]
+    widths = [max(w, len(n)) for w, n in zip(widths, names)] + [4]
+    for name, w, just in zip(names, widths, ("left", "left", "right", "right", "right", "right", "left")):
+        t.add_column(name, justify=just, min_width=w, no_wrap=name not in ("point / model", "quantity"))
+    for r, pred, meas, err, tol, mark in cells:
+        point = Text(r.id)
+        if r.note:
+            point.append("\n" + r.note, style="dim")
+        t.add_row(point, r.quantity, pred, meas, err, tol, mark)
     t.caption = f"mean |error| {rep.mean_abs_error:.1%}, max |error| {rep.max_abs_error:.1%}"
+    return t
+
+
+def cell(value) -> str:
+    """A table cell: numbers with 4 significant digits and thousands separators, None as '-'."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if value != value:
+            return "-"
+        if value == 0 or 1e-3 <= abs(value) < 1e15:
+            digits = max(0, 3 - int(f"{abs(value):e}".split("e")[1])) if value else 0
+            return f"{value:,.{digits}f}"
+        return f"{value:.3g}"
+    return str(value)
+
+
+def sweep_table(rows: list[dict], columns: list[str], best_id: str | None, title: str) -> Table:
+    """Stored sweep points as a table (``columns`` in order), the best point marked with a star."""
+    t = Table(title=title, title_justify="left")
+    t.add_column("", no_wrap=True, width=1)
+    for c in columns:
+        numeric = any(isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in rows)
+        t.add_column(c, justify="right" if numeric else "left", overflow="ellipsis",
+                     no_wrap=numeric or c in ("routing", "status", "op"))
+    for r in rows:
+        mark = Text("★", style="bold green") if r["point_id"] == best_id else Text("")
+        cells = [Text(f"{r[c]:.0%}" if isinstance(r.get(c), float) and ("utilization" in c or c.startswith("mfu"))
+                      else clean(cell(r.get(c))), style="red" if c == "status" and r.get(c) != "ok" else "") for c in columns]
+        t.add_row(mark, *cells)
+    if best_id is not None:
+        t.caption = "★ best point"
     return t

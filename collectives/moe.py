@@ -16,7 +16,13 @@ Routing models (all seeded, vectorised over tokens):
   then the top-k experts inside them;
 * ``deepseek``: DeepSeek-V3's own gating: ``n_group`` groups of contiguous
   experts, group score = sum of its top-2 expert scores, top ``topk_groups``
-  groups, then top-k.
+  groups, then top-k;
+* ``balanced``: no draw, the expected counts of ``uniform`` routing (a token's
+  top-k is a uniformly random k-subset of the experts, so it needs a rank or
+  node holding ``m`` of the ``E`` experts with probability
+  ``1 - C(E-m, k) / C(E, k)``). This is what force-balanced benchmarks average to
+  (Megatron-Core ``--moe-router-force-load-balancing`` draws random logits), and
+  it costs nothing to draw, so a training step can route every EP group at once.
 
 Byte sizes follow DeepEP: dispatch in FP8 with one float32 scale per 128
 channels (``hidden + hidden / 128 * 4`` bytes per token copy), combine in BF16
@@ -54,7 +60,7 @@ from topologies.errors import SpecError
 
 __all__ = ["ROUTING_KINDS", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
 
-ROUTING_KINDS = ("uniform", "skewed", "node_limited", "deepseek")
+ROUTING_KINDS = ("uniform", "skewed", "node_limited", "deepseek", "balanced")
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,8 @@ def route_tokens(tr: TokenRouting, n_ranks: int, node_of) -> TokenTraffic:
     node_index = np.searchsorted(nodes, node_of)
     n_nodes = len(nodes)
     node_of_expert = node_index[rank_of_expert]
+    if tr.kind == "balanced":
+        return _expected_traffic(tr, n_ranks, per_rank, node_index, n_nodes)
     rng = np.random.default_rng(tr.seed)
     log_pop = rng.lognormal(0.0, tr.skew_sigma, E) if tr.kind == "skewed" else None
     rank_counts = np.zeros((n_ranks, n_ranks), np.int64)
@@ -162,6 +170,27 @@ def route_tokens(tr: TokenRouting, n_ranks: int, node_of) -> TokenTraffic:
         hit_node = np.zeros((T, n_nodes), bool)
         hit_node[ti, node_of_expert[ei]] = True
         node_counts[s] = hit_node.sum(axis=0)
+    return TokenTraffic(rank_counts=rank_counts, node_counts=node_counts, node_of=node_index)
+
+
+def _miss_probability(E: int, m: np.ndarray, k: int) -> np.ndarray:
+    """P(a uniformly random k-subset of E experts avoids m given experts) = C(E-m, k) / C(E, k)."""
+    m = np.asarray(m, np.float64)
+    out = np.ones_like(m)
+    for i in range(k):
+        out *= np.clip(E - m - i, 0, None) / (E - i)
+    return out
+
+
+def _expected_traffic(tr: TokenRouting, n_ranks: int, per_rank: int, node_index: np.ndarray,
+                      n_nodes: int) -> TokenTraffic:
+    """Expected token counts of uniform top-k routing, rounded to whole tokens."""
+    T, E, k = tr.tokens_per_rank, tr.experts, tr.topk
+    p_rank = 1.0 - _miss_probability(E, np.array([per_rank]), k)[0]
+    rank_counts = np.full((n_ranks, n_ranks), int(round(T * p_rank)), np.int64)
+    per_node = np.bincount(node_index, minlength=n_nodes) * per_rank
+    p_node = 1.0 - _miss_probability(E, per_node, k)
+    node_counts = np.repeat(np.rint(T * p_node)[None, :].astype(np.int64), n_ranks, axis=0)
     return TokenTraffic(rank_counts=rank_counts, node_counts=node_counts, node_of=node_index)
 
 
@@ -214,7 +243,8 @@ def moe_flows(traffic: TokenTraffic, local_of: np.ndarray, bytes_per_token: floa
 
 
 def plan_moe(planner, op):
-    """Plan of a MoE dispatch or combine (``op.options['moe']``: TokenRouting; ``form``)."""
+    """Plan of a MoE dispatch or combine (``op.options['moe']``: TokenRouting; ``form``;
+    ``bytes_per_token`` overrides the FP8-dispatch / BF16-combine sizes)."""
     from collectives.algorithms import Plan
 
     tr = op.options.get("moe") or TokenRouting()
@@ -235,6 +265,8 @@ def plan_moe(planner, op):
         form = "hier" if (algo == "hier" or (algo is None and len(groups) > 1)) else "direct"
     combine = op.collective == "moe_combine"
     per_token = tr.combine_bytes_per_token if combine else tr.dispatch_bytes_per_token
+    if op.options.get("bytes_per_token"):  # e.g. a BF16 dispatch (Megatron's default dispatcher)
+        per_token = float(op.options["bytes_per_token"])
     traffic = route_tokens(tr, len(ranks), node_of)
     s, d, b, net = moe_flows(traffic, local_of, per_token, form=form, combine=combine)
     fs = planner.direct(op, ranks[s], ranks[d], b, pxn=op.options.get("pxn", form == "direct"))

@@ -57,9 +57,9 @@ def test_deeply_nested_model_file_is_one_line(tmp_path):
     refused("models", "--model", str(p), needle="nested")
 
 
-@pytest.mark.parametrize("value", ["\u0663", "1_000", " 7", str(10**30), "0"])
+@pytest.mark.parametrize("value", ["\u0663", "1_000", " 7", str(10**30), "0", str(1 << 25)])
 def test_models_seq_len_is_ascii_and_bounded(value):
-    refused("models", "--seq-len", value, needle="--seq-len")  # '٣' and '1_000' were read as 3 and 1000
+    refused("models", "--seq-len", value, needle="seq")  # '٣' and '1_000' were read as 3 and 1000
 
 
 def test_models_given_twice_is_listed_once_and_json_is_finite():
@@ -126,10 +126,8 @@ def _points(tmp_path, text: str) -> str:
     ("[[moe_alltoall]]\n" + _M + "ep_dispatch_combine_GBps = [[8, 100]]", "row of 3"),
     ("[[moe_alltoall]]\n" + _M + "ep = 8\ndispatch_GBps = 100\ncombine_GBps = 100\nmetric = 5", "metric"),
     ("[[moe_alltoall]]\n" + _M + "ep = 8\ndispatch_GBps = 100\ncombine_GBps = 100\ntopk = 9\nexperts = 8", "topk"),
-    # training points: a string measurement crashed the table
-    ('[[training]]\nid = "t"\ntokens_per_s_per_gpu = "fast"', "tokens_per_s_per_gpu"),
-    ('[[training]]\nid = "t"\ntokens_per_s_per_gpu = nan', "tokens_per_s_per_gpu"),
-    ("[[training]]\nid = 5", "id must be"),
+    # training points in a user's file were skipped without a word (and the shipped ones reported instead)
+    ('[[training]]\nid = "t"\ntokens_per_s_per_gpu = 5', "[[training]]"),
     # the empty-file message named a table that does not exist
     ("# nothing", "[[collective]]"),
 ])

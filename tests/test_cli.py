@@ -106,7 +106,8 @@ def test_export_writes_nothing_on_error(tmp_path):
 def test_demo(run):
     r = run("demo")
     assert r.exit_code == 0
-    assert "32,400.0" in r.output and "bisection" in r.output
+    assert "GB300 x 256" in r.output and "GB200 x 256" in r.output and "GB300 x 1,024" in r.output
+    assert "where the step goes" in r.output and "per-GPU throughput" in r.output
 
 
 def test_run_nvls_json_contract(run):

@@ -54,7 +54,9 @@ def test_validate_cli_json():
     data = json.loads(r.stdout)
     assert {"mean_abs_error", "max_abs_error", "rows"} <= set(data)
     ids = {row["id"] for row in data["rows"]}
-    assert "h100x8-allreduce-ring" in ids and "dsv3-gb300-256" in ids
+    training = {row["id"]: row for row in data["training"]["rows"] if row["quantity"] == "TFLOPs/GPU"}
+    assert "h100x8-allreduce-ring" in ids and "dsv3-gb300-256" in training
+    assert training["dsv3-gb300-256"]["passed"] and set(data["training"]["summary"]) == {"fit", "held-out"}
 
 
 def test_validate_bad_file(tmp_path):

@@ -31,16 +31,7 @@ __all__ += [
     "ParamCounts", "FlopsBreakdown", "FLOP_CONVENTIONS", "param_counts", "flops_per_token", "flops_breakdown",
 ]
 __all__ += ["Op", "Split", "LayerOps", "OP_KINDS", "LAYER_KINDS", "layer_ops", "model_ops"]
-__all__ += [
-    "ComputeModel",
-    "attention_flops",
-    "attention_time_s",
-    "compute_model",
-    "gemm_efficiency",
-    "gemm_time_s",
-    "gpu_figures",
-    "grouped_gemm_time_s",
-    "memory_time_s",
-]
 __all__ += ["KINDS", "OVERLAPS", "SCHEDULES", "STREAMS", "PipelineResult", "Timeline", "simulate_pipeline",
             "Span", "chrome_trace", "trace_bytes", "write_trace"]
+__all__ += ["ComputeModel", "attention_flops", "attention_time_s", "compute_model", "gemm_efficiency", "gemm_time_s",
+            "gpu_figures", "grouped_gemm_time_s", "memory_time_s"]
