@@ -269,3 +269,48 @@ def test_fuzz_moe_point_fields(tmp_path, field, value):
        value=_TOML_VALUES)
 def test_fuzz_model_file_fields(tmp_path, field, value):
     check("models", "--model", _model_file(tmp_path, **{field: value}), "--json")
+
+
+# ---------------------------------------------------------------- step (merged from the step branch)
+
+_STEP = ("step", "--model", "llama3-8b", "--system", "hgx-h100", "--precision", "bf16", "--micro-batch", "1",
+         "--seq-len", "4096", "--gpus", "16", "--global-batch", "64")
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (("--tp", "\u0663"), "--tp"),                   # was read as 3
+    (("--tp", "1_6"), "--tp"),                      # was read as 16
+    (("--pp", "\u00b2"), "--pp"),
+    (("--seed", "\u0663"), "--seed"),
+    (("--seed", str(2**70)), "--seed"),             # unbounded
+    (("--gpus-per-domain", "0"), "--gpus-per-domain"),  # was silently the default
+    (("--trace", ""), "empty"),                     # was silently no trace
+    (("--pp", "2", "--pp-layout", "Et*99999999999|t*16L"), "expands"),  # was OverflowError
+    (("--pp", "2", "--pp-layout", "((t*1000)*1000)*1000"), "expands"),  # a 10^9-symbol layout
+    (("--fail", "spine 99"), "[plane P]"),          # the message had literal backslashes: '\[plane P]'
+])
+def test_bad_step_options(extra, needle):
+    err = refused(*_STEP, *extra, needle=needle)
+    assert "\\[" not in err
+
+
+def test_step_trace_never_replaces_special_files(tmp_path):
+    import os
+    import stat
+
+    fifo = tmp_path / "t.json"
+    os.mkfifo(fifo)
+    refused(*_STEP, "--trace", str(fifo), needle="FIFO")   # was replaced by a regular file
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    if os.path.exists("/dev/null"):
+        link = tmp_path / "null.json"
+        link.symlink_to("/dev/null")  # run as root, --trace /dev/null replaced the device node
+        refused(*_STEP, "--trace", str(link), needle="character device")
+        assert os.path.islink(link) and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    spec = tmp_path / "s.toml"
+    spec.write_text('preset = "nvl"\n')
+    refused(*_STEP, "--trace", str(spec), needle=".json")  # a trace written over a spec file
+    assert spec.read_text() == 'preset = "nvl"\n'
+    out = tmp_path / "ok.json"
+    check(*_STEP, "--trace", str(out), ok=(0,))
+    assert json.loads(out.read_text())
