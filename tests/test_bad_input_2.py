@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.test_bad_input import check, refused
+from tests.test_bad_input import ESC, check, refused
 
 TINY = ("--topo", "nvl", "--set", "n=4")
 
@@ -314,3 +314,53 @@ def test_step_trace_never_replaces_special_files(tmp_path):
     out = tmp_path / "ok.json"
     check(*_STEP, "--trace", str(out), ok=(0,))
     assert json.loads(out.read_text())
+
+
+# ---------------------------------------------------------------- sweep (merged from the sweep branch)
+
+_SWEEP = ("sweep", "run", "all_reduce", "--topo", "nvl", "--set", "n=4", "--size", "1MiB", "--jobs", "1")
+
+
+@pytest.fixture(scope="module")
+def sweep_db(tmp_path_factory):
+    db = tmp_path_factory.mktemp("sweep") / "a.sqlite"
+    check(*_SWEEP, "--grid", "algo=ring,tree", "--db", str(db), ok=(0,))
+    return db
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("--grid", "algo=ring", "--algo", "tree"), "given"),        # the grid silently won over --algo
+    (("--grid", "algo=ring", "--db", ""), "empty"),              # SQLite's temporary database: results lost
+    (("--grid", "algo=ring", "--jobs", "\u0663"), "--jobs"),     # was read as 3
+    (("--grid", "algo=ring", "--jobs", "100000"), "--jobs"),
+])
+def test_bad_sweep_run_options(tmp_path, args, needle):
+    if "--db" not in args:
+        args = (*args, "--db", str(tmp_path / "x.sqlite"))
+    refused(*_SWEEP, *args, needle=needle)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("--top", "\u0663"), "--top"),
+    (("--sort", ""), "--sort"),       # was silently the default sort
+    (("--columns", ",,"), "--columns"),
+    (("--columns", ""), "--columns"),
+    (("--plot", ""), "--plot"),       # was silently no plot
+])
+def test_bad_sweep_show_options(sweep_db, args, needle):
+    refused("sweep", "show", "--db", str(sweep_db), *args, needle=needle)
+
+
+def test_sweep_export_never_destroys_the_database(sweep_db, tmp_path):
+    before = sweep_db.read_bytes()
+    refused("sweep", "export", "--db", str(sweep_db), "--format", "json", "-o", str(sweep_db), needle="sqlite")
+    link = tmp_path / "same.json"
+    link.symlink_to(sweep_db)  # the --db under another name: was overwritten with JSON
+    refused("sweep", "export", "--db", str(sweep_db), "--format", "json", "-o", str(link), needle="--db itself")
+    refused("sweep", "export", "--db", str(sweep_db), "--format", "csv", "-o", str(tmp_path / "x.json"),
+            needle="--format csv")
+    refused("sweep", "export", "--db", str(sweep_db), "--format", "csv", "-o", "", needle="empty")
+    assert sweep_db.read_bytes() == before
+    out = tmp_path / f"a{ESC}[2J.csv"
+    r = check("sweep", "export", "--db", str(sweep_db), "--format", "csv", "-o", str(out), ok=(0,))
+    assert "\\x1b[2J" in r.stderr and out.read_text().count("\n") == 3
