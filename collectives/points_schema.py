@@ -26,13 +26,14 @@ from __future__ import annotations
 import math
 
 from topologies.errors import SpecError, brief
+from topologies.limits import MAX_MESSAGE_BYTES
 
 __all__ = ["check_point", "check_ids", "SPLITS", "MAX_SIZE_BYTES", "MEASUREMENTS", "KNOWN_KEYS"]
 
 #: Values of ``split`` (``held_out`` is read as ``heldout``).
 SPLITS = ("fit", "heldout", "held_out", "unsplit")
 #: Largest message size of a point: 1 PiB, the same bound as ``fabric-emu run --size``.
-MAX_SIZE_BYTES = 1 << 50
+MAX_SIZE_BYTES = MAX_MESSAGE_BYTES
 _MAX_RANKS = 1 << 24
 
 # element kinds of sweep rows: "ranks" (integer >= 2), "ep8" (a multiple of 8), "size" (bytes),

@@ -364,3 +364,19 @@ def test_sweep_export_never_destroys_the_database(sweep_db, tmp_path):
     out = tmp_path / f"a{ESC}[2J.csv"
     r = check("sweep", "export", "--db", str(sweep_db), "--format", "csv", "-o", str(out), ok=(0,))
     assert "\\x1b[2J" in r.stderr and out.read_text().count("\n") == 3
+
+
+@pytest.mark.parametrize("size", ["0B", "1e200B", "0"])
+def test_sweep_sizes_are_bounded_like_run(tmp_path, size):
+    """sweep bypassed run's size checks: a 0-byte point (0/0 bandwidth) and a 10^200-byte one were evaluated."""
+    refused("sweep", "run", "all_reduce", "--topo", "nvl", "--set", "n=4", "--jobs", "1", "--grid",
+            f"size=1MiB,{size}", "--db", str(tmp_path / "x.sqlite"), needle="1 PiB")
+    assert not (tmp_path / "x.sqlite").exists()
+
+
+def test_one_message_size_bound():
+    from cli.run import MAX_SIZE_BYTES
+    from collectives.points_schema import MAX_SIZE_BYTES as points_max
+    from topologies.limits import MAX_MESSAGE_BYTES
+
+    assert MAX_SIZE_BYTES == points_max == MAX_MESSAGE_BYTES
