@@ -25,6 +25,7 @@ from cli.options import (
     topo_options,
 )
 from cli.output import clean, echo_json, fail, handles_errors, progress_console, stdout_console
+from topologies.errors import brief
 
 __all__ = ["cli", "COMMANDS", "OneLineGroup"]
 
@@ -170,7 +171,7 @@ def topo_show(topo: str, sets, fail, degrade, memory_limit, as_json: bool) -> No
 @click.option("--format", "fmt", type=VocabularyChoice("topologies.export.FORMATS"), required=True,
               help="Output format.")
 @click.option("-o", "--output", "output", required=True, metavar="FILE",
-              help="Output file (a new or regular file; written atomically).")
+              help="Output file (a new or regular file; written atomically), or - for standard output.")
 @memory_option
 @handles_errors
 def topo_export(topo: str, sets, fmt: str, output: str, memory_limit) -> None:
@@ -181,6 +182,14 @@ def topo_export(topo: str, sets, fmt: str, output: str, memory_limit) -> None:
     if not output.strip():
         raise SpecError("-o/--output: empty file name")
     G = _load(topo, sets, memory_limit)
+    if output == "-":  # standard output, as for most tools
+        from topologies.export import dumps
+
+        data = dumps(G, fmt)
+        sys.stdout.buffer.write(data if data.endswith(b"\n") else data + b"\n")
+        sys.stdout.flush()
+        click.echo(f"wrote standard output ({G.number_of_nodes():,} nodes, {G.number_of_edges():,} links)", err=True)
+        return
     write_graph(G, output, fmt)
     click.echo(f"wrote {clean(output)} ({G.number_of_nodes():,} nodes, {G.number_of_edges():,} links)", err=True)
 
@@ -235,6 +244,9 @@ def validate_cmd(path, split, ids, as_json) -> None:
     err = progress_console()
     rep = validate(path, progress=lambda pid, k, n: err.print(f"[{k}/{n}] {clean(pid)}"),
                    splits=(split,) if split else None, ids=list(ids) or None)
+    if path is not None and rep.training_points:
+        raise SpecError(f"--file {brief(path)}: [[training]] points are not evaluated from --file (the step-time "
+                        f"validation reads the shipped training points); remove them or use fabric-emu step")
     train = None
     if path is None:  # the training points live in the shipped files (workloads/data/training_points.toml)
         from workloads.training_validate import validate_training

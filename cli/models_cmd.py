@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import sys
-
 from typing import TYPE_CHECKING
 
 import click
+
+from cli.options import AsciiInt
+from cli.output import echo_json, handles_errors, stdout_console
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only; rich is imported where it is used
     from rich.table import Table
@@ -21,7 +21,7 @@ DEFAULT_SEQ_LEN = 4096
 def models_rows(names: list[str], seq_len: int) -> list[dict]:
     """One JSON-ready row per model (parameters in units, FLOPs per token in FLOPs)."""
     from workloads import flops_per_token, get_model, param_counts
-    
+
     rows = []
     for name in names:
         m = get_model(name)
@@ -41,7 +41,7 @@ def models_rows(names: list[str], seq_len: int) -> list[dict]:
 
 def models_table(rows: list[dict], seq_len: int) -> Table:
     from rich.table import Table
-    
+
     t = Table(title=f"models (training FLOPs per token at seq {seq_len:,}; GF = 1e9 FLOPs)", title_justify="left")
     for col, just in (("name", "left"), ("layers", "right"), ("hidden", "right"), ("attention", "left"),
                       ("experts/topk", "right"), ("params", "right"), ("active", "right"),
@@ -64,24 +64,16 @@ def models_table(rows: list[dict], seq_len: int) -> Table:
 @click.command("models")
 @click.option("--model", "models", multiple=True, metavar="NAME|FILE.toml",
               help="Show only these models (repeatable); a .toml file adds a custom model.")
-@click.option("--seq-len", "seq_len", type=click.IntRange(min=1), default=DEFAULT_SEQ_LEN, show_default=True,
-              help="Sequence length of the attention term.")
+@click.option("--seq-len", "seq_len", type=AsciiInt(min=1), default=DEFAULT_SEQ_LEN, show_default=True,
+              help="Sequence length of the attention term (up to 16 Mi tokens).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")
+@handles_errors
 def models_command(models: tuple[str, ...], seq_len: int, as_json: bool) -> None:
     """List the built-in models: sizes, parameters and FLOPs per token (Megatron and TorchTitan)."""
-    from rich.console import Console
-
-    from topologies import FabricEmuError
     from workloads import list_models
 
-    try:
-        rows = models_rows(list(models) or list(list_models()), seq_len)
-    except FabricEmuError as exc:
-        Console(file=sys.stderr, highlight=False).print(f"[red]error:[/red] {str(exc).replace('[', chr(92) + '[')}",
-                                                        markup=True, soft_wrap=True)
-        sys.exit(2)
+    rows = models_rows(list(dict.fromkeys(models)) or list(list_models()), seq_len)
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        echo_json(rows)
     else:
-        Console(file=sys.stdout, highlight=False, soft_wrap=False, width=max(120, Console().width)).print(
-            models_table(rows, seq_len))
+        stdout_console(120).print(models_table(rows, seq_len))

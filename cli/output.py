@@ -52,11 +52,11 @@ def _console(file, **kw):
     return Console(file=file, highlight=False, markup=False, emoji=False, **kw)
 
 
-def stdout_console():
-    """The console for results: no markup, no emoji, at least 100 columns wide."""
+def stdout_console(min_width: int = 100):
+    """The console for results: no markup, no emoji, at least ``min_width`` columns wide."""
     from rich.console import Console
 
-    return _console(sys.stdout, soft_wrap=False, width=max(100, Console().width))
+    return _console(sys.stdout, soft_wrap=False, width=max(min_width, Console().width))
 
 
 def progress_console():

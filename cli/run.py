@@ -105,6 +105,8 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
         size_list = parse_size_range(sizes, field="--sizes")
     else:
         size_list = [parse_size("1GiB" if size is None else size, field="--size")]
+    if not moe and min(size_list) < 1:
+        raise SpecError("--size: 0 bytes moves nothing (busbw and the bound would be 0/0); give 1 byte or more")
     if max(size_list) > MAX_SIZE_BYTES:
         raise SpecError(f"{'--sizes' if sizes is not None else '--size'}: {max(size_list):.3g} bytes is over "
                         f"1 PiB ({MAX_SIZE_BYTES:,} B); no GPU holds a buffer that large")

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from cli.options import AsciiInt
+
 if TYPE_CHECKING:  # pragma: no cover - annotations only; rich is imported where it is used
     from rich.console import Group
     from rich.table import Table
@@ -137,16 +139,16 @@ def training_table(rep) -> Table:
               help="Domain preset (gb300-nvl72, gb200-nvl72, hgx-h100, ...) or a topology spec file of NVLink domains.")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Override the cluster (scaleout, nic, oversubscription, tiers, planes, ...).")
-@click.option("--gpus", "gpus", required=True, type=int, help="GPUs of the job (domains are added as needed).")
-@click.option("--tp", "tp", default=1, show_default=True, type=int, help="Tensor parallel size (with SP).")
-@click.option("--pp", "pp", default=1, show_default=True, type=int, help="Pipeline parallel size.")
-@click.option("--vpp", "vpp", default=1, show_default=True, type=int, help="Virtual stages per pipeline rank.")
-@click.option("--ep", "ep", default=1, show_default=True, type=int, help="Expert parallel size.")
-@click.option("--etp", "etp", default=1, show_default=True, type=int, help="Expert tensor parallel size.")
-@click.option("--cp", "cp", default=1, show_default=True, type=int, help="Context parallel size.")
-@click.option("--global-batch", "global_batch", required=True, type=int, help="Sequences per step.")
-@click.option("--micro-batch", "micro_batch", required=True, type=int, help="Sequences per micro-batch.")
-@click.option("--seq-len", "seq_len", required=True, type=int, help="Tokens per sequence.")
+@click.option("--gpus", "gpus", required=True, type=AsciiInt(), help="GPUs of the job (domains are added as needed).")
+@click.option("--tp", "tp", default=1, show_default=True, type=AsciiInt(), help="Tensor parallel size (with SP).")
+@click.option("--pp", "pp", default=1, show_default=True, type=AsciiInt(), help="Pipeline parallel size.")
+@click.option("--vpp", "vpp", default=1, show_default=True, type=AsciiInt(), help="Virtual stages per pipeline rank.")
+@click.option("--ep", "ep", default=1, show_default=True, type=AsciiInt(), help="Expert parallel size.")
+@click.option("--etp", "etp", default=1, show_default=True, type=AsciiInt(), help="Expert tensor parallel size.")
+@click.option("--cp", "cp", default=1, show_default=True, type=AsciiInt(), help="Context parallel size.")
+@click.option("--global-batch", "global_batch", required=True, type=AsciiInt(), help="Sequences per step.")
+@click.option("--micro-batch", "micro_batch", required=True, type=AsciiInt(), help="Sequences per micro-batch.")
+@click.option("--seq-len", "seq_len", required=True, type=AsciiInt(), help="Tokens per sequence.")
 @click.option("--precision", "precision", required=True, type=click.Choice(["bf16", "fp8", "mxfp8"]))
 @click.option("--recompute", "recompute", default="none", show_default=True,
               type=click.Choice(["none", "selective", "full"]))
@@ -156,7 +158,7 @@ def training_table(rep) -> Table:
               help="auto, none, or a comma list of dp-grad, dp-param, tp, ep, pp.")
 @click.option("--optimizer", "optimizer", default="zero1", show_default=True,
               type=click.Choice(["zero1", "fsdp", "none"]), help="Optimizer-state sharding.")
-@click.option("--gpus-per-domain", "gpus_per_domain", default=None, type=int,
+@click.option("--gpus-per-domain", "gpus_per_domain", default=None, type=AsciiInt(min=1),
               help="GPUs used per NVLink domain (default: the most that hold whole TP/EP groups, e.g. 64 of 72).")
 @click.option("--placement", "placement", default="megatron", show_default=True,
               type=click.Choice(["megatron", "spread"]), help="spread: deal ranks round robin over the domains.")
@@ -172,7 +174,7 @@ def training_table(rep) -> Table:
               help="auto: FP8 for MLA models with MXFP8 on GB300/B300 (NVIDIA's DeepSeek-V3 recipes), else BF16.")
 @click.option("--no-memory-check", "no_memory_check", is_flag=True,
               help="Estimate even when the memory estimate exceeds HBM (it is printed beside the result).")
-@click.option("--seed", "seed", default=0, show_default=True, type=click.IntRange(min=0))
+@click.option("--seed", "seed", default=0, show_default=True, type=AsciiInt(min=0, max=2**63 - 1))
 @click.option("--fail", "fail", multiple=True, metavar="SELECTOR", help="Fail cables, e.g. 'spine 3'.")
 @click.option("--degrade", "degrade", multiple=True, metavar="SELECTOR=VALUE", help="Reduce capacity, e.g. 'spine 3=50%'.")
 @click.option("--report", "report", is_flag=True, help="Breakdown bar, placement and the congestion of the step's traffic.")
@@ -187,9 +189,9 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
     """Estimate one training step: time, breakdown, tokens/s, TFLOPs/GPU, MFU, memory, exposed communication."""
     from rich.text import Text
 
-    from topologies.errors import FabricEmuError
+    from topologies.errors import FabricEmuError, SpecError
 
-    from cli.output import echo_json as _echo_json, fail as _fail, progress_console as _progress, stdout_console as _stdout
+    from cli.output import clean as _clean, echo_json as _echo_json, fail as _fail, progress_console as _progress, stdout_console as _stdout
     from cli.options import parse_sets
 
     try:
@@ -198,6 +200,9 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
         from workloads.step import estimate_step
         from workloads.trace import write_trace
 
+        for name, value in (("--trace", trace), ("--plot", plot)):
+            if value is not None and not value.strip():
+                raise SpecError(f"{name}: empty file name")
         err = _progress()
         spec = get_model(model)
         lay = Layout(gpus=gpus, tp=tp, pp=pp, vpp=vpp, ep=ep, etp=etp, cp=cp, global_batch=global_batch,
@@ -217,12 +222,12 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
                                         precision=precision, recompute=recompute, schedule=schedule,
                                         optimizer=optimizer, gpus_per_domain=gpus_per_domain, placement=placement,
                                         ep_in_domain=ep_in_domain, **parse_sets(sets)), report=report)
-            err.print(f"wrote {plot}")
+            err.print(f"wrote {_clean(plot)}")
         if trace:
             write_trace(trace, res.trace())
-            err.print(f"wrote {trace}")
+            err.print(f"wrote {_clean(trace)}")
     except FabricEmuError as exc:
-        _fail(str(exc))
+        _fail(str(exc))  # one plain line: fail() prints no markup, so nothing needs escaping
         return
     if as_json:
         _echo_json(res.as_dict())

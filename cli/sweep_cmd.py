@@ -7,7 +7,17 @@ import sys
 
 import click
 
+from cli.options import AsciiInt
+
 __all__ = ["sweep_group"]
+
+
+def _check_db(db: str) -> None:
+    """An empty --db would be SQLite's private temporary database: every point lost at the end."""
+    from topologies.errors import SpecError
+
+    if not db.strip():
+        raise SpecError("--db: empty file name")
 
 # Options of `run` and `step` that a sweep takes (validated by the library, workloads.sweep.params).
 _RUN_OPTS = ("topo", "ranks", "size", "algo", "routing", "seed", "groups", "layout", "moe_routing", "tokens",
@@ -62,7 +72,7 @@ def sweep_group() -> None:
 @click.option("--zip", "zipped", is_flag=True, help="Zip the --grid lists instead of crossing them.")
 @click.option("--file", "sweep_file", default=None, type=click.Path(dir_okay=False), help="TOML sweep file.")
 @click.option("--db", "db", required=True, type=click.Path(dir_okay=False), help="SQLite file (created or resumed).")
-@click.option("--jobs", "jobs", default=None, type=int, help="Worker processes (default: the CPUs available).")
+@click.option("--jobs", "jobs", default=None, type=AsciiInt(min=1, max=4096), help="Worker processes (default: the CPUs available).")
 @click.option("--scheduler", "scheduler", default=None, metavar="tcp://HOST:PORT",
               help="Run on this Dask distributed scheduler instead (fabric-emu[distributed]).")
 @click.option("--retry-failed", "retry_failed", is_flag=True, help="Evaluate points stored with an error again.")
@@ -78,11 +88,12 @@ def sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs, 
 
 def _sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs, scheduler, as_json, opts,
                retry_failed=False):
-    from cli.output import echo_json as _echo_json, progress_console as _progress
+    from cli.output import clean, echo_json as _echo_json, progress_console as _progress
     from cli.options import parse_sets
     from topologies.errors import SpecError
     from workloads.sweep import Store, default_jobs, load_sweep_file, make_executor, parse_grid, plan_sweep
 
+    _check_db(db)
     base: dict = {k: v for k, v in opts.items() if v is not None}
     if pxn is not None:
         base["pxn"] = pxn
@@ -93,6 +104,9 @@ def _sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs,
         base["degrade"] = list(degrade)
     zip_axes = []
     axes = parse_grid(grid)
+    both = sorted(set(base) & {k for k, _ in axes})
+    if both:  # the grid would silently win over the option
+        raise SpecError(f"--grid {both[0]}: also given as a fixed value; give it once")
     if sweep_file:
         f_op, f_base, f_grid, f_zip = load_sweep_file(sweep_file)
         if f_op is not None and f_op != op:
@@ -125,7 +139,7 @@ def _sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs,
     if as_json:
         _echo_json(summary)
     else:
-        click.echo(f"{db}: {outcome.done} points evaluated ({outcome.failed} failed), {outcome.skipped} already "
+        click.echo(f"{clean(db)}: {outcome.done} points evaluated ({outcome.failed} failed), {outcome.skipped} already "
                    f"stored, {outcome.total} in the sweep", err=True)
     if outcome.interrupted:
         click.echo("interrupted: the finished points are stored; re-run the same command to resume", err=True)
@@ -170,7 +184,7 @@ def _with_progress(plan, store, ex, workers, retry_failed=False):
 @click.option("--db", "db", required=True, type=click.Path(dir_okay=False), help="SQLite sweep file.")
 @click.option("--sort", "sort", default=None, help="Column to sort by (metrics: best first).")
 @click.option("--reverse", "reverse", is_flag=True, help="Reverse the order (worst first, e.g. to rank failures).")
-@click.option("--top", "top", default=None, type=click.IntRange(min=1), help="Show only the first N rows.")
+@click.option("--top", "top", default=None, type=AsciiInt(min=1), help="Show only the first N rows.")
 @click.option("--columns", "columns", default=None, help="Comma-separated columns to show.")
 @click.option("--plot", "plot", default=None, type=click.Path(dir_okay=False), help="Write a plot (.png or .svg).")
 @click.option("--x", "x", default=None, help="Plot: swept key on the x axis.")
@@ -200,6 +214,12 @@ def _sweep_show(db, sort, reverse, top, columns, plot, x, y, as_json):
     from topologies.errors import SpecError
     from workloads.sweep.table import best_index, default_metric, shown_columns, sort_rows
 
+    from cli.output import clean
+
+    _check_db(db)
+    for name, value in (("--plot", plot), ("--sort", sort), ("--columns", columns)):
+        if value is not None and not value.strip(" ,"):
+            raise SpecError(f"{name}: empty; give a {'file name' if name == '--plot' else 'column'}")
     rows, swept = _load(db)
     if not rows:
         raise SpecError(f"--db {db}: no points stored yet")
@@ -218,7 +238,7 @@ def _sweep_show(db, sort, reverse, top, columns, plot, x, y, as_json):
         from cli.plot import sweep_plot
 
         sweep_plot(plot, rows, swept, x=x, y=y or metric)
-        click.echo(f"wrote {plot}", err=True)
+        click.echo(f"wrote {clean(plot)}", err=True)
     shown = ordered[:top] if top else ordered
     best = best_index(ordered, metric) if metric else None
     best_id = ordered[best]["point_id"] if best is not None else None
@@ -228,7 +248,7 @@ def _sweep_show(db, sort, reverse, top, columns, plot, x, y, as_json):
         return
     from cli.report import sweep_table
 
-    _stdout().print(sweep_table(shown, cols, best_id, title=f"{db}: {len(rows)} points"
+    _stdout().print(sweep_table(shown, cols, best_id, title=f"{clean(db)}: {len(rows)} points"
                                 + (f", sorted by {metric}" + (" (worst first)" if reverse else "") if metric else "")
                                 + (f", top {top}" if top else "")))
 
@@ -248,13 +268,27 @@ def sweep_export(db, fmt, output):
 def _sweep_export(db, fmt, output):
     from workloads.sweep.table import to_csv, to_json
 
+    import os
+
+    from cli.output import clean
+    from topologies.errors import SpecError
+
+    _check_db(db)
+    if output is not None:
+        if not output.strip():
+            raise SpecError("-o/--output: empty file name (leave -o out for standard output)")
+        suffix = os.path.splitext(output)[1].lower()
+        if suffix in (".sqlite", ".sqlite3", ".db", ".toml") or (suffix in (".csv", ".json") and suffix != "." + fmt):
+            raise SpecError(f"-o {clean(output)}: a {suffix} file would hold --format {fmt}; name it *.{fmt}")
+        if os.path.exists(output) and os.path.exists(db) and os.path.samefile(output, db):
+            raise SpecError(f"-o {clean(output)}: is the --db itself; the export would destroy the sweep")
     rows, swept = _load(db)
     text = to_csv(rows, swept) if fmt == "csv" else to_json(rows, swept) + "\n"
     if output:
         from topologies.files import write_atomic
 
         write_atomic(output, text.encode(), what="-o")
-        click.echo(f"wrote {output} ({len(rows)} points)", err=True)
+        click.echo(f"wrote {clean(output)} ({len(rows)} points)", err=True)
     else:
         click.echo(text, nl=False)
 

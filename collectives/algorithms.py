@@ -552,6 +552,9 @@ class Planner:
             if algo == "hier" and coll != "all_reduce":
                 hier_opts["inter"] = "ring"
         nccl_name = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS"}.get(algo)
+        if op.algorithm == "hier" and len(groups) == 1:
+            raise SpecError("algo: hier joins NVLink domains over the network; these ranks share one domain: "
+                            "use ring, tree or nvls")
         if algo == "nvls" and not all(self.nvls_domain[self.domain[g[0]]] and len(g) > 1 for g in groups):
             raise SpecError("algo: nvls needs two or more GPUs per NVLink domain on NVSwitches that reduce in the "
                             "switch (NVSwitch gen3+); use ring, tree or hier")

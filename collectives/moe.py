@@ -317,6 +317,9 @@ def plan_moe(planner, op, plan_type):
             local_of[pos[int(r)]] = j
     form = op.options.get("form")
     algo = op.algorithm if op.algorithm != "auto" else None
+    if algo == "hier" and len(groups) == 1:
+        raise SpecError(f"algo: hier forwards {op.collective} tokens between nodes over NVLink; these ranks share "
+                        f"one node: use direct")
     if form is None:
         form = "hier" if (algo == "hier" or (algo is None and len(groups) > 1)) else "direct"
     if form not in FORMS:

@@ -36,6 +36,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -48,6 +49,7 @@ from collectives.ops import Collective
 from collectives.runner import planner_for, run
 from fabric import Router, compile_fabric
 from topologies import build
+from collectives.points_schema import check_ids, check_point
 from topologies.errors import FabricEmuError, SpecError, brief
 from topologies.files import parse_toml, read_text
 
@@ -500,10 +502,14 @@ def _items(path: Path, doc: dict, side: dict) -> list:
 def _predict(items, ids, splits, progress) -> tuple[list, int]:
     rows: list[ValidationRow] = []
     training = 0
+    checked = ("collective", "moe_alltoall")
+    check_ids(raw for kind, raw in items if kind in checked)
     for k, (kind, raw) in enumerate(items):
         if kind == "training":
             training += 1
             continue
+        if kind in checked:
+            check_point(kind, raw, k)
         if ids and raw.get("id") not in ids:
             continue
         try:

@@ -126,7 +126,8 @@ def test_validate_reports_fit_and_heldout_apart_and_fails_on_empty(tmp_path):
     train = tmp_path / "train.toml"
     train.write_text("[[training]]\nid = 't'\ntokens_per_s_per_gpu = 1.0\n")
     r = CliRunner().invoke(cli, ["validate", "--file", str(train), "--json"])
-    assert r.exit_code == 0 and '"training_points": 1' in r.stdout
+    # training points are evaluated only from the shipped training file: in --file they are refused, not skipped
+    assert r.exit_code == 2 and "[[training]]" in r.stderr and not r.stdout
 
 
 def test_validation_table_fits_100_columns():

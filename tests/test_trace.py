@@ -57,7 +57,7 @@ def test_bad_spans_and_paths():
     with pytest.raises(SpecError, match="span"):
         Span(0, "x", "bad", 2.0, 1.0)
     r = simulate_pipeline("1f1b", 2, 2, forward_s=1.0, backward_s=1.0)
-    with pytest.raises(SpecError, match="folder"):
+    with pytest.raises(SpecError, match="does not exist"):
         write_trace("/nonexistent-dir/x.json", chrome_trace(r.timeline))
 
 

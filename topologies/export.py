@@ -29,9 +29,9 @@ import networkx as nx
 from topologies.errors import SpecError, brief
 from topologies.files import parse_json, read_bytes, write_atomic
 from topologies.graph import ROLES
-from topologies.limits import MAX_GRAPH_ENV, max_graph_bytes
+from topologies.limits import LINK_RATE_BOUNDS_BPS, MAX_GRAPH_ENV, max_graph_bytes
 
-__all__ = ["FORMATS", "write", "read", "to_json_dict", "check_graph"]
+__all__ = ["FORMATS", "dumps", "write", "read", "to_json_dict", "check_graph"]
 
 FORMATS = ("graphml", "json")
 
@@ -51,18 +51,39 @@ def _graphml_ready(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
     return H
 
 
-def write(G: nx.MultiDiGraph, path: str | Path, fmt: str) -> None:
-    """Write ``G`` to ``path`` as ``fmt`` (``graphml`` or ``json``), atomically (see the module doc)."""
+def dumps(G: nx.MultiDiGraph, fmt: str) -> bytes:
+    """``G`` serialised as ``fmt`` (``graphml`` or ``json``): the bytes :func:`write` puts in the file."""
     if fmt not in FORMATS:
         raise SpecError(f"format: {brief(fmt)} is not one of {', '.join(FORMATS)}")
+    if fmt == "json":
+        return json.dumps(to_json_dict(G), allow_nan=False).encode()
+    buf = io.BytesIO()
+    nx.write_graphml(_graphml_ready(G), buf)
+    return buf.getvalue()
+
+
+def write(G: nx.MultiDiGraph, path: str | Path, fmt: str) -> None:
+    """Write ``G`` to ``path`` as ``fmt`` (``graphml`` or ``json``), atomically (see the module doc).
+
+    A file name whose suffix names another format (``.json``, ``.graphml``/``.xml``, ``.toml``) is refused.
+    """
+    if fmt not in FORMATS:
+        raise SpecError(f"format: {brief(fmt)} is not one of {', '.join(FORMATS)}")
+    suffix = Path(str(path)).suffix.lower()
+    if suffix in _SUFFIX_FORMAT and _SUFFIX_FORMAT[suffix] != fmt:
+        other = _SUFFIX_FORMAT[suffix]
+        raise SpecError(f"output {brief(str(path))}: a {suffix} file " + ("is a topology spec" if other == "toml"
+                        else f"holds {other}") + f", not {fmt}; name it {Path(str(path)).stem}.{fmt}"
+                        + ("" if other == "toml" else f" or give --format {other}"))
 
     def writer(fh) -> None:
-        if fmt == "json":
-            fh.write(json.dumps(to_json_dict(G), allow_nan=False).encode())
-        else:
-            nx.write_graphml(_graphml_ready(G), fh)
+        fh.write(dumps(G, fmt))
     write_atomic(path, writer=writer, what="output")
 
+
+#: File suffixes that name a format: an export must not put one format under another's name (writing
+#: JSON over a .toml spec or into a .graphml file that `topo show` then cannot read).
+_SUFFIX_FORMAT = {".json": "json", ".graphml": "graphml", ".xml": "graphml", ".toml": "toml"}
 
 _KIND_OF_ROLE = {"gpu": "gpu", "nic": "nic", "nvswitch": "switch", "leaf": "switch", "spine": "switch", "core": "switch"}
 
@@ -110,6 +131,11 @@ def check_graph(G: nx.MultiDiGraph, *, source: str = "graph") -> None:
         if cap is None or not math.isfinite(cap) or cap <= 0:
             raise SpecError(f"{source}: link {brief(u)} -> {brief(v)} has capacity_Bps = "
                             f"{brief(d.get('capacity_Bps'))}; it must be a finite number > 0")
+        n = d.get("cables", 1)
+        lo, hi = LINK_RATE_BOUNDS_BPS
+        if isinstance(n, int) and n >= 1 and not lo <= cap / n <= hi:
+            raise SpecError(f"{source}: link {brief(u)} -> {brief(v)} has capacity_Bps = {cap:g} over {n} cable(s); "
+                            f"a cable carries {lo:g} to {hi:g} B/s (1 Gb/s to 100 Tb/s)")
         if lat is None or not math.isfinite(lat) or lat < 0:
             raise SpecError(f"{source}: link {brief(u)} -> {brief(v)} has latency_s = {brief(d.get('latency_s'))}; "
                             f"it must be a finite number >= 0")

@@ -169,6 +169,8 @@ def write_atomic(path: str | Path, data: bytes | None = None, *, writer=None, wh
     if isinstance(path, str) and not path.strip():
         raise SpecError(f"{what}: empty file name")
     where = f"{what} {_label(path)}"
+    if str(path).endswith((os.sep, "/")) or os.path.basename(str(path)) in (".", ".."):
+        raise SpecError(f"{where}: names a directory; give a file name")
     target = Path(path)
     try:
         lst = os.lstat(target)

@@ -52,6 +52,13 @@ MAX_GRAPH_ENV = "FABRIC_EMU_MAX_GRAPH"
 
 #: The flow engine's own default ceiling (fabric.engine.simulate) is 8 GiB too.
 DEFAULT_MEMORY_LIMIT_BYTES = 8 << 30
+#: Largest message size of a collective (1 PiB, far beyond any GPU's memory: 288 GB HBM on B300);
+#: above it the times overflow to meaningless values. `run --size`, sweeps and validation points.
+MAX_MESSAGE_BYTES = 1 << 50
+#: Port rates accepted for one cable, in bytes/s: 1 Gb/s to 100 Tb/s. AI fabrics use 10 GbE and up and
+#: the fastest shipping ports run 1.6 Tb/s; far outside this range times over- or underflow to
+#: meaningless values (a 1e-300 Gb/s link gave a 0.0 GB/s bisection and 10^10 us all-reduces).
+LINK_RATE_BOUNDS_BPS = (1e9 / 8, 100e12 / 8)
 #: Spec and validation files are a few kB; 4 MiB is three orders of magnitude of headroom.
 DEFAULT_MAX_INPUT_BYTES = 4 << 20
 #: A node-link JSON export takes ~150 B per directed link: 128 MiB is ~900 k links.

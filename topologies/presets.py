@@ -22,6 +22,7 @@ from topologies import catalog
 from topologies.clos import fat_tree
 from topologies.cluster import SUPERPODS, cluster, superpod
 from topologies.errors import SpecError, brief
+from topologies.limits import LINK_RATE_BOUNDS_BPS
 from topologies.nvlink import nvl, nvlink_domain
 from topologies.units import parse_bandwidth
 
@@ -160,6 +161,11 @@ def coerce(param: Param, value: Any) -> Any:
         raise SpecError(f"{field}: {brief(value)} is not a valid {param.kind} ({param.help})") from None
     if param.kind in ("int", "float"):
         _check_bounds(param, out)
+    elif param.kind == "bandwidth":
+        lo, hi = param.bounds
+        if (lo is not None and out < lo) or (hi is not None and out > hi):
+            raise SpecError(f"{field}: {brief(value)} must be between {lo * 8 / 1e9:g} Gb/s and {hi * 8 / 1e12:g} Tb/s "
+                            f"({param.help})")
     elif param.kind == "ratios":
         for x in out if isinstance(out, list) else [out]:
             _check_bounds(param, x)
@@ -250,7 +256,7 @@ def _make() -> dict[str, Preset]:
          Param("radix", "int", 64, "ports per switch", bounds=(2, MAX_RADIX)),
          Param("tiers", "int", None, "1, 2 or 3 (default: fewest that fit)", (1, 2, 3)),
          Param("oversubscription", "ratios", 1.0, "down:up ratio, or 'r1,r2' per tier", bounds=(1, MAX_RADIX)),
-         Param("link", "bandwidth", 50e9, "port rate, e.g. 400Gb/s"),
+         Param("link", "bandwidth", 50e9, "port rate, e.g. 400Gb/s", bounds=LINK_RATE_BOUNDS_BPS),
          Param("planes", "int", 1, "independent fabric planes", bounds=(1, MAX_PLANES)),
          Param("switch", "str", None, "catalog switch model (latency, SHARP)"),
          Param("nic", "str", None, "catalog NIC model (host interface)"),

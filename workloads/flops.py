@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from topologies.errors import SpecError
-from workloads.models import ModelSpec
+from workloads.models import MAX_SEQ_LEN, ModelSpec
 
 __all__ = [
     "FLOP_CONVENTIONS",
@@ -193,8 +193,8 @@ def param_counts(spec: ModelSpec) -> ParamCounts:
 def _check(spec: ModelSpec, seq_len: int, convention: str) -> None:
     if not isinstance(spec, ModelSpec):
         raise SpecError(f"model: expected a ModelSpec, got {type(spec).__name__}")
-    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
-        raise SpecError(f"seq_len = {seq_len!r}: must be an integer >= 1")
+    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or not 1 <= seq_len <= MAX_SEQ_LEN:
+        raise SpecError(f"seq_len = {seq_len!r}: must be an integer between 1 and {MAX_SEQ_LEN:,}")
     if convention not in FLOP_CONVENTIONS:
         raise SpecError(f"convention = {convention!r}: allowed: {', '.join(FLOP_CONVENTIONS)}")
 

@@ -383,15 +383,35 @@ def _preset_gpu(system: str) -> str:
 LAYER_KINDS = ("embed", "dense", "moe", "mtp", "head")
 
 
+#: Longest expanded ``--pp-layout`` (symbols): models have at most a few thousand layers
+#: (workloads.models.MODEL_LIMITS), so a layout that expands beyond this is a typo or a bomb.
+MAX_PP_LAYOUT_CHARS = 1 << 16
+
+
 def _expand(text: str) -> str:
     """Expand Megatron's pipeline-layout repetitions: ``(tt|)*2`` -> ``tt|tt|``, ``t*3`` -> ``ttt``."""
     import re
 
+    made = [0]  # symbols produced by the current pass: bounded before they are built
+
+    def times(m) -> str:
+        n = int(m.group(2)) if len(m.group(2)) < 8 else MAX_PP_LAYOUT_CHARS + 1
+        made[0] += len(m.group(1)) * n
+        if made[0] > MAX_PP_LAYOUT_CHARS:
+            raise SpecError(f"--pp-layout: {m.group(0)[:40]!r} expands to more than {MAX_PP_LAYOUT_CHARS:,} symbols")
+        return m.group(1) * n
+
     prev = None
     while prev != text:
-        prev = text
-        text = re.sub(r"\(([^()]*)\)\*(\d+)", lambda m: m.group(1) * int(m.group(2)), text)
-    return re.sub(r"([EtmL])\*(\d+)", lambda m: m.group(1) * int(m.group(2)), text)
+        prev, made[0] = text, 0
+        text = re.sub(r"\(([^()]*)\)\*(\d+)", times, text)
+        if len(text) > MAX_PP_LAYOUT_CHARS:
+            raise SpecError(f"--pp-layout: expands to more than {MAX_PP_LAYOUT_CHARS:,} symbols")
+    made[0] = 0
+    text = re.sub(r"([EtmL])\*(\d+)", times, text)
+    if len(text) > MAX_PP_LAYOUT_CHARS:
+        raise SpecError(f"--pp-layout: expands to more than {MAX_PP_LAYOUT_CHARS:,} symbols")
+    return text
 
 
 def virtual_stages(moe_pattern, mtp_layers: int, lay: Layout, pp_layout: str | None = None) -> list[list[str]]:

@@ -31,11 +31,14 @@ from importlib import resources
 from pathlib import Path
 
 from topologies.errors import SpecError
+from topologies.files import parse_toml
 
 __all__ = [
     "ModelSpec",
     "ATTENTION_KINDS",
     "MODEL_FILE_MAX_BYTES",
+    "MODEL_LIMITS",
+    "MAX_SEQ_LEN",
     "get_model",
     "list_models",
     "load_model",
@@ -46,6 +49,22 @@ __all__ = [
 ATTENTION_KINDS = ("gqa", "mla")
 #: A model TOML file larger than this is refused (a spec is a few hundred bytes).
 MODEL_FILE_MAX_BYTES = 64 * 1024
+
+#: Largest value accepted for each size field. These are input bounds, not model constants: 16-64 x the
+#: largest published configs (126 layers in Llama 3.1 405B, hidden 18,432 in PaLM 540B, 128 heads in
+#: DeepSeek-V3, a 262,144-token vocabulary in Gemma 3, 384 experts in Kimi K2), so every real model fits
+#: and an absurd file is refused before the layer pattern (one entry per layer) or the counts are built.
+MODEL_LIMITS = {
+    **dict.fromkeys(("n_layers", "first_dense_layers", "mtp_layers", "moe_layer_freq"), 4096),
+    **dict.fromkeys(("hidden", "ffn_hidden", "moe_ffn_hidden", "shared_expert_ffn_hidden"), 1 << 20),
+    **dict.fromkeys(("n_heads", "n_kv_heads"), 1 << 14),
+    **dict.fromkeys(("head_dim", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                     "v_head_dim"), 1 << 16),
+    "vocab": 1 << 24,
+    **dict.fromkeys(("n_experts", "n_shared_experts", "topk", "n_groups", "topk_groups"), 1 << 16),
+}
+#: Longest sequence accepted by the FLOP counts (16 Mi tokens; published contexts reach 10 M).
+MAX_SEQ_LEN = 1 << 24
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _MLA_FIELDS = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
@@ -190,6 +209,10 @@ def _validate(s: ModelSpec) -> None:
     for f in ("moe_layer_freq", "n_groups", "topk_groups"):
         if not _is_int(getattr(s, f)) or getattr(s, f) < 1:
             raise bad(f, "must be an integer >= 1")
+    for f, top in MODEL_LIMITS.items():
+        v = getattr(s, f)
+        if _is_int(v) and v > top:
+            raise bad(f, f"must be at most {top:,}")
     if s.attention not in ATTENTION_KINDS:
         raise bad("attention", f"allowed: {', '.join(ATTENTION_KINDS)}")
     if s.attention == "gqa":
@@ -233,6 +256,9 @@ def _validate(s: ModelSpec) -> None:
             raise bad("n_groups", f"must divide n_experts = {s.n_experts}")
         if s.topk_groups > s.n_groups:
             raise bad("topk_groups", f"must be at most n_groups = {s.n_groups}")
+        if not any(i % s.moe_layer_freq == 0 for i in range(s.first_dense_layers, s.n_layers)):
+            raise bad("moe_layer_freq", f"leaves no MoE layer among layers {s.first_dense_layers}..{s.n_layers - 1} "
+                                        f"(layer i is MoE iff i >= first_dense_layers and i % moe_layer_freq == 0)")
         if s.topk > s.topk_groups * (s.n_experts // s.n_groups):
             raise bad("topk", f"must be at most topk_groups x experts per group = "
                               f"{s.topk_groups * (s.n_experts // s.n_groups)}")
@@ -302,10 +328,10 @@ def load_model(path: str | os.PathLike) -> ModelSpec:
     try:
         with open(p, "rb") as fh:
             raw = fh.read(MODEL_FILE_MAX_BYTES + 1)
-        doc = tomllib.loads(raw.decode("utf-8"))
+        doc = parse_toml(raw.decode("utf-8"), source=f"model file {str(p)!r}")
     except OSError as exc:
         raise SpecError(f"model file {str(p)!r}: cannot read ({exc.strerror or exc})") from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise SpecError(f"model file {str(p)!r}: not valid TOML ({exc})") from None
     if len(raw) > MODEL_FILE_MAX_BYTES:
         raise SpecError(f"model file {str(p)!r}: larger than {MODEL_FILE_MAX_BYTES} bytes")

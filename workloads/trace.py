@@ -20,13 +20,11 @@ Examples
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from topologies.errors import SpecError
+from topologies.errors import SpecError, brief
 from workloads.pipeline import KINDS, STREAMS, Timeline
 
 __all__ = ["Span", "chrome_trace", "trace_bytes", "write_trace"]
@@ -141,18 +139,13 @@ def trace_bytes(trace, *, spans=(), stage_names=None, title: str = "pipeline") -
 def write_trace(path, trace, **kwargs) -> None:
     """Write ``trace`` (an object or a :class:`Timeline`, see :func:`trace_bytes`) to ``path`` atomically.
 
-    The bytes go to a temporary file in the same folder, which is then renamed.
+    Through :func:`topologies.files.write_atomic`: only a new or regular file is replaced (never a device
+    such as ``/dev/null``, a FIFO or a directory; a symbolic link is written through), the bytes go to a
+    temporary file in the same folder that is then renamed, and a new file gets the umask's permissions.
     """
+    from topologies.files import write_atomic
+
     data = trace_bytes(trace, **kwargs)
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise SpecError(f"trace: folder {folder!r} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=".trace-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    if str(path).lower().endswith((".toml", ".graphml", ".xml", ".csv", ".png", ".svg")):
+        raise SpecError(f"trace {brief(str(path))}: a Chrome trace is JSON; name the file .json")
+    write_atomic(path, data, what="trace")

@@ -33,6 +33,7 @@ from collectives.ops import ALGORITHMS, COLLECTIVES
 from fabric.routing import POLICIES
 from topologies.errors import SpecError, brief
 from topologies.presets import preset
+from topologies.limits import MAX_MESSAGE_BYTES
 from topologies.units import parse_size
 from workloads.traffic import ROUTINGS as STEP_ROUTINGS
 
@@ -89,11 +90,10 @@ def _size(key, v):
         raise SpecError(f"{key}: {brief(v)} is not a size")
     if isinstance(v, str) and v.strip().isascii() and v.strip().isdigit() and len(v.strip()) < 20:
         v = int(v.strip())   # bare digits in a grid are bytes
-    if isinstance(v, int):
-        if v < 0:
-            raise SpecError(f"{key}: {v} must be >= 0 bytes")
-        return v
-    return int(parse_size(str(v), field=key))
+    n = v if isinstance(v, int) else int(parse_size(str(v), field=key))
+    if not 1 <= n <= MAX_MESSAGE_BYTES:  # as run --size: 0 B is 0/0 bandwidth, beyond 1 PiB times overflow
+        raise SpecError(f"{key}: {brief(v)} must be between 1 byte and 1 PiB ({MAX_MESSAGE_BYTES:,} B)")
+    return n
 
 
 def _bool(key, v):
