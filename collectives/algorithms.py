@@ -406,16 +406,24 @@ class Planner:
         NCCL and DeepEP); a NIC port's count is the number of flows that cross it, in
         its direction (sender side ``nic-up``, receiver side ``nic-down``: incast).
         """
-        tier = self._resource_tier()
-        nic = np.isin(tier[np.maximum(res, 0)], self._nic_tiers) & (res >= 0)
+        nic = self._on_nic(res)
         if not nic.any():
             return np.zeros(len(res), np.int64)
-        ids = np.where(nic, res, -1)
-        flat = ids[ids >= 0]
-        uniq, counts = np.unique(flat, return_counts=True)
-        per = np.zeros(ids.shape, np.int64)
-        per[ids >= 0] = counts[np.searchsorted(uniq, flat)]
-        return per.max(axis=1)
+        counts = np.zeros(len(self._resource_tier()) + 1, np.int64)  # flows per resource, slot 0: none
+        for j in range(res.shape[1]):  # one hop column at a time (no F x h temporaries)
+            counts += np.bincount(np.where(nic[:, j], res[:, j] + 1, 0), minlength=len(counts))
+        counts[0] = 0
+        per = np.zeros(len(res), np.int64)
+        for j in range(res.shape[1]):
+            np.maximum(per, counts[np.where(nic[:, j], res[:, j] + 1, 0)], out=per)
+        return per
+
+    def _on_nic(self, res: np.ndarray) -> np.ndarray:
+        """[flow, hop]: the hop is a NIC port (a resource of a NIC tier)."""
+        lut = getattr(self, "_nic_lut", None)
+        if lut is None:
+            lut = self._nic_lut = np.isin(self._resource_tier(), self._nic_tiers)
+        return lut[np.maximum(res, 0)] & (res >= 0)
 
     def direct(self, op: Collective, src, dst, sizes, *, pxn: bool = True, label=None,
                kernel: str = "nccl", connections_per_flow: int = 1) -> FlowSet:
@@ -439,7 +447,7 @@ class Planner:
         k = self.nic_connections(fs.res) * connections_per_flow if inter.any() else np.zeros(len(src), np.int64)
         f = nic_p2p_factor(k, kernel)
         if (f < 1.0).any():
-            on_nic = np.isin(self._resource_tier()[np.maximum(fs.res, 0)], self._nic_tiers) & (fs.res >= 0)
+            on_nic = self._on_nic(fs.res)
             w = (np.ones(fs.res.shape) if w is None else w) * np.where(on_nic, 1.0 / f[:, None], 1.0)
         return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": fs.latency_s + lat})
 
