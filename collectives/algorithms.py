@@ -448,7 +448,11 @@ class Planner:
         f = nic_p2p_factor(k, kernel)
         if (f < 1.0).any():
             on_nic = self._on_nic(fs.res)
-            w = (np.ones(fs.res.shape) if w is None else w) * np.where(on_nic, 1.0 / f[:, None], 1.0)
+            fac = np.where(on_nic, (1.0 / f)[:, None], 1.0)  # one F x h array (1 x w = w exactly)
+            del on_nic
+            if w is not None:
+                fac *= w
+            w = fac
         return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": fs.latency_s + lat})
 
     def all_to_all_aggregated(self, op: Collective) -> FlowSet:
