@@ -35,3 +35,34 @@ def test_small_csc_equals_the_counting_sort(monkeypatch):
     ref = maxmin._csc(rows, 40, coef)
     for g, r in zip(got, ref):
         np.testing.assert_array_equal(g, r)
+
+
+def _problem(per_resource: bool, sizes_equal: bool):
+    from fabric import FlowProblem
+    rng = np.random.default_rng(4)
+    F, h, R = 400, 4, 30
+    res = np.stack([rng.choice(R, h, replace=False) for _ in range(F)])
+    res[rng.random((F, h)) < 0.1] = -1
+    lw = rng.uniform(1.0, 2.0, R)
+    w = lw[np.maximum(res, 0)]
+    if not per_resource:
+        w[0, 0] *= 1.5
+    size = np.full(F, 1e6) if sizes_equal else rng.uniform(1e5, 1e6, F)
+    return FlowProblem(capacity_Bps=rng.uniform(1e9, 4e9, R), res=res, size_bytes=size, weight=w,
+                       resource_weight=rng.uniform(1.0, 1.2, R))
+
+
+def test_per_resource_entry_weights_folded_equal_the_weighted_solve(monkeypatch):
+    from fabric import simulate
+    from fabric.problem import _Prob
+    for per_resource in (True, False):
+        for mode, equal in (("auto", True), ("exact", False)):
+            p = _problem(per_resource, equal)
+            got = simulate(p, mode=mode)
+            with monkeypatch.context() as m:
+                m.setattr(_Prob, "fold_weight", lambda self: None)
+                ref = simulate(p, mode=mode)
+            np.testing.assert_allclose(got.finish_s, ref.finish_s, rtol=1e-9)
+            np.testing.assert_allclose(got.resource_bytes, ref.resource_bytes, rtol=1e-9)
+            np.testing.assert_allclose(got.resource_busy_s, ref.resource_busy_s, rtol=1e-9)
+            assert got.lower_bound_s == ref.lower_bound_s or abs(got.lower_bound_s / ref.lower_bound_s - 1) < 1e-9
