@@ -448,6 +448,12 @@ class Planner:
         f = nic_p2p_factor(k, kernel)
         if (f < 1.0).any():
             on_nic = self._on_nic(fs.res)
+            fn = f[on_nic.any(axis=1)]
+            if w is None and fs.resource_scale is not None and len(fn) and fn.min() == fn.max():
+                # every flow on a NIC port has the same factor (a uniform all-to-all): one factor per
+                # resource, no F x h array (the engine folds it into capacities: the same coefficients)
+                rs = fs.resource_scale * np.where(self._nic_lut, 1.0 / fn[0], 1.0)
+                return FlowSet(**{**fs.__dict__, "resource_scale": rs, "latency_s": fs.latency_s + lat})
             fac = np.where(on_nic, (1.0 / f)[:, None], 1.0)  # one F x h array (1 x w = w exactly)
             del on_nic
             if w is not None:

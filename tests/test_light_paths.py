@@ -66,3 +66,26 @@ def test_per_resource_entry_weights_folded_equal_the_weighted_solve(monkeypatch)
             np.testing.assert_allclose(got.resource_bytes, ref.resource_bytes, rtol=1e-9)
             np.testing.assert_allclose(got.resource_busy_s, ref.resource_busy_s, rtol=1e-9)
             assert got.lower_bound_s == ref.lower_bound_s or abs(got.lower_bound_s / ref.lower_bound_s - 1) < 1e-9
+
+
+def test_uniform_nic_factor_as_resource_scale_equals_the_entry_weights():
+    from collectives import Collective, planner_for
+    from collectives.calibration import nic_p2p_factor
+    from fabric import Router, compile_with_failures
+    from topologies import load_topology
+
+    cf = compile_with_failures(load_topology("fat-tree", {"hosts": "32", "radix": "8", "link": "400Gb/s"}), (), ())
+    planner = planner_for(Router(cf), policy="ecmp", seed=1)
+    n = cf.n_gpus
+    src, dst = np.divmod(np.arange(n * n), n)
+    keep = src != dst
+    op = Collective("all_to_all", tuple(range(n)), 1 << 20)
+    fs = planner.direct(op, src[keep], dst[keep], 1e6)
+    assert fs.weight is None
+    routed = planner.routed(src[keep], dst[keep], 1e6, kind="p2p", protocol="Simple", latency_s=0.0,
+                            label="x", pxn=True, salt=np.zeros(keep.sum(), np.int64))
+    f = nic_p2p_factor(planner.nic_connections(routed.res), "nccl")
+    assert (f < 1).any()
+    want = np.where(planner._on_nic(routed.res), 1.0 / f[:, None], 1.0) * routed.effective_weight()
+    np.testing.assert_array_equal(fs.res, routed.res)
+    np.testing.assert_allclose(fs.effective_weight(), want, rtol=1e-15)
