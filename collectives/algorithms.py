@@ -446,16 +446,24 @@ class Planner:
         NCCL and DeepEP); a NIC port's count is the number of flows that cross it, in
         its direction (sender side ``nic-up``, receiver side ``nic-down``: incast).
         """
-        tier = self._resource_tier()
-        nic = np.isin(tier[np.maximum(res, 0)], self._nic_tiers) & (res >= 0)
+        nic = self._on_nic(res)
         if not nic.any():
             return np.zeros(len(res), np.int64)
-        ids = np.where(nic, res, -1)
-        flat = ids[ids >= 0]
-        uniq, counts = np.unique(flat, return_counts=True)
-        per = np.zeros(ids.shape, np.int64)
-        per[ids >= 0] = counts[np.searchsorted(uniq, flat)]
-        return per.max(axis=1)
+        counts = np.zeros(len(self._resource_tier()) + 1, np.int64)  # flows per resource, slot 0: none
+        for j in range(res.shape[1]):  # one hop column at a time (no F x h temporaries)
+            counts += np.bincount(np.where(nic[:, j], res[:, j] + 1, 0), minlength=len(counts))
+        counts[0] = 0
+        per = np.zeros(len(res), np.int64)
+        for j in range(res.shape[1]):
+            np.maximum(per, counts[np.where(nic[:, j], res[:, j] + 1, 0)], out=per)
+        return per
+
+    def _on_nic(self, res: np.ndarray) -> np.ndarray:
+        """[flow, hop]: the hop is a NIC port (a resource of a NIC tier)."""
+        lut = getattr(self, "_nic_lut", None)
+        if lut is None:
+            lut = self._nic_lut = np.isin(self._resource_tier(), self._nic_tiers)
+        return lut[np.maximum(res, 0)] & (res >= 0)
 
     def direct(self, op: Collective, src, dst, sizes, *, pxn: bool = True, label=None,
                kernel: str = "nccl", connections_per_flow: int = 1) -> FlowSet:
@@ -479,8 +487,18 @@ class Planner:
         k = self.nic_connections(fs.res) * connections_per_flow if inter.any() else np.zeros(len(src), np.int64)
         f = nic_p2p_factor(k, kernel)
         if (f < 1.0).any():
-            on_nic = np.isin(self._resource_tier()[np.maximum(fs.res, 0)], self._nic_tiers) & (fs.res >= 0)
-            w = (np.ones(fs.res.shape) if w is None else w) * np.where(on_nic, 1.0 / f[:, None], 1.0)
+            on_nic = self._on_nic(fs.res)
+            fn = f[on_nic.any(axis=1)]
+            if w is None and fs.resource_scale is not None and len(fn) and fn.min() == fn.max():
+                # every flow on a NIC port has the same factor (a uniform all-to-all): one factor per
+                # resource, no F x h array (the engine folds it into capacities: the same coefficients)
+                rs = fs.resource_scale * np.where(self._nic_lut, 1.0 / fn[0], 1.0)
+                return FlowSet(**{**fs.__dict__, "resource_scale": rs, "latency_s": fs.latency_s + lat})
+            fac = np.where(on_nic, (1.0 / f)[:, None], 1.0)  # one F x h array (1 x w = w exactly)
+            del on_nic
+            if w is not None:
+                fac *= w
+            w = fac
         return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": fs.latency_s + lat})
 
     def all_to_all_aggregated(self, op: Collective) -> FlowSet:

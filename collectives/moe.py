@@ -160,6 +160,126 @@ def route_tokens(tr: TokenRouting, n_ranks: int, node_of) -> TokenTraffic:
 _ROUTE_CACHE: dict = {}
 
 
+#: Uniform draws per block of ranks (a block is whole ranks; 2^22 float32 = 16 MiB).
+_BLOCK_DRAWS = 1 << 22
+
+
+def _u32_to_unit(x: np.ndarray) -> np.ndarray:
+    """numpy's float32 uniform from a raw 32-bit draw: ``(x >> 8) * 2^-24`` (exact)."""
+    return (x >> np.uint32(8)).astype(np.float32) * np.float32(2.0 ** -24)
+
+
+def _gumbel_scores(u: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """The skewed model's float32 scores ``a - log(-log(u))`` (the one formula, elementwise)."""
+    return a - np.log(-np.log(np.maximum(u, np.float32(1e-30))))
+
+
+def _scores(tr: TokenRouting, u: np.ndarray, log_pop32, node_of_expert, starts, contiguous, n_nodes):
+    """Scores of tokens (rows of ``u``) over the experts; -inf outside the allowed nodes or groups."""
+    E = tr.experts
+    T = u.shape[0]
+    scores = _gumbel_scores(u, log_pop32) if tr.kind == "skewed" else u
+    if tr.kind == "node_limited" and n_nodes > 1:
+        if contiguous:
+            best = np.maximum.reduceat(scores, starts, axis=1)
+        else:
+            best = np.stack([scores[:, node_of_expert == j].max(axis=1) for j in range(n_nodes)], axis=1)
+        keep = _topk_mask(best, min(tr.topk_groups, n_nodes))
+        scores = np.where(keep[:, node_of_expert], scores, -np.inf)
+    elif tr.kind == "deepseek":
+        if E % tr.n_group or E // tr.n_group < 2:
+            raise SpecError(f"moe n_group: {E} experts do not split into {tr.n_group} groups of at least 2 "
+                            f"(deepseek routing scores each group by its top-2 experts)")
+        g = scores.reshape(T, tr.n_group, E // tr.n_group)
+        top2 = np.partition(g, E // tr.n_group - 2, axis=2)[:, :, -2:].sum(axis=2)
+        keep = _topk_mask(top2, min(tr.topk_groups, tr.n_group))
+        scores = np.where(np.repeat(keep, E // tr.n_group, axis=1), scores, -np.inf)
+    return scores
+
+
+def _full_topk(scores: np.ndarray, k: int) -> np.ndarray:
+    """The k best experts of every row (argpartition over the whole row, as the draw is defined)."""
+    E = scores.shape[1]
+    return np.argpartition(scores, E - k, axis=1)[:, E - k:]
+
+
+def _candidate_thresholds(tr: TokenRouting, log_pop32, mean_candidates: float):
+    """Per-expert thresholds on the raw 32-bit draw and the best score below them.
+
+    Expert e is a candidate for a token when its raw draw is ``>= q_e << 8``; a non-candidate's
+    score is at most ``bound`` (the scores are non-decreasing in the draw). ``q_e`` puts about
+    ``mean_candidates`` experts above one common score level per token.
+    """
+    E = tr.experts
+    if tr.kind == "uniform":
+        q = np.full(E, int(np.floor((1.0 - mean_candidates / E) * 2 ** 24)), np.int64)
+    else:  # P(a + Gumbel > t) = 1 - exp(-exp(a - t)); bisect t for the mean number above it
+        a = log_pop32.astype(np.float64).ravel()
+        lo, hi = a.min() - 50.0, a.max() + 50.0
+        for _ in range(100):
+            t = 0.5 * (lo + hi)
+            if (-np.expm1(-np.exp(a - t))).sum() > mean_candidates:
+                lo = t
+            else:
+                hi = t
+        q = np.floor(np.exp(-np.exp(a - hi)) * 2 ** 24).astype(np.int64)
+    q = np.clip(q, 0, 2 ** 24 - 1)
+    below = np.maximum(q - 1, 0).astype(np.float32) * np.float32(2.0 ** -24)  # the largest u of a non-candidate
+    b = _gumbel_scores(below, log_pop32.ravel()) if tr.kind == "skewed" else below
+    b = np.where(q > 0, b, -np.inf)
+    bound = float(b.max())
+    # margin for float32 log implementations that are not exactly monotone (a few ulp)
+    return (q << 8).astype(np.uint32), bound + 1e-5 * (1.0 + abs(bound))
+
+
+def _thresholded_topk(tr: TokenRouting, x: np.ndarray, log_pop32, thr: np.ndarray, bound: float,
+                      width: int) -> np.ndarray:
+    """The k best experts of every row of raw draws ``x`` (uniform / skewed), computing scores for
+    the candidates only; rows whose top-k is not decided by the candidates (fewer than k above the
+    non-candidates' bound, a tie at the k-th place, more than ``width`` candidates) take the whole row.
+    """
+    k = tr.topk
+    n_rows, E = x.shape
+    flat = np.flatnonzero(x >= thr)
+    rows, cols = np.divmod(flat, E)
+    cnt = np.bincount(rows, minlength=n_rows)
+    u = _u32_to_unit(x.reshape(-1)[flat])
+    s = _gumbel_scores(u, log_pop32.ravel()[cols]) if tr.kind == "skewed" else u
+    start = np.zeros(n_rows + 1, np.int64)
+    np.cumsum(cnt, out=start[1:])
+    pos = np.arange(len(rows)) - start[rows]
+    fit = pos < width
+    S = np.full((n_rows, width), -np.inf, np.float32)
+    Ecol = np.zeros((n_rows, width), np.int64)
+    S[rows[fit], pos[fit]] = s[fit]
+    Ecol[rows[fit], pos[fit]] = cols[fit]
+    part = np.argpartition(-S, (k - 1, k), axis=1) if width > k else np.argsort(-S, axis=1)
+    top = np.take_along_axis(Ecol, part[:, :k], axis=1)
+    kth = np.take_along_axis(S, part[:, k - 1:k], axis=1)[:, 0]
+    nxt = np.take_along_axis(S, part[:, k:k + 1], axis=1)[:, 0] if width > k else np.full(n_rows, -np.inf)
+    bad = np.flatnonzero(~((kth > bound) & (kth > nxt)) | (cnt > width))
+    if len(bad):
+        top[bad] = _full_topk(_scores(tr, _u32_to_unit(x[bad]), log_pop32, None, None, None, 1), k)
+    return top
+
+
+def _count(ei: np.ndarray, owner: np.ndarray, row_rank: np.ndarray, n_ranks: int, width: int, out: np.ndarray,
+           dedup: bool) -> None:
+    """Add to ``out[r, owner]`` the tokens (rows of ``ei``) of rank ``row_rank`` that select ``owner``
+    (once per token when ``dedup``, else per selection)."""
+    o = owner[ei]
+    if dedup:
+        o = np.sort(o, axis=1)
+        first = np.ones(o.shape, bool)
+        first[:, 1:] = o[:, 1:] != o[:, :-1]
+    else:
+        first = slice(None)
+    key = (row_rank[:, None] * width + o)[first]
+    r0 = row_rank[0]
+    n = row_rank[-1] - r0 + 1
+    out[r0:r0 + n] += np.bincount(key.ravel() - r0 * width, minlength=n * width).reshape(n, width)
+
+
 def _route_tokens(tr: TokenRouting, n_ranks: int, node_of: np.ndarray) -> TokenTraffic:
     if len(node_of) != n_ranks:
         raise SpecError(f"moe: node_of has {len(node_of)} entries for {n_ranks} ranks")
@@ -185,38 +305,35 @@ def _route_tokens(tr: TokenRouting, n_ranks: int, node_of: np.ndarray) -> TokenT
     starts = np.flatnonzero(np.r_[True, np.diff(node_of_expert) != 0])
     contiguous = len(starts) == n_nodes
     log_pop32 = np.log(log_pop).astype(np.float32)[None, :] if log_pop is not None else None
-    ti = np.repeat(np.arange(T), k)
-    for s in range(n_ranks):
-        # float32 scores: the top-k only needs the order (ties have probability ~ T E 2^-24)
-        u = rng.random((T, E), dtype=np.float32)
-        if tr.kind == "skewed":  # Gumbel-top-k = sampling without replacement in proportion to popularity
-            scores = log_pop32 - np.log(-np.log(np.maximum(u, np.float32(1e-30))))
+    # Every rank draws a (T, E) float32 uniform block in rank order. The draws are taken as raw 64-bit
+    # words (two float32 draws each, low half first, as numpy's float32 stream) in blocks of whole ranks:
+    # the same numbers as rng.random((T, E), float32) rank after rank.
+    # float32 scores: the top-k only needs the order (ties have probability ~ T E 2^-24)
+    mean_cand = 1.5 * k + 4.0
+    thresholded = tr.kind in ("uniform", "skewed") and E >= 4 * mean_cand
+    if thresholded:
+        thr, bound = _candidate_thresholds(tr, log_pop32, mean_cand)
+        width = int(2 * mean_cand)
+    per_rank = T * E
+    block = max(1, min(n_ranks, _BLOCK_DRAWS // per_rank))
+    carry = None  # the high half of a 64-bit word whose low half ended the previous block
+    for r0 in range(0, n_ranks, block):
+        nb = min(block, n_ranks - r0)
+        need = nb * per_rank - (carry is not None)
+        words = rng.bit_generator.random_raw((need + 1) // 2).view(np.uint32)
+        x = words[:need] if carry is None else np.concatenate([carry, words[:need]])
+        carry = words[need:] if need % 2 else None
+        x = x.reshape(nb * T, E)
+        if thresholded:
+            ei = _thresholded_topk(tr, x, log_pop32, thr, bound, width)
         else:
-            scores = u
-        if tr.kind == "node_limited" and n_nodes > 1:
-            if contiguous:
-                best = np.maximum.reduceat(scores, starts, axis=1)
-            else:
-                best = np.stack([scores[:, node_of_expert == j].max(axis=1) for j in range(n_nodes)], axis=1)
-            keep = _topk_mask(best, min(tr.topk_groups, n_nodes))
-            scores = np.where(keep[:, node_of_expert], scores, -np.inf)
-        elif tr.kind == "deepseek":
-            if E % tr.n_group or E // tr.n_group < 2:
-                raise SpecError(f"moe n_group: {E} experts do not split into {tr.n_group} groups of at least 2 "
-                                f"(deepseek routing scores each group by its top-2 experts)")
-            g = scores.reshape(T, tr.n_group, E // tr.n_group)
-            top2 = np.partition(g, E // tr.n_group - 2, axis=2)[:, :, -2:].sum(axis=2)
-            keep = _topk_mask(top2, min(tr.topk_groups, tr.n_group))
-            scores = np.where(np.repeat(keep, E // tr.n_group, axis=1), scores, -np.inf)
-        ei = np.argpartition(scores, E - k, axis=1)[:, E - k:].ravel()  # the k best experts of every token
-        r_of = rank_of_expert[ei]
-        hit_rank = np.zeros((T, n_ranks), bool)
-        hit_rank[ti, r_of] = True
-        rank_counts[s] = hit_rank.sum(axis=0)
-        copy_counts[s] = np.bincount(r_of, minlength=n_ranks)
-        hit_node = np.zeros((T, n_nodes), bool)
-        hit_node[ti, node_of_expert[ei]] = True
-        node_counts[s] = hit_node.sum(axis=0)
+            ei = _full_topk(_scores(tr, _u32_to_unit(x), log_pop32, node_of_expert, starts, contiguous,
+                                    n_nodes), k)
+        del x
+        row_rank = np.repeat(np.arange(r0, r0 + nb), T)
+        _count(ei, rank_of_expert, row_rank, n_ranks, n_ranks, rank_counts, True)
+        _count(ei, rank_of_expert, row_rank, n_ranks, n_ranks, copy_counts, False)
+        _count(ei, node_of_expert, row_rank, n_ranks, n_nodes, node_counts, True)
     return TokenTraffic(rank_counts=rank_counts, node_counts=node_counts, node_of=node_index,
                         copy_counts=copy_counts)
 
@@ -247,6 +364,51 @@ def _expected_traffic(tr: TokenRouting, experts_of_rank: np.ndarray, node_index:
     return TokenTraffic(rank_counts=rank_counts, node_counts=node_counts, node_of=node_index, copy_counts=copies)
 
 
+def _hier_flows(traffic: TokenTraffic, C: np.ndarray, local_of, bytes_per_token: float, s_idx, d_idx, off):
+    """Flows of the ``hier`` form, in the order: same-node pairs (row-major); then per source s and
+    remote node N (ascending): the network copy s -> p (p: the rank on N with s's local index), the
+    NVLink fan-out p -> every other rank of N (ascending)."""
+    node = traffic.node_of
+    n = len(node)
+    n_nodes = int(node.max()) + 1 if n else 0
+    local_of = np.asarray(local_of, np.int64)
+    same = off & (node[s_idx] == node[d_idx])
+    # rail peers: peer[N, l] = the (last) rank of node N with local index l, -1 if none
+    peer = np.full((n_nodes, int(local_of.max(initial=0)) + 1), -1, np.int64)
+    np.maximum.at(peer, (node, local_of), np.arange(n))
+    p_of = peer[:, local_of]                                    # [N, s]
+    remote = node[None, :] != np.arange(n_nodes)[:, None]       # [N, s]: N is not s's node
+    if (p_of[remote] < 0).any():
+        raise SpecError("moe hier: every node needs a rank with the sender's local index")
+    # a grid per source: one slot per remote node's network copy followed by its ranks (ascending)
+    order = np.lexsort((np.arange(n), node))                    # ranks by (node, index)
+    pos = np.empty(n, np.int64)
+    pos[order] = np.arange(n)
+    col_of_rank = pos + node + 1                                # one extra slot before every node's ranks
+    col_of_node = np.searchsorted(node[order], np.arange(n_nodes)) + np.arange(n_nodes)
+    W = n + n_nodes
+    g_src = np.full((n, W), -1, np.int64)
+    g_dst = np.zeros((n, W), np.int64)
+    g_b = np.zeros((n, W))
+    # network copies (s, N), N remote
+    N_i, s_i = np.nonzero(remote)
+    g_src[s_i, col_of_node[N_i]] = s_i
+    g_dst[s_i, col_of_node[N_i]] = p_of[N_i, s_i]
+    g_b[s_i, col_of_node[N_i]] = traffic.node_counts[s_i, N_i] * bytes_per_token
+    # fan-out p(s, node[d]) -> d for d on a remote node, d != p
+    p_sd = p_of[node[d_idx], s_idx]                             # [s, d]
+    fan = (node[s_idx] != node[d_idx]) & (d_idx != p_sd)
+    fs, fd = s_idx[fan], d_idx[fan]
+    g_src[fs, col_of_rank[fd]] = p_sd[fan]
+    g_dst[fs, col_of_rank[fd]] = fd
+    g_b[fs, col_of_rank[fd]] = C[fs, fd] * bytes_per_token
+    used = g_src >= 0
+    src = np.concatenate([s_idx[same], g_src[used]])
+    dst = np.concatenate([d_idx[same], g_dst[used]])
+    size = np.concatenate([C[same] * bytes_per_token, g_b[used]])
+    return src, dst, size
+
+
 def moe_flows(traffic: TokenTraffic, local_of: np.ndarray, bytes_per_token: float, *, form: str,
               combine: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(src, dst, bytes, is_network) of the EP-rank-indexed flows of one dispatch or combine.
@@ -265,29 +427,7 @@ def moe_flows(traffic: TokenTraffic, local_of: np.ndarray, bytes_per_token: floa
         E = traffic.copy_counts.astype(np.float64)
         src, dst, size = s_idx[off], d_idx[off], E[off] * bytes_per_token
     elif form == "hier":
-        same = off & (node[s_idx] == node[d_idx])
-        parts_s, parts_d, parts_b = [s_idx[same]], [d_idx[same]], [C[same] * bytes_per_token]
-        # one network copy per (token, remote node), to the sender's rail peer on that node
-        peer = {(int(node[r]), int(local_of[r])): r for r in range(n)}
-        for s in range(n):
-            for N in np.unique(node):
-                if N == node[s]:
-                    continue
-                p = peer.get((int(N), int(local_of[s])))
-                if p is None:
-                    raise SpecError("moe hier: every node needs a rank with the sender's local index")
-                cnt = traffic.node_counts[s, N]
-                if cnt:
-                    parts_s.append(np.array([s]))
-                    parts_d.append(np.array([p]))
-                    parts_b.append(np.array([cnt * bytes_per_token]))
-                # NVLink fan-out on node N from the peer to every other GPU needing the token
-                targets = np.flatnonzero((node == N) & (np.arange(n) != p))
-                b = C[s, targets] * bytes_per_token
-                parts_s.append(np.full(len(targets), p))
-                parts_d.append(targets)
-                parts_b.append(b)
-        src, dst, size = (np.concatenate(x) for x in (parts_s, parts_d, parts_b))
+        src, dst, size = _hier_flows(traffic, C, local_of, bytes_per_token, s_idx, d_idx, off)
     else:
         raise SpecError(f"moe form: {form!r} must be one of {', '.join(FORMS)}")
     src, dst = np.asarray(src), np.asarray(dst)

@@ -37,7 +37,6 @@ import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import scipy.sparse as sp
 
 from collectives.algorithms import Planner
 from collectives.ops import Collective, busbw_factor
@@ -504,6 +503,8 @@ def _sharing(st: _Stats, starts, ends, used, router: Router, T: int) -> dict:
     if len(A) == 0:
         return {}
     R = int(res.max()) + 1
+    import scipy.sparse as sp  # only schedules with tasks sharing resources need it
+
     M = sp.csr_matrix((np.ones(len(res)), (task, res)), shape=(T, R))
     common = np.asarray(M[A].multiply(M[B]).sum(axis=1)).ravel() > 0
     A, B = A[common], B[common]

@@ -148,6 +148,8 @@ def simulate(problem: FlowProblem, *, mode: str = "auto", epsilon: float = 0.01,
         # can flip on a last-bit difference: keep the per-entry coefficients there, so results do not depend
         # on how the caller expressed the weights.
         pr.unfold()
+    else:
+        pr.fold_weight()  # per-resource weights given per entry: folded like resource_weight
     red = _reduce_columns(pr)
     prs = pr if red.res is pr.res else pr.reduced(red)
     rbytes = _resource_bytes(prs)[red.rep]  # a merged resource carries exactly its representative's bytes

@@ -119,6 +119,10 @@ class _Index:
         return int(self.indices.nbytes + self.indptr.nbytes + c + (0 if self.flows is None else self.res.nbytes))
 
 
+#: Columns of at most this many flows are ordered by a stable argsort instead of scipy's counting sort.
+_SMALL_SORT = 1 << 16
+
+
 def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
     """(indptr, indices[, ecoef]) of the slot -> local-flow incidence of ``rows``.
 
@@ -129,8 +133,6 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
     ordered by column, then by flow.  With ``coef2d`` (float64[n, h]) the
     coefficient of every entry is returned too, in the same order.
     """
-    import scipy.sparse as sp  # only the numpy path needs scipy (and its import time)
-
     n, h = rows.shape
     nnz = n * h
     r1 = n_res + 1
@@ -151,18 +153,24 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
     ecoef = None if coef2d is None else np.empty(nnz)
     ones = np.ones(n, dtype=np.bool_)
     iptr = np.arange(n + 1, dtype=idx_t)
+    small = n <= _SMALL_SORT
+    if not small:
+        import scipy.sparse as sp  # large columns: scipy's O(n) counting sort (and its import time)
     for j in range(h):
         keys = np.add(rows[:, j], 1, dtype=idx_t)
-        csc = sp.csr_array((ones, keys, iptr), shape=(n, r1)).tocsc()
+        if small:  # the same order: flows by slot, stably (no scipy import on small problems)
+            by_slot = np.argsort(keys, kind="stable").astype(idx_t)
+        else:
+            by_slot = sp.csr_array((ones, keys, iptr), shape=(n, r1)).tocsc().indices
         del keys
         cj = counts[j]
         # destination of the k-th entry of column j: start of its slot's run + its rank in the run
         dest = np.repeat((start[j] - np.cumsum(cj) + cj).astype(idx_t), cj)
         dest += np.arange(n, dtype=idx_t)
-        indices[dest] = csc.indices
+        indices[dest] = by_slot
         if ecoef is not None:
-            ecoef[dest] = coef2d[csc.indices, j]
-        del csc, dest
+            ecoef[dest] = coef2d[by_slot, j]
+        del by_slot, dest
     return (indptr, indices) if coef2d is None else (indptr, indices, ecoef)
 
 
@@ -315,8 +323,6 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
         out.level, out.bneck, out.rounds = _kernels.fill(ix, rem, cnt, state, _ALIVE, _DONE, TIE_RTOL)
         out.rem = rem
         return out
-    from scipy.linalg import lapack as _lapack
-
     out = _Fill(ix.size, r1)
     bneck, level = out.bneck, out.level
     res, coef, indptr, indices, ecoef = ix.res, ix.coef, ix.indptr, ix.indices, ix.ecoef
@@ -423,6 +429,8 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                         L[np.diag_indices(k - ng0)] = np.where(live[ng0:], diag[ng0:], 1.0)
                         rhs = rc[ng0:] - W[ng0:, :ng0] @ s[:ng0]
                         rhs[~live[ng0:]] = 0.0
+                        from scipy.linalg import lapack as _lapack  # only when candidates interact
+
                         s[ng0:] = _lapack.dtrtrs(L, rhs, lower=1)[0]
                         L[np.diag_indices(k - ng0)] = 0.0
                     # candidate j may freeze at s[j] only if it is then the smallest share left:

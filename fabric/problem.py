@@ -270,6 +270,30 @@ class _Prob:
         self.weight = np.where(self.res >= 0, f if self.weight is None else self.weight * f, 0.0)
         self.cap, self.rw = self.cap_in, None
 
+    def fold_weight(self) -> None:
+        """Fold per-entry weights that are one factor per resource (every entry of a resource has the
+        same weight, e.g. a NIC goodput factor shared by all flows on the port) into the capacities,
+        as ``resource_weight`` is (exact up to rounding): the solver then runs unweighted."""
+        w, res = self.weight, self.res
+        if w is None or w.ndim != 2 or self.F == 0:
+            return
+        lw = np.ones(self.R)
+        cols = []
+        for j in range(res.shape[1]):  # one hop column at a time (no F x h temporaries)
+            ok = res[:, j] >= 0
+            cols.append(ok)
+            lw[res[ok, j]] = w[ok, j]
+        for j, ok in enumerate(cols):
+            if not np.array_equal(lw[res[ok, j]], w[ok, j]):
+                return
+        if not ((lw > 0) & (lw < _INF)).all():
+            return
+        cap_in = self.cap if self.rw is None else self.cap_in
+        self.rw = lw if self.rw is None else self.rw * lw
+        self.cap_in = cap_in
+        self.cap = cap_in / self.rw
+        self.weight = None
+
     def reduced(self, red) -> "_Prob":
         """A shallow copy that solves on the merged columns (see :func:`_reduce_columns`)."""
         q = object.__new__(_Prob)

@@ -28,15 +28,47 @@ _T = {t: i for i, t in enumerate(TIERS)}
 _INF = np.iinfo(np.int32).max // 4  # "unreachable" hop distance
 
 
+#: Sources x switch-links up to which the hop distances come from a numpy BFS (no scipy import).
+_NUMPY_BFS_MAX = 1 << 24
+
+
+def _hop_distances(a: np.ndarray, b: np.ndarray, n: int, sources: np.ndarray) -> np.ndarray:
+    """int32 hop distances from every source to every node over the directed edges a -> b
+    (``_INF`` where unreachable): a level-synchronous BFS from all sources at once on small
+    networks, scipy's csgraph BFS on large ones (the same integers)."""
+    L = len(sources)
+    if L * max(len(a), 1) > _NUMPY_BFS_MAX:
+        import scipy.sparse as sp  # large switch networks: scipy's BFS (and its import time)
+        from scipy.sparse.csgraph import shortest_path
+
+        adj = sp.csr_array((np.ones(len(a)), (a, b)), shape=(n, n))
+        d = shortest_path(adj, unweighted=True, indices=sources, directed=True)
+        return np.where(np.isfinite(d), d, _INF).astype(np.int32)
+    dist = np.full((L, n), _INF, np.int32)
+    rows = np.arange(L)
+    dist[rows, sources] = 0
+    frontier = np.zeros((L, n), bool)
+    frontier[rows, sources] = True
+    order = np.argsort(b, kind="stable")
+    a, b = a[order], b[order]
+    heads, first = np.unique(b, return_index=True)
+    level = 0
+    while frontier.any() and len(a):
+        level += 1
+        reach = np.logical_or.reduceat(frontier[:, a], first, axis=1)  # [source, head]: a frontier tail
+        new = reach & (dist[:, heads] == _INF)
+        frontier = np.zeros((L, n), bool)
+        frontier[:, heads] = new
+        dist[frontier] = level
+    return dist
+
+
 class _TablesMixin:
     """Forwarding tables and reachability of :class:`fabric.routing.Router` (internal)."""
 
     # ----------------------------------------------------------------- tables
     def _build_tables(self) -> None:
         """Per-destination-group next-hop tables of the switch network (one BFS per leaf)."""
-        import scipy.sparse as sp  # imported here: only routing over a switch network needs it
-        from scipy.sparse.csgraph import shortest_path
-
         cf = self.cf
         n = cf.n_nodes
         net = np.isin(cf.node_role, [_R["leaf"], _R["spine"], _R["core"]])
@@ -59,10 +91,8 @@ class _TablesMixin:
             self._tables = dict(dist=np.zeros((0, 0), np.int32), local=local, ng=ng, connected=False)
             return
         # distance from every switch to every leaf (reverse graph BFS), then to each group
-        adj_rev = sp.csr_array((np.ones(len(e_src)), (local[e_dst], local[e_src])), shape=(ns, ns))
         leaves = np.unique(uniq[uniq >= 0])
-        dl = shortest_path(adj_rev, unweighted=True, indices=local[leaves], directed=True)
-        dl = np.where(np.isfinite(dl), dl, _INF).astype(np.int32)
+        dl = _hop_distances(local[e_dst], local[e_src], ns, local[leaves])
         leaf_pos = {int(l): i for i, l in enumerate(leaves)}
         dist = np.full((ng, ns), _INF, np.int32)
         for gi, row in enumerate(uniq):
