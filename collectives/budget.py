@@ -15,18 +15,19 @@ send_recv           ``n``
 ring/tree/nvls/...  at most ``64 n`` (channels x ring/tree edges)
 ==================  ==========================================================
 
-Memory: ``400 + 200 h`` bytes per flow (routing tables, the flow set, the
+Memory: ``200 + 30 h`` bytes per flow (routing tables, the flow set, the
 engine's adjacency and per-flow state) plus ``40 T E`` bytes for a MoE routing
-draw and ``48 n^2`` for its count matrices. Measured peak RSS of plan + route +
-simulate was 980-1450 B per flow at ``h = 6..10`` (all-to-all on fat-trees of
-256-1024 hosts and 64 HGX H100 nodes; docs/robustness.md), below the estimate
-(1600-2400 B). Time: 1 us per flow-hop (measured 0.5) plus 10 ns per MoE score.
+draw and ``48 n^2`` for its count matrices. Measured whole-process peak RSS of
+``fabric-emu run all_to_all ... --json`` after the engine's memory work
+(2026-12-01): 129 B per flow on 4,096 hosts (2.16 GB), 139 B on 2,048, 207 B on
+1,024 (baseline included), 495 B on 64 HGX H100 nodes (129 MB for 261,632 flows,
+the ~60 MB interpreter baseline included); docs/robustness.md. Time: 1 us per flow-hop (measured 0.5) plus 10 ns per MoE score.
 
 Examples
 --------
 >>> e = estimate_collective("all_to_all", [65536], hops=6)
 >>> e.flows, round(e.memory_bytes / 2**40, 1)
-(4294901760, 6.2)
+(4294901760, 1.5)
 >>> estimate_collective("all_reduce", [8], hops=2).flows
 512
 """
@@ -41,8 +42,8 @@ from topologies.limits import check_memory, memory_limit_bytes
 __all__ = ["ProblemEstimate", "estimate_collective", "check_collective", "check_ops", "hops_bound", "fabric_tiers",
            "max_ranks_within", "BYTES_PER_FLOW", "BYTES_PER_HOP", "AGGREGATE_ABOVE_FLOWS"]
 
-BYTES_PER_FLOW = 400
-BYTES_PER_HOP = 200
+BYTES_PER_FLOW = 200
+BYTES_PER_HOP = 30
 SECONDS_PER_FLOW_HOP = 1e-6
 BYTES_PER_SCORE = 40
 SECONDS_PER_SCORE = 10e-9
@@ -112,7 +113,7 @@ def max_ranks_within(collective: str, groups: int, *, hops: int, domain_gpus: in
     Examples
     --------
     >>> n = max_ranks_within("all_to_all", 1, hops=6, limit="8GiB")
-    >>> 2000 < n < 4000
+    >>> 4000 < n < 6000
     True
     """
     lim = memory_limit_bytes(limit)
