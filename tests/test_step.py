@@ -137,3 +137,17 @@ def test_system_spec_file(repo):
     assert res.gpu == "GB300" and res.placement["gpus_per_domain"] == 72 and res.fabric == "gb300-4racks-failed-spine"
     with pytest.raises(SpecError, match="NVLink domains of a catalog GPU"):
         estimate_step(QWEN, lay, str(repo / "docs" / "examples" / "fat-tree-2to1.toml"))
+
+
+def test_cli_option_types_and_exports():
+    import workloads
+    from workloads.layout import SCHEDULES
+
+    assert {"estimate_step", "Layout", "StepResult", "validate_training"} <= set(workloads.__all__)
+    assert workloads.estimate_step is estimate_step and workloads.Layout is Layout
+    base = ["step", "--model", "llama3-8b", "--system", "hgx-h100", "--global-batch", "8", "--micro-batch", "1",
+            "--seq-len", "1024", "--precision", "bf16"]
+    r = CliRunner().invoke(cli, base + ["--gpus", "٨"])          # a non-ASCII digit is not an integer
+    assert r.exit_code == 2 and "--gpus" in r.output
+    r = CliRunner().invoke(cli, base + ["--gpus", "8", "--schedule", "zb"])
+    assert r.exit_code == 2 and all(s in r.output for s in SCHEDULES)

@@ -47,7 +47,7 @@ from workloads.pipeline import simulate_pipeline
 from workloads.trace import Span, chrome_trace
 from workloads.traffic import ROUTINGS, StepTraffic, step_traffic
 
-__all__ = ["OVERLAPS", "SM_SHARE_EP_COMM", "TRAINING_EFFICIENCY", "FRAMEWORK_OVERHEAD", "training_efficiency", "framework_overhead_s",
+__all__ = ["OVERLAPS", "ATTENTION_PRECISIONS", "SM_SHARE_EP_COMM", "TRAINING_EFFICIENCY", "FRAMEWORK_OVERHEAD", "training_efficiency", "framework_overhead_s",
            "FP8_ATTENTION_GPUS", "attention_precision_for", "Overlap", "LayerTimes", "StepResult",
            "parse_overlap", "layer_times", "estimate_step"]
 
@@ -154,6 +154,8 @@ _SELECTIVE = ("norm", "_act", "mla_q_b", "mla_kv_b")
 #: (scripts/performance/configs/deepseek/deepseek_workload_base_configs.py); the Llama 3.1 recipes
 #: (llama31_workload_base_configs.py) do not.
 FP8_ATTENTION_GPUS = ("GB300", "B300")
+#: ``--attention-precision`` choices (``auto``: see :func:`attention_precision_for`).
+ATTENTION_PRECISIONS = ("auto", "bf16", "fp8")
 
 
 def attention_precision_for(gpu: str, precision: str, choice: str = "auto", attention: str = "mla") -> str:
@@ -166,7 +168,7 @@ def attention_precision_for(gpu: str, precision: str, choice: str = "auto", atte
     >>> attention_precision_for("GB300", "mxfp8", attention="gqa")
     'bf16'
     """
-    if choice not in ("auto", "bf16", "fp8"):
+    if choice not in ATTENTION_PRECISIONS:
         raise SpecError(f"--attention-precision: {choice!r} must be auto, bf16 or fp8")
     if choice != "auto":
         return choice
