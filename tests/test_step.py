@@ -151,3 +151,14 @@ def test_cli_option_types_and_exports():
     assert r.exit_code == 2 and "--gpus" in r.output
     r = CliRunner().invoke(cli, base + ["--gpus", "8", "--schedule", "zb"])
     assert r.exit_code == 2 and all(s in r.output for s in SCHEDULES)
+
+
+def test_ep_and_dp_traffic_contend_when_they_overlap():
+    # EP16 crosses HGX nodes: its all-to-all shares the NICs with the DP reduce-scatter under the backward
+    lay = Layout(gpus=32, ep=16, global_batch=64, micro_batch=1, seq_len=4096, precision="fp8")
+    res = estimate_step(QWEN, lay, "hgx-h100", overlap="dp-grad,dp-param,tp,pp")     # EP not hidden
+    c = res.comm_s
+    assert c["ep_dispatch_dp"] > c["ep_dispatch"] and c["edp_rs_ep"] >= c["edp_rs"]
+    assert res.tail_s[0] > 0.0 and res.breakdown_s["ep_exposed"] >= res.tail_s[0]
+    alone = estimate_step(QWEN, lay, "hgx-h100", overlap="tp,pp")     # DP after the pipeline: no contention
+    assert alone.tail_s[0] == 0.0

@@ -211,7 +211,10 @@ def fit_constants(path: str | None = None, *, progress=None) -> dict:
                 progress(p["id"], k + 1, len(pts))
             res = predict(p)
             b = res.breakdown_s
-            A = b["compute"] + b["bubble"]
+            # the tensor-core share of the critical rank's compute, and of the bubble (idle time
+            # waiting for other ranks' compute of the same mix)
+            share = res.pipeline["tensor_core_s"] / b["compute"] if b["compute"] > 0 else 0.0
+            A = (b["compute"] + b["bubble"]) * share
             n_moe = res.pipeline["layer_passes"]["moe"]
             R = res.step_time_s - A
             T_meas = res.step_time_s * res.tflops_per_gpu / p["tflops_per_gpu"]
