@@ -56,7 +56,7 @@ def test_validate_cli_json():
     ids = {row["id"] for row in data["rows"]}
     training = {row["id"]: row for row in data["training"]["rows"] if row["quantity"] == "TFLOPs/GPU"}
     assert "h100x8-allreduce-ring" in ids and "dsv3-gb300-256" in training
-    assert training["dsv3-gb300-256"]["passed"] and set(data["training"]["summary"]) == {"fit", "held-out"}
+    assert training["dsv3-gb300-256"]["passed"] and set(data["training"]["summary"]) >= {"fit", "held-out"}
 
 
 def test_validate_bad_file(tmp_path):

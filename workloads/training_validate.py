@@ -17,7 +17,7 @@ Examples
 --------
 >>> pts = load_points()
 >>> sorted({p["split"] for p in pts}), any(p["id"] == "dsv3-gb300-256" for p in pts)
-(['fit', 'held-out'], True)
+(['fit', 'held-out', 'spotcheck'], True)
 """
 
 from __future__ import annotations
@@ -32,12 +32,15 @@ from topologies.errors import FabricEmuError, SpecError
 from workloads.layout import Layout
 from workloads.models import get_model
 
-__all__ = ["fit_constants", "TOLERANCE", "TrainingRow", "TrainingReport", "load_points", "layout_of", "predict", "validate_training"]
+__all__ = ["fit_constants", "SPLITS", "TOLERANCE", "TrainingRow", "TrainingReport", "load_points", "layout_of", "predict", "validate_training"]
 
 #: Relative tolerance on TFLOPs per GPU (issue 7 §5): the reference scenario 10 %, other points
 #: 15 %; the scaling point: retained per-GPU throughput within 0.02 (absolute).
 TOLERANCE = {"reference": 0.10, "training": 0.15, "scaling": 0.02}
 REFERENCE_ID = "dsv3-gb300-256"
+#: Splits of the training points: ``fit`` (the calibration uses these only), ``held-out`` (same
+#: software stack, never fitted), ``spotcheck`` (older published stacks, reported apart).
+SPLITS = ("fit", "held-out", "spotcheck")
 
 
 @dataclass(frozen=True)
@@ -67,8 +70,10 @@ class TrainingReport:
 
     def summary(self) -> dict:
         out = {}
-        for split in ("fit", "held-out"):
+        for split in SPLITS:
             e = self.errors(split)
+            if split == "spotcheck" and not e:
+                continue
             out[split] = {"points": len(e), "mean_abs_error": sum(e) / len(e) if e else None,
                           "max_abs_error": max(e) if e else None}
         return out
@@ -108,8 +113,8 @@ def load_points(path: str | None = None) -> list[dict]:
         doc = tomllib.loads(resources.files("workloads").joinpath("data/training_points.toml").read_text())
     pts = _shared_points()
     for p in doc.get("point", []):
-        if p.get("split") not in ("fit", "held-out"):
-            raise SpecError(f"training point {p.get('id', '?')}: split must be 'fit' or 'held-out'")
+        if p.get("split") not in SPLITS:
+            raise SpecError(f"training point {p.get('id', '?')}: split must be one of {', '.join(SPLITS)}")
         pts.append(dict(p))
     return pts
 
