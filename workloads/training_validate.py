@@ -85,7 +85,9 @@ class TrainingReport:
 #: Split of the shared reference points (rule in training_points.toml: Llama 3.1 405B and Qwen3 fit).
 _FIT_MODELS = ("llama3.1-405b", "qwen3-30b-a3b", "qwen3-235b-a22b")
 #: Recipe options of the shared reference scenario (DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V2).
-_RECIPES = {"dsv3-gb300-256": {"pp_layout": "Et*4|(t*4|)*14tmL"}}
+_RECIPES = {"dsv3-gb300-256": {"pp_layout": "Et*4|(t*4|)*14tmL"},
+            # QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_FP8_CS_V1: moe_a2a_overlap=False (qwen3_workload_base_configs.py)
+            "qwen3-30b-a3b-h100-16": {"overlap": "dp-grad,dp-param,tp,pp"}}
 
 
 def _shared_points() -> list[dict]:
