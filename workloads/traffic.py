@@ -29,7 +29,12 @@ Phases (tasks of one :func:`schedule` call each):
   together; the all-gather of the updated parameters (ZeRO-1) moves the same
   bytes over the same rings (NCCL's ring all-gather and reduce-scatter send
   ``(n - 1) / n`` of the buffer in ``n - 1`` steps alike), so it takes the
-  reduce-scatter's time scaled by its bytes.
+  reduce-scatter's time scaled by its bytes;
+* ``ep+dp``: the traffic kinds that overlap in time, together: the DP reduce-scatter runs under
+  the last backward (the all-gather under the first forward) while its MoE layers dispatch and
+  combine, so every DP / expert-DP reduce-scatter runs with one EP pass of every group, started
+  half-way through the DP collectives (their ``dp`` time); the step composition carries the
+  interference to the window's passes (:func:`workloads.step.estimate_step`).
 
 Examples
 --------
@@ -53,7 +58,8 @@ from collectives.ops import Collective
 from collectives.schedule import CollectiveTask, PlanCache, SendTask, schedule
 from collectives.runner import planner_for
 
-__all__ = ["ROUTINGS", "GRAD_BYTES", "PARAM_BYTES", "JOINT_EPSILON", "PhaseResult", "StepTraffic", "phase_tasks", "step_traffic",
+__all__ = ["ROUTINGS", "GRAD_BYTES", "PARAM_BYTES", "JOINT_EPSILON", "PhaseResult", "StepTraffic", "phase_tasks",
+           "step_traffic",
            "routing_for"]
 
 #: Token routings of the step's EP traffic: ``balanced`` (force-balanced benchmarks, the expected
@@ -65,7 +71,8 @@ ROUTINGS = ("balanced", "uniform", "model", "skewed")
 GRAD_BYTES = 2.0
 PARAM_BYTES = 2.0
 #: Epoch tolerance of the joint ``ep+dp`` simulation: the EP pass's effect on a DP collective is about
-#: 1 % of it, under the default tolerance (0.02): the ``dp`` and ``ep+dp`` phases both run at 0.002 (docs/steptime.md).
+#: 1 % of it, under the default tolerance (0.02): the ``dp`` and ``ep+dp`` phases both run at 0.002
+#: (docs/steptime.md).
 JOINT_EPSILON = 0.002
 
 
