@@ -44,7 +44,7 @@ Examples
 >>> pl = place(lay, gpus_per_domain=8)
 >>> ph = phase_tasks(get_model("qwen3-30b-a3b"), lay, pl, [(1e9, 2e9)])
 >>> sorted(ph), len(ph["ep"])
-(['dp', 'ep', 'tp'], 4)
+(['dp', 'ep', 'ep+dp', 'tp'], 4)
 """
 
 from __future__ import annotations
