@@ -158,13 +158,22 @@ class Planner:
         t = self.transport[np.maximum(res, 0)]
         return np.where(res >= 0, 1.0 / eff[t], 0.0)
 
+    def resource_scale(self, kind: str, protocol: str = "Simple") -> np.ndarray:
+        """:meth:`scale` for every router resource at once (one factor per resource, no F x h array)."""
+        key = (kind, protocol)
+        cache = self.__dict__.setdefault("_rscale", {})
+        if key not in cache:
+            eff = np.asarray(self.calib.efficiency(kind)) * PROTOCOL_EFFICIENCY[protocol]
+            cache[key] = 1.0 / eff[self.transport]
+        return cache[key]
+
     def routed(self, src, dst, size, *, kind: str, protocol: str, latency_s: float, label: str,
                pxn: bool = False, salt=None, phase=0) -> FlowSet:
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         routes = self.router.route(src, dst, policy=self.policy, seed=self.seed, salt=salt, pxn=pxn)
         return FlowSet.from_routes(routes, size, label=label, latency_s=latency_s, phase=phase,
-                                   weight_scale=self.scale(routes.res, kind, protocol))
+                                   resource_scale=self.resource_scale(kind, protocol))
 
     def ports(self, ranks, which: str, size, *, kind: str, protocol: str, latency_s: float, label: str,
               phase=0) -> FlowSet:

@@ -18,7 +18,7 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from collectives.budget import check_ops
 from collectives.calibration import calibration
 from collectives.ops import Collective, busbw_factor
 from fabric import Router
-from fabric.congestion import CongestionReport, congestion
+from fabric.congestion import CongestionReport, congestion, max_link_utilization
 from fabric.decompose import simulate_split
 from fabric.flowset import concat, to_problem
 from topologies.errors import SpecError
@@ -93,17 +93,22 @@ def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: in
     check_ops(router.cf, ops, limit=memory_limit)  # refuse from an estimate before planning and routing
     planner = planner or planner_for(router, policy=policy, seed=seed)
     plans: list[Plan] = [planner.plan(op) for op in ops]
-    owner = np.concatenate([np.full(p.flows.n_flows, i) for i, p in enumerate(plans)])
+    bounds = np.cumsum([0] + [p.flows.n_flows for p in plans])  # op i owns flows bounds[i]:bounds[i + 1]
     names = [p.op.label for p in plans]
     labels = [n if names.count(n) == 1 else f"{n}#{i}" for i, n in enumerate(names)]
     fs = concat([p.flows.relabel(label) for p, label in zip(plans, labels)])
     problem, used = to_problem(fs, router)
+    if not report:
+        # only the report reads the flow sets again: free them (F x h resource ids, endpoints) before the engine
+        plans = [replace(p, flows=None) for p in plans]
+        del fs
     result = simulate_split(problem, mode=mode, epsilon=epsilon)
-    rep = congestion(router, fs, result, used, policy=planner.policy)
+    # the congestion report (hot links and the groups on them) only when asked; the results need one number
+    rep = congestion(router, fs, result, used, policy=planner.policy) if report else None
+    max_util = rep.max_utilization if rep is not None else max_link_utilization(router, result, used)
     out = []
     for i, p in enumerate(plans):
-        mine = owner == i
-        t = float(result.finish_s[mine].max(initial=0.0))
+        t = float(result.finish_s[bounds[i]:bounds[i + 1]].max(initial=0.0))
         op = p.op
         payload = p.logical_bytes if p.logical_bytes is not None else float(op.size_bytes)
         algbw = payload / t if t > 0 else 0.0
@@ -112,9 +117,9 @@ def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: in
         out.append(CollectiveResult(
             collective=op.collective, label=labels[i], ranks=op.n, size_bytes=op.size_bytes, algorithm=p.algorithm,
             protocol=p.protocol, nccl_algorithm=p.nccl_algorithm, time_s=t, algbw_Bps=algbw, busbw_Bps=algbw * factor,
-            analytic_time_s=ana, latency_s=p.latency_s, max_link_utilization=rep.max_utilization,
+            analytic_time_s=ana, latency_s=p.latency_s, max_link_utilization=max_util,
             lower_bound_s=float(result.lower_bound_s), engine_mode=result.mode_used, logical_bytes=p.logical_bytes,
-            report=rep if report else None))
+            report=rep))
     return out
 
 

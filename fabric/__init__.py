@@ -4,24 +4,55 @@
 networkx's algorithms analyse its generators' graphs.
 """
 
-from topologies.errors import (
-    FabricEmuError,
-    FlowError,
-    ProblemTooLargeError,
-    RoutingError,
-    SelectorError,
-    UnreachableError,
-)
-from fabric.bisection import BisectionResult, Partition, bisection, cut_Bps, structured_partitions
-from fabric.compiled import CompiledFabric, compile_fabric
-from fabric.failures import SELECTOR_FORMS, apply_failures, compile_with_failures, parse_degradation, resolve
-from fabric.congestion import CongestionReport, LinkStat, TierStat, congestion
-from fabric.decompose import independent_size_classes, simulate_split
-from fabric.engine import FlowProblem, FlowResult, estimate_memory_bytes, simulate
-from fabric.flowset import FlowSet, concat, to_problem
-from fabric.maxmin import MaxMinResult, maxmin_rates, maxmin_refill
-from fabric.nxroute import NxRouter
-from fabric.routing import POLICIES, TRANSPORTS, Router, Routes
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+
+#: public name -> (module, attribute); imported on first use, so that importing the package
+#: (e.g. for ``fabric-emu --help``) does not load numpy, scipy or networkx
+_EXPORTS = {
+    "FabricEmuError": ("topologies.errors", "FabricEmuError"),
+    "FlowError": ("topologies.errors", "FlowError"),
+    "ProblemTooLargeError": ("topologies.errors", "ProblemTooLargeError"),
+    "RoutingError": ("topologies.errors", "RoutingError"),
+    "SelectorError": ("topologies.errors", "SelectorError"),
+    "UnreachableError": ("topologies.errors", "UnreachableError"),
+    "BisectionResult": ("fabric.bisection", "BisectionResult"),
+    "Partition": ("fabric.bisection", "Partition"),
+    "bisection": ("fabric.bisection", "bisection"),
+    "cut_Bps": ("fabric.bisection", "cut_Bps"),
+    "structured_partitions": ("fabric.bisection", "structured_partitions"),
+    "CompiledFabric": ("fabric.compiled", "CompiledFabric"),
+    "compile_fabric": ("fabric.compiled", "compile_fabric"),
+    "SELECTOR_FORMS": ("fabric.failures", "SELECTOR_FORMS"),
+    "apply_failures": ("fabric.failures", "apply_failures"),
+    "compile_with_failures": ("fabric.failures", "compile_with_failures"),
+    "parse_degradation": ("fabric.failures", "parse_degradation"),
+    "resolve": ("fabric.failures", "resolve"),
+    "CongestionReport": ("fabric.congestion", "CongestionReport"),
+    "LinkStat": ("fabric.congestion", "LinkStat"),
+    "TierStat": ("fabric.congestion", "TierStat"),
+    "congestion": ("fabric.congestion", "congestion"),
+    "independent_size_classes": ("fabric.decompose", "independent_size_classes"),
+    "simulate_split": ("fabric.decompose", "simulate_split"),
+    "FlowProblem": ("fabric.engine", "FlowProblem"),
+    "FlowResult": ("fabric.engine", "FlowResult"),
+    "estimate_memory_bytes": ("fabric.engine", "estimate_memory_bytes"),
+    "simulate": ("fabric.engine", "simulate"),
+    "FlowSet": ("fabric.flowset", "FlowSet"),
+    "concat": ("fabric.flowset", "concat"),
+    "to_problem": ("fabric.flowset", "to_problem"),
+    "MaxMinResult": ("fabric.maxmin", "MaxMinResult"),
+    "maxmin_rates": ("fabric.maxmin", "maxmin_rates"),
+    "maxmin_refill": ("fabric.maxmin", "maxmin_refill"),
+    "NxRouter": ("fabric.nxroute", "NxRouter"),
+    "POLICIES": ("fabric.routing", "POLICIES"),
+    "TRANSPORTS": ("fabric.routing", "TRANSPORTS"),
+    "Router": ("fabric.routing", "Router"),
+    "Routes": ("fabric.routing", "Routes"),
+}
 
 __fabric_emu__ = True
 
@@ -66,3 +97,37 @@ __all__ = [
     "Router",
     "Routes",
 ]
+
+
+def __getattr__(name: str):
+    try:
+        mod, attr = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'fabric' has no attribute {name!r}") from None
+    module = importlib.import_module(mod)
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+class _Package(types.ModuleType):
+    """Keeps an exported function whose name is also a submodule's (``presets``, ``bisection``, ``congestion``).
+
+    Importing a submodule sets it as an attribute of the package; when an export
+    of the same name is a function of that submodule, the function is stored instead,
+    as the eager ``from ... import`` lines used to leave it.
+    """
+
+    def __setattr__(self, name, value):
+        spec = _EXPORTS.get(name)
+        if (spec is not None and spec[1] is not None and isinstance(value, types.ModuleType)
+                and value.__name__ == f"{self.__name__}.{name}"):
+            value = getattr(value, spec[1])
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -31,7 +31,7 @@ from fabric.flowset import FlowSet
 from fabric.routing import Router
 from topologies.graph import TIERS
 
-__all__ = ["LinkStat", "TierStat", "CongestionReport", "congestion"]
+__all__ = ["LinkStat", "TierStat", "CongestionReport", "congestion", "max_link_utilization"]
 
 
 @dataclass(frozen=True)
@@ -115,28 +115,79 @@ def _link_busy(router: Router, busy_res: np.ndarray) -> np.ndarray:
     return busy
 
 
-def _groups_on(router: Router, fs: FlowSet, link: int, top: int = 4) -> tuple[int, tuple]:
+def _link_util(router: Router, result: FlowResult, used: np.ndarray):
+    """(bytes per link, utilisation per link (NaN on failed links), utilisations of the links that carried bytes)."""
+    cf = router.cf
+    link_bytes = router.expand_to_links(_scatter(router, used, result.resource_bytes))
+    T = float(result.makespan_s)
+    cap = cf.link_capacity_Bps
+    with np.errstate(divide="ignore", invalid="ignore"):
+        util = np.where(cf.link_alive, link_bytes / (cap * T), np.nan) if T > 0 else np.zeros(cf.n_links)
+    return link_bytes, util, util[(link_bytes > 0) & cf.link_alive]
+
+
+def max_link_utilization(router: Router, result: FlowResult, used: np.ndarray) -> float:
+    """The report's ``max_utilization`` alone (no hot-link or group analysis): bytes / (capacity x makespan)."""
+    _, _, u = _link_util(router, result, used)
+    return float(u.max()) if len(u) else 0.0
+
+
+def _groups_on_links(router: Router, fs: FlowSet, links: list[int], top: int = 4) -> list[tuple[int, tuple]]:
+    """Per listed link: the flows crossing it (or a trunk holding it) and the groups' shares of its bytes.
+
+    One pass over the flow table (one gather per hop column) for all the links.
+    """
+    K = len(links)
+    if K == 0:
+        return []
     L = router.n_links
-    owners = [link]
-    per_member = [1.0]  # a trunk of k links puts 1/k of its weight on each member
-    if len(router.trunk_links):
-        t = np.flatnonzero(router.trunk_links == link)
-        tid = np.searchsorted(router.trunk_ptr, t, side="right") - 1
-        owners += list(tid + L)
-        per_member += list(1.0 / np.diff(router.trunk_ptr)[tid])
-    hit = np.isin(fs.res, owners)
-    rows = np.flatnonzero(hit.any(axis=1))
-    if len(rows) == 0:
-        return 0, ()
-    w = fs.weight[rows] if fs.weight is not None else np.ones(fs.res[rows].shape)
-    scale = np.zeros(fs.res[rows].shape)
-    for o, f in zip(owners, per_member):
-        scale[fs.res[rows] == o] = f
-    share = (w * scale).sum(axis=1) * fs.size_bytes[rows]
-    by = np.bincount(fs.group[rows], weights=share, minlength=len(fs.labels))
-    order = np.argsort(-by)[:top]
-    total = by.sum()
-    return len(rows), tuple((fs.labels[g], float(by[g] / total)) for g in order if by[g] > 0)
+    own_r, own_k, own_f = [], [], []
+    sizes = np.diff(router.trunk_ptr)
+    for k, link in enumerate(links):
+        own_r.append(link), own_k.append(k), own_f.append(1.0)
+        if len(router.trunk_links):
+            t = np.flatnonzero(router.trunk_links == link)
+            tid = np.searchsorted(router.trunk_ptr, t, side="right") - 1
+            own_r += (tid + L).tolist()
+            own_k += [k] * len(tid)
+            own_f += (1.0 / sizes[tid]).tolist()  # a trunk of m links puts 1/m of its weight on each member
+    own_r, own_k, own_f = np.asarray(own_r), np.asarray(own_k), np.asarray(own_f)
+    uniq, inv = np.unique(own_r, return_inverse=True)
+    inv = inv.ravel()
+    code = np.full(router.n_resources + 1, -1, np.int64)  # index -1 (padding) lands on the last entry
+    code[uniq] = np.arange(len(uniq))
+    o = np.argsort(inv, kind="stable")
+    ptr = np.zeros(len(uniq) + 1, np.int64)
+    np.cumsum(np.bincount(inv, minlength=len(uniq)), out=ptr[1:])
+    res = fs.res
+    rows, cols = [], []
+    for j in range(res.shape[1]):
+        r = np.flatnonzero(code[res[:, j]] >= 0)
+        rows.append(r)
+        cols.append(np.full(len(r), j))
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    rid = res[rows, cols]
+    u = code[rid]
+    w = fs.weight[rows, cols] if fs.weight is not None else np.ones(len(rows))
+    if fs.resource_scale is not None:
+        w = w * fs.resource_scale[rid]
+    # every hit entry once per owner entry of its resource (a trunk may hold several listed links)
+    cnt = ptr[u + 1] - ptr[u]
+    e = np.repeat(np.arange(len(u)), cnt)
+    pos = ptr[u][e] + np.arange(len(e)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    ek, ef = own_k[o][pos], own_f[o][pos]
+    er = rows[e]
+    share = w[e] * ef * fs.size_bytes[er]
+    G = len(fs.labels)
+    by = np.bincount(ek * G + fs.group[er], weights=share, minlength=K * G).reshape(K, G)
+    nflows = np.bincount(np.unique(ek * max(fs.n_flows, 1) + er) // max(fs.n_flows, 1), minlength=K)
+    out = []
+    for k in range(K):
+        b = by[k]
+        order = np.argsort(-b)[:top]
+        total = b.sum()
+        out.append((int(nflows[k]), tuple((fs.labels[g], float(b[g] / total)) for g in order if b[g] > 0)))
+    return out
 
 
 def congestion(router: Router, fs: FlowSet, result: FlowResult, used: np.ndarray, *, top: int = 10,
@@ -146,15 +197,11 @@ def congestion(router: Router, fs: FlowSet, result: FlowResult, used: np.ndarray
     ``policy`` (the routing policy used) sharpens the verdict's explanation.
     """
     cf = router.cf
-    L = cf.n_links
-    link_bytes = router.expand_to_links(_scatter(router, used, result.resource_bytes))
+    link_bytes, util, u = _link_util(router, result, used)
     link_busy = _link_busy(router, _scatter(router, used, result.resource_busy_s))
     T = float(result.makespan_s)
     cap = cf.link_capacity_Bps
-    with np.errstate(divide="ignore", invalid="ignore"):
-        util = np.where(cf.link_alive, link_bytes / (cap * T), np.nan) if T > 0 else np.zeros(L)
     carried = link_bytes > 0
-    u = util[carried & cf.link_alive]
     order = np.argsort(-np.nan_to_num(util, nan=-1.0), kind="stable")
     hottest, seen = [], {}
     for l in order:
@@ -166,11 +213,13 @@ def congestion(router: Router, fs: FlowSet, result: FlowResult, used: np.ndarray
             if np.isclose(util[l], hottest[k].utilization, rtol=1e-6):
                 hottest[k] = replace(hottest[k], parallel=hottest[k].parallel + 1)
                 continue
-        n, groups = _groups_on(router, fs, int(l))
         seen[pair] = len(hottest)
         hottest.append(LinkStat(link=int(l), name=cf.link_name(int(l)), tier=cf.tier_of(int(l)),
                                 capacity_Bps=float(cap[l]), bytes=float(link_bytes[l]), busy_s=float(link_busy[l]),
-                                utilization=float(util[l]), flows=n, groups=groups))
+                                utilization=float(util[l]), flows=0, groups=()))
+    # flows and groups of every listed link in one pass over the flow table
+    for k, (n, groups) in enumerate(_groups_on_links(router, fs, [h.link for h in hottest])):
+        hottest[k] = replace(hottest[k], flows=n, groups=groups)
     tiers = []
     for code, name in enumerate(TIERS):
         m = (cf.link_tier == code) & carried & cf.link_alive

@@ -38,20 +38,31 @@ def independent_size_classes(problem: FlowProblem, max_classes: int = 16) -> lis
     if problem.release_s is not None and np.any(problem.release_s):
         return None
     sizes = np.asarray(problem.size_bytes)
-    uniq, inv = np.unique(sizes, return_inverse=True)
-    if len(uniq) < 2 or len(uniq) > max_classes:
-        return None
+    if len(sizes) == 0 or sizes.min() == sizes.max():
+        return None  # one size class
+    # the distinct sizes, smallest first, by repeated minima (at most max_classes + 1 passes, no sort)
+    left = np.ones(len(sizes), dtype=np.bool_)
+    masks = []
+    while left.any():
+        if len(masks) == max_classes:
+            return None
+        v = sizes[left].min()
+        m = sizes == v
+        masks.append(m)
+        left &= ~m
     R = len(problem.capacity_Bps)
-    owner = np.full(R + 1, -1, np.int64)
+    taken = np.zeros(R + 1, dtype=np.bool_)  # slot 0: the padding
     res = np.asarray(problem.res)
     classes = []
-    for c in range(len(uniq)):
-        rows = np.flatnonzero(inv == c)
-        used = np.unique(res[rows])
-        used = used[used >= 0]
-        if (owner[used] >= 0).any():
+    for m in masks:
+        rows = np.flatnonzero(m)
+        used = np.zeros(R + 1, dtype=np.bool_)
+        for j in range(res.shape[1] if res.ndim == 2 else 0):
+            used[np.add(res[rows, j], 1, dtype=np.intp)] = True
+        used[0] = False
+        if (taken & used).any():
             return None
-        owner[used] = c
+        taken |= used
         classes.append(rows)
     return classes
 
@@ -75,6 +86,41 @@ def _row_keys(problem: FlowProblem) -> np.ndarray:
     return rows.view(np.dtype((np.void, rows.shape[1]))).ravel()
 
 
+_K = np.array([0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD6E8FEB86659FD93,
+               0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x27D4EB2F165667C5, 0xFF51AFD7ED558CCD],
+              dtype=np.uint64)
+
+
+def _row_hash(problem: FlowProblem) -> np.ndarray:
+    """uint64 per flow, equal for identical flows (a linear mix of resources and size, then a finaliser).
+
+    Only "identical rows give equal hashes" matters for exactness: rows whose hash
+    is unique are proven unique; rows sharing a hash are compared exactly.
+    """
+    res = np.asarray(problem.res)
+    F = res.shape[0]
+    h = np.zeros(F, dtype=np.uint64)
+    k = 0
+    tmp = np.empty(F, dtype=np.uint64)
+
+    def mix(col):  # h += col * (an odd constant of its own)
+        nonlocal k
+        np.multiply(col, _K[k % len(_K)] + np.uint64(2 * (k // len(_K))), out=tmp)
+        np.add(h, tmp, out=h)
+        k += 1
+
+    with np.errstate(over="ignore"):
+        for j in range(res.shape[1] if res.ndim == 2 else 0):
+            np.copyto(tmp, res[:, j], casting="unsafe")  # -1 wraps to 2**64 - 1: still one value
+            mix(tmp)
+        # the resources and the size only: rows that agree on them are compared field by field anyway
+        mix(np.ascontiguousarray(np.asarray(problem.size_bytes, dtype=np.float64).reshape(F)).view(np.uint64))
+        h ^= h >> np.uint64(31)
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(29)
+    return h
+
+
 def group_identical_flows(problem: FlowProblem) -> tuple[FlowProblem, np.ndarray] | None:
     """Merge flows with identical resources, weights, size, start, latency and phase into classes.
 
@@ -82,20 +128,48 @@ def group_identical_flows(problem: FlowProblem) -> tuple[FlowProblem, np.ndarray
     multiplicity ``m`` (each member gets the class rate), so this is exact. Returns
     the reduced problem and, for every original flow, the index of its class; or
     ``None`` when no two flows are identical (or multiplicities are already set).
+
+    Cost: one hash per flow and one sort of the hashes; only flows whose hash is
+    shared are compared field by field, so a set with no identical flows (an
+    all-to-all) is dismissed after the sort.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = FlowProblem(capacity_Bps=np.array([1.0]), res=np.array([[0], [0], [0]]),
+    ...                 size_bytes=np.array([1.0, 2.0, 1.0]))
+    >>> reduced, cls = group_identical_flows(p)
+    >>> cls.tolist(), reduced.multiplicity.tolist()
+    ([0, 1, 0], [2.0, 1.0])
     """
-    if problem.multiplicity is not None or len(problem.size_bytes) < 2:
+    F = len(problem.size_bytes)
+    if problem.multiplicity is not None or F < 2:
         return None
-    keys = _row_keys(problem)
+    h = _row_hash(problem)
+    # rows alone in their bucket of the hash are unique; sort only the others' hashes
+    nb = 1 << max(4, int(F).bit_length() + 1)  # 2x to 4x the flows
+    bucket = (h & np.uint64(nb - 1)).astype(np.intp)
+    crowded = np.flatnonzero(np.bincount(bucket, minlength=nb)[bucket] > 1)
+    if crowded.shape[0] == 0:
+        return None
+    hc = h[crowded]
+    hs = np.sort(hc)
+    eq = hs[1:] == hs[:-1]
+    if not eq.any():
+        return None
+    cand = crowded[np.isin(hc, hs[1:][eq])]
+    keys = _row_keys(_sub(problem, cand))
     uniq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
     if len(uniq) == len(keys):
         return None
-    order = np.argsort(first)               # keep classes in first-appearance order (deterministic)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    cls = rank[inv.ravel()]
-    rep = first[order]
+    rep_of = np.arange(F)
+    rep_of[cand] = cand[first[inv.ravel()]]  # the first member of each class (np.unique's index is the first)
+    reps = np.flatnonzero(rep_of == np.arange(F))  # classes in first-appearance order (deterministic)
+    lookup = np.full(F, -1, np.int64)
+    lookup[reps] = np.arange(len(reps))
+    cls = lookup[rep_of]
     mult = np.bincount(cls).astype(np.float64)
-    return replace(_sub(problem, rep), multiplicity=mult), cls
+    return replace(_sub(problem, reps), multiplicity=mult), cls
 
 
 def simulate_split(problem: FlowProblem, **kwargs) -> FlowResult:

@@ -37,7 +37,7 @@ __all__ = ["FlowSet", "concat", "to_problem"]
 def _vec(x, n: int, name: str, dtype=np.float64) -> np.ndarray:
     a = np.asarray(x, dtype=dtype)
     if a.ndim == 0:
-        return np.full(n, a, dtype=dtype)
+        return np.broadcast_to(a, (n,))  # a constant: a read-only view, no F-sized array
     if a.shape != (n,):
         raise FlowError(f"{name}: expected {n} values, got shape {a.shape}")
     return a
@@ -60,19 +60,32 @@ class FlowSet:
     n_phases: int = 1
     phase_deps: tuple | None = None         # CSR (indptr[P+1], indices)
     phase_delay_s: np.ndarray | None = None  # float64[P]
+    #: float64[router resources] or None: a factor on every entry of a resource (1 / wire efficiency of its
+    #: transport); the flow's coefficient on ``res[f, j]`` is ``weight[f, j] * resource_scale[res[f, j]]``
+    resource_scale: np.ndarray | None = None
 
     @property
     def n_flows(self) -> int:
         return len(self.size_bytes)
 
+    def effective_weight(self) -> np.ndarray | None:
+        """float64[F, h]: every entry's coefficient, ``resource_scale`` multiplied in (None = all 1)."""
+        if self.resource_scale is None:
+            return self.weight
+        s = self.resource_scale[np.maximum(self.res, 0)]
+        w = s if self.weight is None else self.weight * s
+        return np.where(self.res >= 0, w, 0.0)
+
     @classmethod
     def from_routes(cls, routes: Routes, size_bytes, *, label: str = "flows", latency_s=0.0, release_s=0.0,
                     phase=0, n_phases: int | None = None, phase_deps=None, phase_delay_s=None,
-                    weight_scale: np.ndarray | None = None) -> "FlowSet":
+                    weight_scale: np.ndarray | None = None, resource_scale: np.ndarray | None = None) -> "FlowSet":
         """Flows along ``routes``; ``latency_s`` is added to the routes' path latency.
 
-        ``weight_scale`` (float64[F, h]) multiplies the routes' weights, e.g. by
-        1/efficiency of each resource's transport.
+        ``weight_scale`` (float64[F, h]) multiplies the routes' weights entry by
+        entry; ``resource_scale`` (float64[router resources]) multiplies every
+        entry of a resource, e.g. by 1/efficiency of its transport, without an
+        F x h array (the engine folds it into the capacities).
         """
         F = routes.n_flows
         w = routes.weight
@@ -82,11 +95,12 @@ class FlowSet:
         phase = _vec(phase, F, "phase", np.int32)
         P = int(phase.max(initial=0)) + 1 if n_phases is None else n_phases
         return cls(res=routes.res, weight=w, size_bytes=_vec(size_bytes, F, "size_bytes"),
-                   src=routes.src.astype(np.int64), dst=routes.dst.astype(np.int64),
+                   src=routes.src.astype(np.int64, copy=False), dst=routes.dst.astype(np.int64, copy=False),
                    latency_s=routes.latency_s + _vec(latency_s, F, "latency_s"),
                    release_s=_vec(release_s, F, "release_s"), phase=phase,
-                   group=np.zeros(F, np.int32), labels=(label,), n_phases=P, phase_deps=phase_deps,
-                   phase_delay_s=phase_delay_s)
+                   group=_vec(0, F, "group", np.int32), labels=(label,), n_phases=P, phase_deps=phase_deps,
+                   phase_delay_s=phase_delay_s,
+                   resource_scale=None if resource_scale is None else np.asarray(resource_scale, np.float64))
 
     @classmethod
     def explicit(cls, res: np.ndarray, weight: np.ndarray | None, size_bytes, *, label: str = "in-switch",
@@ -103,7 +117,7 @@ class FlowSet:
 
     def relabel(self, label: str) -> "FlowSet":
         """All flows under one group label."""
-        return replace(self, group=np.zeros(self.n_flows, np.int32), labels=(label,))
+        return replace(self, group=_vec(0, self.n_flows, "group", np.int32), labels=(label,))
 
 
 def _pad(a: np.ndarray, width: int, fill) -> np.ndarray:
@@ -123,7 +137,16 @@ def concat(sets: list[FlowSet], *, merge_phases: bool = False) -> FlowSet:
     sets = [s for s in sets if s.n_flows or s.n_phases]
     if not sets:
         raise FlowError("flows: nothing to simulate (empty flow set)")
+    if len(sets) == 1:
+        return sets[0]  # nothing to join: no copies
     width = max(s.res.shape[1] for s in sets)
+    scales = [s.resource_scale for s in sets]
+    rs = scales[0]
+    if rs is not None and all(x is rs or (x is not None and np.array_equal(x, rs)) for x in scales[1:]):
+        pass  # one factor per resource for every set: keep it apart
+    elif any(x is not None for x in scales):
+        sets = [replace(s, weight=s.effective_weight(), resource_scale=None) for s in sets]
+        rs = None
     any_w = any(s.weight is not None for s in sets)
     res = np.concatenate([_pad(s.res, width, -1) for s in sets])
     weight = None
@@ -158,31 +181,33 @@ def concat(sets: list[FlowSet], *, merge_phases: bool = False) -> FlowSet:
     return FlowSet(res=res, weight=weight, size_bytes=cat("size_bytes"), src=cat("src"), dst=cat("dst"),
                    latency_s=cat("latency_s"), release_s=cat("release_s"), phase=np.concatenate(phase),
                    group=np.concatenate(group).astype(np.int32), labels=tuple(labels), n_phases=n_phases,
-                   phase_deps=deps, phase_delay_s=delays)
+                   phase_deps=deps, phase_delay_s=delays, resource_scale=rs)
 
 
-def _expand_conflicts(res: np.ndarray, weight: np.ndarray | None,
-                      router: Router) -> tuple[np.ndarray, np.ndarray | None]:
-    """Replace trunk entries by their member links wherever a member is also used on its own.
+def _conflicting_trunks(router: Router, used_mark: np.ndarray) -> np.ndarray:
+    """Used trunks with a member link that is also used on its own (``used_mark``: bool[resources])."""
+    L = router.n_links
+    trunks = np.flatnonzero(used_mark[L:router.n_resources]) + L
+    if len(trunks) == 0:
+        return trunks
+    t = trunks - L
+    lo, hi = router.trunk_ptr[t], router.trunk_ptr[t + 1]
+    owner = np.repeat(np.arange(len(t)), hi - lo)
+    pos = np.arange(int((hi - lo).sum())) - np.repeat(np.cumsum(hi - lo) - (hi - lo), hi - lo)
+    hit = used_mark[router.trunk_links[lo[owner] + pos]]
+    return trunks[np.bincount(owner[hit], minlength=len(t)) > 0]
+
+
+def _expand_conflicts(res: np.ndarray, weight: np.ndarray | None, router: Router,
+                      bad: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Replace the trunk entries ``bad`` by their member links for every flow.
 
     Trunks are exact only when every user splits equally over the members; a
     flow that uses one member alone (ECMP next to spray) breaks that, so such
     trunks are listed link by link for every flow.
     """
-    L = router.n_links
-    if res.max(initial=-1) < L:
-        return res, weight
-    used = np.unique(res[res >= L])
-    trunks = used
-    mark = np.zeros(L + 1, bool)
-    mark[np.where((res >= 0) & (res < L), res, L)] = True
-    mark[L] = False
-    bad = [t for t in trunks if mark[router.members(int(t))].any()]
-    if not bad:
-        return res, weight
     if weight is None:
         weight = np.where(res >= 0, 1.0, 0.0)
-    bad = np.asarray(bad)
     hit = np.isin(res, bad)
     rows = np.flatnonzero(hit.any(axis=1))
     extra = max(len(router.members(int(t))) for t in bad) * int(hit.sum(axis=1).max())
@@ -205,8 +230,18 @@ def _expand_conflicts(res: np.ndarray, weight: np.ndarray | None,
     return new_res[:, :max(width, 1)], new_w[:, :max(width, 1)]
 
 
+def _used_mark(res: np.ndarray, n_resources: int) -> np.ndarray:
+    mark = np.zeros(n_resources + 1, bool)
+    mark[res.ravel()] = True                 # -1 lands on the extra last slot
+    mark[-1] = False
+    return mark
+
+
 def to_problem(fs: FlowSet, router: Router, *, multiplicity: np.ndarray | None = None) -> tuple[FlowProblem, np.ndarray]:
     """Engine problem over the resources ``fs`` uses; also returns their router resource ids.
+
+    ``fs.resource_scale`` becomes the problem's ``resource_weight`` (folded into
+    the capacities by the engine), unless conflicting trunks must be expanded.
 
     Raises
     ------
@@ -215,23 +250,32 @@ def to_problem(fs: FlowSet, router: Router, *, multiplicity: np.ndarray | None =
     """
     res = fs.res
     weight = fs.weight
-    res, weight = _expand_conflicts(res, weight, router)
-    # compact resource ids without sorting: mark the used ones, number them in id order
-    mark = np.zeros(router.n_resources + 1, bool)
-    mark[res.ravel()] = True                 # -1 lands on the extra last slot
-    mark[-1] = False
+    rs = fs.resource_scale
+    R = router.n_resources
+    mark = _used_mark(res, R)
+    bad = _conflicting_trunks(router, mark)
+    if len(bad):
+        if rs is not None:
+            weight, rs = fs.effective_weight(), None
+        res, weight = _expand_conflicts(res, weight, router, bad)
+        mark = _used_mark(res, R)
+    # compact resource ids without sorting: number the used ones in id order
     used = np.flatnonzero(mark[:-1])
-    lookup = np.full(router.n_resources + 1, -1, np.int32)
-    lookup[used] = np.arange(len(used), dtype=np.int32)
-    inv = lookup[res]
+    ids = np.int16 if len(used) < np.iinfo(np.int16).max else np.int32  # half the memory on most problems
+    lookup = np.full(R + 1, -1, ids)
+    lookup[used] = np.arange(len(used), dtype=ids)
+    local = lookup[res]
     cap = router.resource_capacity_Bps()[used]
     if len(cap) and cap.min() <= 0:
         bad = used[np.argmin(cap)]
         raise FlowError(f"flows: resource {int(bad)} ({router.cf.link_name(int(router.members(int(bad))[0]))}) "
                         f"has no capacity (failed) but flows were routed over it")
-    local = inv
     w = None if weight is None or np.all((weight == 1.0) | (local < 0)) else np.where(local >= 0, weight, 0.0)
-    problem = FlowProblem(capacity_Bps=cap, res=local, weight=w, size_bytes=fs.size_bytes, release_s=fs.release_s,
-                          latency_s=fs.latency_s, phase=fs.phase, phase_deps=fs.phase_deps,
-                          phase_delay_s=fs.phase_delay_s, multiplicity=multiplicity)
+    # all-zero release times and one phase are the engine's defaults: no per-flow arrays to check
+    release = fs.release_s if np.any(fs.release_s) else None
+    phase = fs.phase if fs.n_phases > 1 or np.any(fs.phase) else None
+    problem = FlowProblem(capacity_Bps=cap, res=local, weight=w, size_bytes=fs.size_bytes, release_s=release,
+                          latency_s=fs.latency_s, phase=phase, phase_deps=fs.phase_deps,
+                          phase_delay_s=fs.phase_delay_s, multiplicity=multiplicity,
+                          resource_weight=None if rs is None else rs[used])
     return problem, used

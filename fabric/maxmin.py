@@ -32,9 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.linalg import lapack as _lapack
 
+from fabric import kernels as _kernels
+from fabric.checks import check_active, check_capacity, check_per_flow, check_res, check_weight
 from topologies.errors import FlowError
 
 __all__ = ["MaxMinResult", "maxmin_rates", "maxmin_refill"]
@@ -64,79 +64,6 @@ class MaxMinResult:
     rates_Bps: np.ndarray
     bottleneck: np.ndarray
     rounds: int
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def _first_bad(mask: np.ndarray) -> int:
-    return int(np.flatnonzero(mask.ravel())[0])
-
-
-def _check_capacity(capacity_Bps) -> np.ndarray:
-    cap = np.asarray(capacity_Bps, dtype=np.float64)
-    if cap.ndim != 1:
-        raise FlowError(f"capacity_Bps: expected a 1-D array of resource capacities, got shape {cap.shape}")
-    bad = ~(cap > 0)  # catches NaN, 0 and negatives
-    if bad.any():
-        i = _first_bad(bad)
-        raise FlowError(f"capacity_Bps[{i}]: {float(cap[i])!r} is not allowed; capacities must be > 0 (np.inf allowed)")
-    return cap
-
-
-def _check_res(res, n_res: int) -> np.ndarray:
-    arr = np.asarray(res)
-    if arr.ndim != 2:
-        raise FlowError(f"res: expected a 2-D int array [flows, hops] of resource ids, got shape {arr.shape}")
-    if arr.dtype.kind not in "iu":
-        raise FlowError(f"res: expected an integer array of resource ids, got dtype {arr.dtype}")
-    if arr.size:
-        lo, hi = arr.min(), arr.max()
-        if lo < -1 or hi >= n_res:
-            bad = (arr < -1) | (arr >= n_res)
-            k = _first_bad(bad)
-            f, j = divmod(k, arr.shape[1])
-            raise FlowError(
-                f"res[{f}, {j}]: {int(arr[f, j])} is out of range; resource ids must be -1 (padding) or in [0, {n_res})"
-            )
-    return arr
-
-
-def _check_weight(weight, res: np.ndarray) -> np.ndarray | None:
-    if weight is None:
-        return None
-    w = np.asarray(weight, dtype=np.float64)
-    if w.shape != res.shape:
-        raise FlowError(f"weight: shape {w.shape} does not match res {res.shape}")
-    bad = ~((w > 0) & (w < _INF)) & (res >= 0)
-    if bad.any():
-        k = _first_bad(bad)
-        f, j = divmod(k, res.shape[1])
-        raise FlowError(f"weight[{f}, {j}]: {float(w[f, j])!r} is not allowed; weights must be finite and > 0")
-    return w
-
-
-def _check_per_flow(x, n_flows: int, name: str, *, positive: bool) -> np.ndarray | None:
-    if x is None:
-        return None
-    a = np.asarray(x, dtype=np.float64)
-    if a.shape != (n_flows,):
-        raise FlowError(f"{name}: expected shape ({n_flows},), got {a.shape}")
-    bad = ~((a > 0) & (a < _INF)) if positive else ~((a >= 0) & (a < _INF))
-    if bad.any():
-        i = _first_bad(bad)
-        rule = "finite and > 0" if positive else "finite and >= 0"
-        raise FlowError(f"{name}[{i}]: {float(a[i])!r} is not allowed; values must be {rule}")
-    return a
-
-
-def _check_active(active, n_flows: int) -> np.ndarray | None:
-    if active is None:
-        return None
-    a = np.asarray(active)
-    if a.shape != (n_flows,) or a.dtype != np.bool_:
-        raise FlowError(f"active: expected a bool array of shape ({n_flows},), got {a.dtype} {a.shape}")
-    return a
 
 
 # --------------------------------------------------------------------------- adjacency
@@ -202,6 +129,8 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
     ordered by column, then by flow.  With ``coef2d`` (float64[n, h]) the
     coefficient of every entry is returned too, in the same order.
     """
+    import scipy.sparse as sp  # only the numpy path needs scipy (and its import time)
+
     n, h = rows.shape
     nnz = n * h
     r1 = n_res + 1
@@ -209,6 +138,8 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
     if nnz == 0:
         empty = (np.zeros(r1 + 1, dtype=idx_t), np.zeros(0, dtype=idx_t))
         return empty if coef2d is None else empty + (np.zeros(0),)
+    if _kernels.use_compiled(nnz):
+        return _kernels.csc(rows, n_res, coef2d)
     # entries per (slot, column), then where each column's run of a slot starts in the output
     counts = np.zeros((h, r1), dtype=np.int64)
     for j in range(h):
@@ -360,17 +291,18 @@ def _fixed_load(ix: _Index, sel: np.ndarray, rate: np.ndarray) -> np.ndarray:
 
 
 def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
-          fixed_load: np.ndarray | None = None) -> _Fill:
+          fixed_load: np.ndarray | None = None, *, compiled: bool = True) -> _Fill:
     """Progressive filling of the flows whose ``state`` is _ALIVE.
 
     ``state`` (uint8[n]) is updated in place (filled flows become _DONE);
     ``cnt`` (float64[R+1], per-slot coefficient sum of the alive flows) is
     consumed.  ``fixed_load`` is the per-slot load of flows kept at fixed rates.
+    ``compiled``: the compiled kernel may be used (:mod:`fabric.kernels`; same
+    rates to rounding, so callers whose later choices depend on the last bit,
+    like epoch mode, pass False).
     """
     n_res = ix.n_res
     r1 = n_res + 1
-    out = _Fill(ix.size, r1)
-    bneck, level = out.bneck, out.level
     rem = np.empty(r1)
     rem[0] = _INF
     rem[1:] = cap
@@ -378,6 +310,15 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
         rem -= fixed_load
         rem[0] = _INF
     cnt[0] = 0.0
+    if compiled and _kernels.use_compiled(ix.indices.shape[0]) and not (rem < 0.0).any():
+        out = _Fill.__new__(_Fill)
+        out.level, out.bneck, out.rounds = _kernels.fill(ix, rem, cnt, state, _ALIVE, _DONE, TIE_RTOL)
+        out.rem = rem
+        return out
+    from scipy.linalg import lapack as _lapack
+
+    out = _Fill(ix.size, r1)
+    bneck, level = out.bneck, out.level
     res, coef, indptr, indices, ecoef = ix.res, ix.coef, ix.indptr, ix.indices, ix.ecoef
     h = res.shape[1]
     ceps = ix.ceps
@@ -548,16 +489,30 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
     return out
 
 
+# --------------------------------------------------------------------------- engine interface
+#
+# What the event loop (fabric.engine, fabric.eventloop) uses: an index over a subset of flows, a filling
+# with per-flow states, and the per-slot coefficient sums and fixed loads that warm starts need.
+
+ALIVE = _ALIVE  #: flow state: unfrozen, to be filled
+DONE = _DONE  #: flow state: frozen, inactive or fixed
+Index = _Index
+build_index = _build_index
+fill = _fill
+coef_sums = _counts
+fixed_load = _fixed_load
+
+
 # --------------------------------------------------------------------------- public API
 
 
 def _prepare(capacity_Bps, res, weight, multiplicity, active):
-    cap = _check_capacity(capacity_Bps)
-    res_a = _check_res(res, cap.shape[0])
+    cap = check_capacity(capacity_Bps)
+    res_a = check_res(res, cap.shape[0])
     n_flows = res_a.shape[0]
-    w = _check_weight(weight, res_a)
-    m = _check_per_flow(multiplicity, n_flows, "multiplicity", positive=True)
-    act = _check_active(active, n_flows)
+    w = check_weight(weight, res_a)
+    m = check_per_flow(multiplicity, n_flows, "multiplicity", positive=True)
+    act = check_active(active, n_flows)
     return cap, res_a, w, m, act
 
 

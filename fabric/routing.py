@@ -43,14 +43,14 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import shortest_path
 
 from fabric.compiled import CompiledFabric
-from topologies.errors import ProblemTooLargeError, RoutingError, UnreachableError
+from fabric.hashing import dmodk_keys, ecmp_pick, flow_hash, splitmix64
+from fabric.routes import Routes, _Rows
+from fabric.spray import _SprayMixin
+from fabric.tables import _TablesMixin
+from topologies.errors import RoutingError, UnreachableError
 from topologies.graph import ROLES, TIERS
 
 __all__ = ["POLICIES", "TRANSPORTS", "Routes", "Router", "splitmix64", "flow_hash", "ecmp_pick"]
@@ -65,127 +65,9 @@ _TRANSPORT_OF_TIER = np.array([0 if t.startswith("nvlink") else 1 if t.startswit
 _R = {r: i for i, r in enumerate(ROLES)}
 _T = {t: i for i, t in enumerate(TIERS)}
 _INF = np.iinfo(np.int32).max // 4
-_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-def splitmix64(x: np.ndarray) -> np.ndarray:
-    """The splitmix64 finaliser, vectorised over uint64 (wrapping arithmetic).
-
-    Examples
-    --------
-    >>> int(splitmix64(np.array([1], dtype=np.uint64))[0]) == int(splitmix64(np.array([1], dtype=np.uint64))[0])
-    True
-    """
-    with np.errstate(over="ignore"):
-        z = x.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return z ^ (z >> np.uint64(31))
-
-
-def flow_hash(src, dst, salt, seed: int) -> np.ndarray:
-    """64-bit hash of (src, dst, salt, seed) per flow: the flow's ECMP "5-tuple" hash."""
-    with np.errstate(over="ignore"):
-        x = (np.asarray(src).astype(np.uint64) * np.uint64(0x100000001B3)) \
-            ^ (np.asarray(dst).astype(np.uint64) << np.uint64(21)) \
-            ^ (np.asarray(salt).astype(np.uint64) * np.uint64(0xD6E8FEB86659FD93))
-        return splitmix64(x ^ np.uint64((seed * 1_000_003) & 0xFFFFFFFFFFFFFFFF))
-
-
-def ecmp_pick(h: np.ndarray, hop: int, count) -> np.ndarray:
-    """Candidate index in [0, count) for hop ``hop`` from the flow hash ``h``.
-
-    Each pair of hops reads one 64-bit re-mix of the flow hash (hops 0-1 the hash
-    itself), even hops its high and odd hops its low 32 bits, as switches with
-    different hash seeds would; the 32-bit value maps onto the candidates by
-    Lemire's multiply-shift, so the choice is uniform and hops are independent.
-    """
-    with np.errstate(over="ignore"):
-        base = h if hop < 2 else splitmix64(h ^ np.uint64(((hop // 2) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF))
-        x = (base >> np.uint64(32)) if hop % 2 == 0 else (base & np.uint64(0xFFFFFFFF))
-        return ((x * np.asarray(count).astype(np.uint64)) >> np.uint64(32)).astype(np.int64)
-
-
-def dmodk_keys(cf: CompiledFabric) -> np.ndarray:
-    """Destination index of every node for d-mod-k: NICs numbered leaf by leaf (as LIDs are).
-
-    D-mod-K spreads destinations over up-ports by their index; it balances when
-    the hosts under one leaf have consecutive indices, so NICs are numbered in
-    the order of the (lowest-plane) leaf they hang from, then by node id.
-    """
-    nic = np.flatnonzero(cf.node_role == _R["nic"])
-    up = cf.link_alive & (cf.link_tier == _T["nic-up"])
-    leaf_of = np.full(cf.n_nodes, np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(leaf_of, cf.link_src[up], cf.link_dst[up].astype(np.int64))
-    order = np.lexsort((nic, leaf_of[nic]))
-    key = np.zeros(cf.n_nodes, np.int64)
-    key[nic[order]] = np.arange(len(nic))
-    return key
-
-
-@dataclass(frozen=True)
-class Routes:
-    """Routed flows: a padded flow x resource incidence with fractional weights.
-
-    ``res[f, j]`` is a resource id (a link id below ``n_links``, a trunk above)
-    or -1; ``weight[f, j]`` the fraction of flow ``f``'s rate it carries
-    (``None`` means 1.0 everywhere). ``latency_s`` is the weighted sum of link
-    latencies along the flow's paths (the mean path latency).
-    """
-
-    src: np.ndarray        # ranks
-    dst: np.ndarray        # ranks
-    res: np.ndarray        # int32[F, h]
-    weight: np.ndarray | None
-    latency_s: np.ndarray  # float64[F]
-    policy: str
-    pxn: np.ndarray        # bool[F]: forwarded over NVLink to the rail GPU first
-
-    @property
-    def n_flows(self) -> int:
-        return len(self.src)
-
-
-class _Rows:
-    """Accumulates per-flow (resource, weight) columns; padding (-1) may sit anywhere in a row."""
-
-    def __init__(self, n: int):
-        self.n = n
-        self.res: list[np.ndarray] = []
-        self.w: list[np.ndarray | None] = []
-
-    def add(self, res: np.ndarray, w=None) -> None:
-        res = np.asarray(res)
-        if res.ndim == 1:
-            res = res[:, None]
-        if w is not None:
-            w = np.asarray(w, dtype=np.float64)
-            if w.ndim == 1:
-                w = w[:, None]
-            w = np.broadcast_to(w, res.shape)
-        self.res.append(res.astype(np.int32, copy=False))
-        self.w.append(w)
-
-    @property
-    def width(self) -> int:
-        return sum(r.shape[1] for r in self.res)
-
-    @property
-    def weighted(self) -> bool:
-        return any(w is not None for w in self.w)
-
-    def write(self, res_out: np.ndarray, w_out: np.ndarray | None) -> None:
-        """Write the columns into preallocated ``res_out`` (-1 filled) and ``w_out`` (0 filled) row blocks."""
-        j = 0
-        for r, w in zip(self.res, self.w):
-            k = r.shape[1]
-            res_out[:, j:j + k] = r
-            if w_out is not None:
-                w_out[:, j:j + k] = np.where(r >= 0, 1.0 if w is None else w, 0.0)
-            j += k
-
-
-class Router:
+class Router(_TablesMixin, _SprayMixin):
     """Routes flows over a compiled fabric; owns the resource (link + trunk) table.
 
     Parameters
@@ -479,80 +361,6 @@ class Router:
         m &= cf.node_role[ends] == _R["spine"]
         return self._spread(np.flatnonzero(m))
 
-    # ----------------------------------------------------------------- tables
-    def _build_tables(self) -> None:
-        """Per-destination-group next-hop tables of the switch network (one BFS per leaf)."""
-        cf = self.cf
-        n = cf.n_nodes
-        net = np.isin(cf.node_role, [_R["leaf"], _R["spine"], _R["core"]])
-        sw_ids = np.flatnonzero(net)
-        local = np.full(n, -1, np.int64)
-        local[sw_ids] = np.arange(len(sw_ids))
-        ss = cf.link_alive & net[cf.link_src] & net[cf.link_dst]
-        e_src, e_dst = cf.link_src[ss], cf.link_dst[ss]
-        ns = len(sw_ids)
-        # destination groups: the set of leaves each NIC hangs from (alive nic-down links)
-        nd = self.nic_down
-        nic_ids = np.flatnonzero(cf.node_role == _R["nic"])
-        leaf_sets = np.where(nd[nic_ids] >= 0, cf.link_src[np.maximum(nd[nic_ids], 0)], -1)
-        leaf_sets.sort(axis=1)
-        uniq, inv = np.unique(leaf_sets, axis=0, return_inverse=True)
-        self.group_of = np.full(n, -1, np.int64)
-        self.group_of[nic_ids] = inv.ravel()
-        ng = len(uniq)
-        if ns == 0 or ng == 0:
-            self._tables = dict(dist=np.zeros((0, 0), np.int32), local=local, ng=ng, connected=False)
-            return
-        # distance from every switch to every leaf (reverse graph BFS), then to each group
-        adj_rev = sp.csr_array((np.ones(len(e_src)), (local[e_dst], local[e_src])), shape=(ns, ns))
-        leaves = np.unique(uniq[uniq >= 0])
-        dl = shortest_path(adj_rev, unweighted=True, indices=local[leaves], directed=True)
-        dl = np.where(np.isfinite(dl), dl, _INF).astype(np.int32)
-        leaf_pos = {int(l): i for i, l in enumerate(leaves)}
-        dist = np.full((ng, ns), _INF, np.int32)
-        for gi, row in enumerate(uniq):
-            members = [leaf_pos[int(x)] for x in row if x >= 0]
-            if members:
-                dist[gi] = dl[members].min(axis=0)
-        # next-hop sets per (switch, group)
-        set_links: list[np.ndarray] = [np.zeros(0, np.int64)]
-        table = np.zeros((ns, ng), np.int32)  # 0 = empty set
-        ss_ids = np.flatnonzero(ss)
-        order = np.argsort(cf.link_src[ss_ids], kind="stable")
-        ss_ids = ss_ids[order]
-        starts = np.searchsorted(cf.link_src[ss_ids], sw_ids)
-        ends = np.searchsorted(cf.link_src[ss_ids], sw_ids, side="right")
-        for i in range(ns):
-            out = ss_ids[starts[i]:ends[i]]
-            if len(out) == 0:
-                continue
-            di = dist[:, i:i + 1]
-            valid = (dist[:, local[cf.link_dst[out]]] == di - 1) & (di < _INF) & (di > 0)
-            packed = np.ascontiguousarray(np.packbits(valid, axis=1))
-            keys = packed.view(np.dtype((np.void, packed.shape[1]))).ravel()
-            _, first, inv2 = np.unique(keys, return_index=True, return_inverse=True)
-            ids = np.zeros(len(first), np.int32)
-            for k, row in enumerate(valid[first]):
-                if row.any():
-                    ids[k] = len(set_links)
-                    set_links.append(out[row])
-            table[i] = ids[inv2.ravel()]
-        ptr = np.zeros(len(set_links) + 1, np.int64)
-        np.cumsum([len(s) for s in set_links], out=ptr[1:])
-        flat = np.concatenate(set_links).astype(np.int32)
-        # every NIC can reach every destination group when each leaf reaches every group
-        leaf_rows = local[leaves]
-        connected = bool((dist[:, leaf_rows] < _INF).all())
-        flat_table = table.ravel()
-        self._tables = dict(dist=dist, local=local, ng=ng, table=table, set_ptr=ptr, set_links=flat,
-                            leaf_sets=uniq, connected=connected,
-                            set_lo=ptr[flat_table], set_cnt=(ptr[flat_table + 1] - ptr[flat_table]).astype(np.int32))
-
-    @property
-    def tables(self) -> dict:
-        if self._tables is None:
-            self._build_tables()
-        return self._tables
 
     # ------------------------------------------------------------------ route
     def route(self, src, dst, *, policy: str = "ecmp", seed: int = 0, salt=None, pxn: bool | None = False) -> Routes:
@@ -724,20 +532,6 @@ class Router:
         self._nvlink_pair_cache[key] = out
         return out
 
-    # -- scale-out segment
-    def _reachable(self, nic_a: np.ndarray, nic_b: np.ndarray) -> np.ndarray:
-        t = self.tables
-        ok = (nic_a >= 0) & (nic_b >= 0)
-        if not ok.any() or t["dist"].size == 0:
-            return ok & False
-        if t["connected"]:
-            return ok
-        g = self.group_of[np.maximum(nic_b, 0)]
-        ups = self.nic_up[np.maximum(nic_a, 0)]
-        leaves = np.where(ups >= 0, self.cf.link_dst[np.maximum(ups, 0)], -1)
-        d = np.where(leaves >= 0, t["dist"][g[:, None], t["local"][np.maximum(leaves, 0)]], _INF)
-        return ok & (d.min(axis=1) < _INF) & (g >= 0)
-
     def _route_scaleout(self, idx, send, gb, policy, seed, salt, src, dst, rows: _Rows) -> None:
         cf = self.cf
         n = len(send)
@@ -779,15 +573,6 @@ class Router:
                        col)
         rows.add(col(down_host))
 
-    def _first_hop(self, a_nic, g):
-        """Candidate NIC up-links (padded) toward group g: those whose leaf is closest."""
-        t = self.tables
-        ups = self.nic_up[a_nic]
-        ok = ups >= 0
-        leaf = self.cf.link_dst[np.maximum(ups, 0)]
-        d = np.where(ok, t["dist"][g[:, None], t["local"][leaf]], _INF)
-        best = d.min(axis=1, keepdims=True)
-        return ups, ok & (d == best) & (best < _INF)
 
     @staticmethod
     def _choose(cnt, policy, h, d_rank, hop, prod=None, up=None):
@@ -883,227 +668,6 @@ class Router:
             last = np.take_along_axis(downs, order, axis=1)[np.arange(F), k]
         cols.append(last)
         return cols
-
-    def _spray_trunks(self, idx, a_nic, b_nic, rows, col) -> None:
-        """Pristine Clos: trunk entries per plane (exact for the equal split)."""
-        cf = self.cf
-        tr = self.clos_trunk
-        ups = self.nic_up[a_nic]
-        downs = self.nic_down[b_nic]
-        planes = (ups >= 0).sum(axis=1)
-        n = len(idx)
-        # NIC up / down (trunk over planes)
-        up_t = np.array([tr[("nic-up", int(x))] for x in a_nic], np.int64)
-        dn_t = np.array([tr[("nic-down", int(x))] for x in b_nic], np.int64)
-        rows.add(col(up_t))
-        width = ups.shape[1]
-        la = np.where(ups >= 0, cf.link_dst[np.maximum(ups, 0)], -1)
-        lb = np.where(downs >= 0, cf.link_src[np.maximum(downs, 0)], -1)
-        # align planes: for each plane of the source leaf pick the destination leaf of that plane
-        plane_a = np.where(la >= 0, cf.node_plane[np.maximum(la, 0)], -2)
-        plane_b = np.where(lb >= 0, cf.node_plane[np.maximum(lb, 0)], -3)
-        for j in range(width):
-            a_leaf = la[:, j]
-            match = plane_b == plane_a[:, j:j + 1]
-            has = match.any(axis=1) & (a_leaf >= 0)
-            b_leaf = np.where(has, lb[np.arange(n), np.argmax(match, axis=1)], -1)
-            w = np.where(has, 1.0 / np.maximum(planes, 1), 0.0)
-            cross = has & (a_leaf != b_leaf)
-            pa = cf.node_pod[np.maximum(a_leaf, 0)]
-            pb = cf.node_pod[np.maximum(b_leaf, 0)]
-            pl = cf.node_plane[np.maximum(a_leaf, 0)].astype(np.int64)
-            inter_pod = cross & (pa != pb)
-            cols = [
-                ("leaf-up", np.where(cross, a_leaf, -1)),
-                ("spine-up", np.where(inter_pod, pl * 1_000_000 + pa, -1)),
-                ("core-down", np.where(inter_pod, pl * 1_000_000 + pb, -1)),
-                ("spine-down", np.where(cross, b_leaf, -1)),
-            ]
-            for name, keys in cols:
-                r = np.full(n, -1, np.int64)
-                sel = keys >= 0
-                if sel.any():
-                    uk, inv = np.unique(keys[sel], return_inverse=True)
-                    try:
-                        mapped = np.array([tr[(name, int(k))] for k in uk], np.int64)
-                    except KeyError:
-                        raise UnreachableError(f"route: no {name} path between pods (separate rail groups "
-                                               f"without cores); use pxn") from None
-                    r[sel] = mapped[inv.ravel()]
-                rows.add(col(r), col(w, 0.0))
-        rows.add(col(dn_t))
-
-    def _spray_explicit(self, idx, a_nic, b_nic, g, rows) -> None:
-        """General spray: per-hop capacity-proportional split, every link listed."""
-        cf = self.cf
-        t = self.tables
-        ups, cand = self._first_hop(a_nic, g)
-        leaf = cf.link_dst[np.maximum(ups, 0)]
-        reach = np.zeros(ups.shape)
-        for gv in np.unique(g):
-            m = g == gv
-            reach[m] = self._reach(int(gv))[t["local"][leaf[m]]]
-        capu = np.where(cand, np.minimum(cf.link_capacity_Bps[np.maximum(ups, 0)], reach), 0.0)
-        w_first = capu / capu.sum(axis=1, keepdims=True)
-        # fabric part per (start leaf, group) pair, vectorised over pairs
-        starts = np.where(cand, cf.link_dst[np.maximum(ups, 0)], -1)
-        pair_keys = np.stack([starts.ravel(), np.repeat(g, starts.shape[1])], axis=1)
-        valid = pair_keys[:, 0] >= 0
-        uniq, inv = np.unique(pair_keys[valid], axis=0, return_inverse=True)
-        est = len(uniq) * 2 * max(1, int(np.diff(t["set_ptr"]).max(initial=1)))
-        if est * 3 > self.max_entries:
-            raise ProblemTooLargeError(
-                f"spray routing over a non-pristine fabric needs ~{est:,} explicit link entries "
-                f"(> {self.max_entries:,}); use --routing ecmp, fewer ranks, or fewer failures")
-        p_link, p_w, arrive = self._propagate(uniq)
-        # assemble per flow: first hop, fabric (per start leaf, scaled), last hop
-        F = len(idx)
-        n_all = rows.n
-        per_pair_len = np.bincount(p_link[0], minlength=len(uniq))
-        width_pair = int(per_pair_len.max(initial=0))
-        order = np.argsort(p_link[0], kind="stable")
-        pl_sorted, pw_sorted = p_link[1][order], p_w[order]
-        off = np.r_[0, np.cumsum(per_pair_len)[:-1]]
-        pr = np.full((len(uniq), max(width_pair, 1)), -1, np.int64)
-        pw = np.zeros((len(uniq), max(width_pair, 1)))
-        colpos = np.arange(len(pl_sorted)) - off[p_link[0][order]]
-        pr[p_link[0][order], colpos] = pl_sorted
-        pw[p_link[0][order], colpos] = pw_sorted
-        pair_of = np.full(valid.shape, -1, np.int64)
-        pair_of[valid] = inv.ravel()
-        pair_of = pair_of.reshape(starts.shape)
-        full_first = np.full((n_all, ups.shape[1]), -1, np.int64)
-        full_wf = np.zeros((n_all, ups.shape[1]))
-        full_first[idx] = np.where(cand, ups, -1)
-        full_wf[idx] = np.where(cand, w_first, 0.0)
-        rows.add(full_first, full_wf)
-        downs = self.nic_down[b_nic]
-        for j in range(starts.shape[1]):
-            p = pair_of[:, j]
-            ok = p >= 0
-            rr = np.full((n_all, pr.shape[1]), -1, np.int64)
-            ww = np.zeros((n_all, pr.shape[1]))
-            rr[idx[ok]] = pr[p[ok]]
-            ww[idx[ok]] = pw[p[ok]] * w_first[ok, j:j + 1]
-            rows.add(rr, ww)
-            # last hop: arrival fraction at each leaf of the group -> that leaf's link to the NIC
-            arr = np.zeros(downs.shape)
-            leaf_of_down = np.where(downs >= 0, cf.link_src[np.maximum(downs, 0)], -1)
-            for c in range(downs.shape[1]):
-                key = (p, leaf_of_down[:, c])
-                arr[:, c] = np.where(ok & (leaf_of_down[:, c] >= 0),
-                                     [arrive.get((int(a), int(b)), 0.0) for a, b in zip(*key)], 0.0) if F else 0.0
-            # parallel cables from the same leaf split the arrival by capacity
-            capd = np.where(downs >= 0, cf.link_capacity_Bps[np.maximum(downs, 0)], 0.0)
-            same_leaf_cap = np.zeros_like(capd)
-            for c in range(downs.shape[1]):
-                same_leaf_cap[:, c] = (capd * (leaf_of_down == leaf_of_down[:, c:c + 1])).sum(axis=1)
-            wl = np.where(capd > 0, arr * capd / np.where(same_leaf_cap > 0, same_leaf_cap, 1), 0.0) * w_first[:, j:j + 1]
-            rr = np.full((n_all, downs.shape[1]), -1, np.int64)
-            ww = np.zeros((n_all, downs.shape[1]))
-            rr[idx] = np.where(wl > 0, downs, -1)
-            ww[idx] = wl
-            rows.add(rr, ww)
-
-    def _reach(self, g: int) -> np.ndarray:
-        """Capacity each switch can still push toward group ``g`` along shortest paths.
-
-        ``R(u) = sum over next switches v of min(C(u, v), R(v))``, where ``C(u, v)`` is
-        the capacity of u's links to v, with ``R = inf`` at the group's own leaves. A
-        per-hop split that gives v the share ``min(C(u, v), R(v))`` (spread over the
-        parallel links in proportion to capacity) does not pour traffic into a branch
-        whose downstream links are degraded. On a fabric whose links are all equal this
-        is the plain capacity split.
-        """
-        cache = self._reach_cache
-        if g in cache:
-            return cache[g]
-        cf = self.cf
-        t = self.tables
-        dist = t["dist"][g]
-        loc = t["local"]
-        R = np.full(len(dist), np.inf)
-        finite = dist[dist < _INF]
-        for k in range(1, int(finite.max(initial=0)) + 1):
-            us = np.flatnonzero(dist == k)
-            sets = t["table"][us, g]
-            lo = t["set_ptr"][sets]
-            cnt = t["set_ptr"][sets + 1] - lo
-            rep = np.repeat(np.arange(len(us)), cnt)
-            pos = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-            links = t["set_links"][lo[rep] + pos]
-            share = self._branch_share(rep, links, R[loc[cf.link_dst[links]]])
-            R[us] = np.bincount(rep, weights=share, minlength=len(us))
-        cache[g] = R
-        return R
-
-    def _branch_share(self, row: np.ndarray, links: np.ndarray, reach_next: np.ndarray) -> np.ndarray:
-        """Per link ``c_l * min(1, R(v) / C(u, v))``: the branch to next switch v gets ``min(C(u, v), R(v))``."""
-        cf = self.cf
-        cap = cf.link_capacity_Bps[links]
-        key = row.astype(np.int64) * cf.n_nodes + cf.link_dst[links]
-        _, inv = np.unique(key, return_inverse=True)
-        inv = inv.ravel()
-        C = np.bincount(inv, weights=cap)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            factor = np.minimum(1.0, np.where(np.isinf(reach_next), 1.0, reach_next / C[inv]))
-        return cap * factor
-
-    def _propagate(self, pairs: np.ndarray):
-        """Per-hop split from start leaf to group, for many (leaf, group) pairs at once.
-
-        Returns ((pair ids, link ids), weights, arrival fractions {(pair, leaf): w}).
-        """
-        cf = self.cf
-        t = self.tables
-        loc = t["local"]
-        P = len(pairs)
-        f_pair = np.arange(P, dtype=np.int64)
-        f_node = pairs[:, 0].astype(np.int64)
-        f_w = np.ones(P)
-        g_of = pairs[:, 1].astype(np.int64)
-        out_p, out_l, out_w = [], [], []
-        arrive: dict = {}
-        for _ in range(64):
-            d = t["dist"][g_of[f_pair], loc[f_node]]
-            done = d == 0
-            for pp, nn, ww in zip(f_pair[done], f_node[done], f_w[done]):
-                arrive[(int(pp), int(nn))] = arrive.get((int(pp), int(nn)), 0.0) + float(ww)
-            keep = ~done
-            f_pair, f_node, f_w = f_pair[keep], f_node[keep], f_w[keep]
-            if len(f_pair) == 0:
-                break
-            sets = t["table"][loc[f_node], g_of[f_pair]]
-            lo = t["set_ptr"][sets]
-            cnt = t["set_ptr"][sets + 1] - lo
-            rep = np.repeat(np.arange(len(f_pair)), cnt)
-            pos = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-            links = t["set_links"][lo[rep] + pos]
-            gg = g_of[f_pair[rep]]
-            reach = np.empty(len(links))
-            for gv in np.unique(gg):
-                m = gg == gv
-                reach[m] = self._reach(int(gv))[loc[cf.link_dst[links[m]]]]
-            share = self._branch_share(rep, links, reach)
-            tot = np.bincount(rep, weights=share, minlength=len(f_pair))
-            w = f_w[rep] * share / tot[rep]
-            out_p.append(f_pair[rep])
-            out_l.append(links)
-            out_w.append(w)
-            nxt = cf.link_dst[links].astype(np.int64)
-            key = f_pair[rep] * cf.n_nodes + nxt
-            uk, inv = np.unique(key, return_inverse=True)
-            f_w = np.bincount(inv.ravel(), weights=w)
-            f_pair = uk // cf.n_nodes
-            f_node = uk % cf.n_nodes
-        if out_p:
-            pp = np.concatenate(out_p)
-            ll = np.concatenate(out_l)
-            ww = np.concatenate(out_w)
-            key = pp * cf.n_links + ll
-            uk, inv = np.unique(key, return_inverse=True)
-            return (uk // cf.n_links, uk % cf.n_links), np.bincount(inv.ravel(), weights=ww), arrive
-        return (np.zeros(0, np.int64), np.zeros(0, np.int64)), np.zeros(0), arrive
 
 
 def _split_by(keys: np.ndarray, values: np.ndarray):

@@ -68,3 +68,48 @@ def test_tree_all_reduce_merges_its_duplicate_chain_flows():
     r = Router(compile_fabric(build("hgx-h100")))
     [res] = run(r, [Collective("all_reduce", tuple(range(8)), 1 << 30, "tree")])
     assert res.time_s == pytest.approx(res.analytic_time_s, rel=2e-5, abs=1e-6)
+
+
+def _group_reference(p):
+    """The previous grouping: np.unique over the byte rows of every flow (first-appearance order)."""
+    from fabric.decompose import _row_keys
+    keys = _row_keys(p)
+    uniq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[inv.ravel()], first[order]
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_grouping_matches_the_byte_row_reference(monkeypatch, collide):
+    from fabric import decompose
+    if collide:  # every hash equal: the exact comparison alone must decide
+        monkeypatch.setattr(decompose, "_row_hash", lambda p: np.zeros(len(p.size_bytes), np.uint64))
+    rng = np.random.default_rng(11)
+    for trial in range(20):
+        F = int(rng.integers(2, 60))
+        res = rng.integers(-1, 4, (F, 3)).astype(np.int32)
+        w = np.where(res >= 0, rng.choice([0.5, 1.0], (F, 3)), 0.0) if trial % 2 else None
+        p = FlowProblem(capacity_Bps=np.ones(4), res=res, weight=w, size_bytes=rng.choice([1.0, 2.0], F),
+                        latency_s=rng.choice([0.0, 1e-6], F))
+        ref_cls, ref_rep = _group_reference(p)
+        got = decompose.group_identical_flows(p)
+        if len(ref_rep) == F:
+            assert got is None
+            continue
+        reduced, cls = got
+        assert cls.tolist() == ref_cls.tolist()
+        assert reduced.res.tolist() == res[ref_rep].tolist()
+        assert reduced.multiplicity.tolist() == np.bincount(ref_cls).astype(float).tolist()
+
+
+def test_all_to_all_has_no_identical_flows_and_skips_grouping():
+    from fabric.decompose import group_identical_flows
+    from fabric.flowset import FlowSet, to_problem
+    r = Router(compile_fabric(build("fat-tree", {"hosts": 32, "radix": 8})))
+    src = np.repeat(np.arange(32), 31)
+    dst = np.tile(np.arange(31), 32)
+    dst += dst >= src
+    p, _ = to_problem(FlowSet.from_routes(r.route(src, dst), 1e6), r)
+    assert group_identical_flows(p) is None

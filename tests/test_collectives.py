@@ -254,3 +254,68 @@ def test_nvls_all_gather_across_domains_uses_an_inter_domain_ring():
     r = Router(compile_fabric(build("gb200-nvl72", {"domains": 2, "scaleout": "quantum-x800"})))
     [res] = run(r, [Collective("all_gather", tuple(range(144)), 1 << 28, "nvls")])
     assert res.algorithm == "hier(nvls+ring)"
+
+
+@pytest.mark.parametrize("policy", ["ecmp", "spray"])
+def test_results_without_the_report_equal_those_with_it(policy):
+    """No report: the same numbers (max link utilisation from the same bytes), and the efficiency
+    factors kept per resource give the schedule of the explicit F x h weights."""
+    from fabric import FlowSet, simulate
+    r = Router(compile_fabric(build("hgx-h100", {"domains": 2, "scaleout": "quantum-2"})))
+    ops = [Collective("all_to_all", tuple(range(16)), 1 << 24), Collective("all_reduce", tuple(range(16)), 1 << 24)]
+    with_rep = run(r, ops, policy=policy, report=True)
+    without = run(r, ops, policy=policy, report=False)
+    for a, b in zip(with_rep, without):
+        assert b.report is None and a.report is not None
+        assert b.time_s == a.time_s and b.max_link_utilization == a.max_link_utilization
+        assert b.max_link_utilization == a.report.max_utilization
+    planner = planner_for(r, policy=policy)
+    fs = planner.plan(ops[0]).flows
+    assert fs.resource_scale is not None
+    explicit = FlowSet(**{**fs.__dict__, "weight": fs.effective_weight(), "resource_scale": None})
+    a = simulate(to_problem(fs, r)[0])
+    b = simulate(to_problem(explicit, r)[0])
+    np.testing.assert_allclose(a.finish_s, b.finish_s, rtol=1e-9)
+    np.testing.assert_allclose(a.resource_bytes, b.resource_bytes, rtol=1e-9)
+
+
+def _groups_on_reference(router, fs, link, top=4):
+    """The previous per-link computation (np.isin over the whole flow table), kept as the oracle."""
+    L = router.n_links
+    owners, per_member = [link], [1.0]
+    if len(router.trunk_links):
+        t = np.flatnonzero(router.trunk_links == link)
+        tid = np.searchsorted(router.trunk_ptr, t, side="right") - 1
+        owners += list(tid + L)
+        per_member += list(1.0 / np.diff(router.trunk_ptr)[tid])
+    hit = np.isin(fs.res, owners)
+    rows = np.flatnonzero(hit.any(axis=1))
+    if len(rows) == 0:
+        return 0, ()
+    w = fs.weight[rows] if fs.weight is not None else np.ones(fs.res[rows].shape)
+    if fs.resource_scale is not None:
+        w = w * fs.resource_scale[np.maximum(fs.res[rows], 0)]
+    scale = np.zeros(fs.res[rows].shape)
+    for o, f in zip(owners, per_member):
+        scale[fs.res[rows] == o] = f
+    share = (w * scale).sum(axis=1) * fs.size_bytes[rows]
+    by = np.bincount(fs.group[rows], weights=share, minlength=len(fs.labels))
+    order = np.argsort(-by)[:top]
+    total = by.sum()
+    return len(rows), tuple((fs.labels[g], float(by[g] / total)) for g in order if by[g] > 0)
+
+
+@pytest.mark.parametrize("policy", ["ecmp", "spray"])
+def test_report_groups_in_one_pass_match_the_per_link_reference(policy):
+    from fabric.congestion import _groups_on_links
+    from fabric.flowset import concat
+    r = Router(compile_fabric(build("hgx-h100", {"domains": 4, "scaleout": "quantum-2"})))
+    pl = planner_for(r, policy=policy)
+    fs = concat([pl.plan(Collective("all_to_all", tuple(range(32)), 1 << 24)).flows.relabel("a2a"),
+                 pl.plan(Collective("all_reduce", tuple(range(32)), 1 << 24)).flows.relabel("ar")])
+    used = np.unique(fs.res[fs.res >= 0])
+    links = sorted({int(m) for x in used[:: max(1, len(used) // 40)] for m in r.members(int(x))})[:40]
+    for link, (n, groups) in zip(links, _groups_on_links(r, fs, links)):
+        n0, g0 = _groups_on_reference(r, fs, link)
+        assert n == n0 and [g for g, _ in groups] == [g for g, _ in g0]
+        np.testing.assert_allclose([s for _, s in groups], [s for _, s in g0], rtol=1e-12)

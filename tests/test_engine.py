@@ -296,14 +296,16 @@ def test_epoch_weights_multiplicity_and_infinite_resources():
 
 def test_epoch_aggregate_budget_invariant():
     # internals: the idled flow-time never exceeds eps x the elapsed flow-time
-    from fabric import engine as E
+    from fabric.eventloop import _EventLoop
+    from fabric.problem import _Prob
+    from fabric.reductions import _reduce_columns, _resource_bytes
 
     eps = 0.02
     p = skewed_alltoall(32, 8, 4, "moe", 7)
-    pr = E._Prob(p)
-    red = E._reduce_columns(pr)
+    pr = _Prob(p)
+    red = _reduce_columns(pr)
     seen = []
-    loop = E._EventLoop(pr.reduced(red) if red.res is not pr.res else pr, exact=False, epsilon=eps,
+    loop = _EventLoop(pr.reduced(red) if red.res is not pr.res else pr, exact=False, epsilon=eps,
                         time_series=False, memory_limit_bytes=8 << 30, base_bytes=0)
     orig = loop._account
 
@@ -312,7 +314,7 @@ def test_epoch_aggregate_budget_invariant():
         seen.append((loop.agg_lost, loop.agg_time))
 
     loop._account = account
-    rb = E._resource_bytes(pr)
+    rb = _resource_bytes(pr)
     loop.run(rb, float((rb / pr.cap).max()))
     lost, elapsed = np.array(seen).T
     assert elapsed[-1] > 0 and lost[-1] > 0.2 * eps * elapsed[-1]  # the budget is used, not vacuous
@@ -374,3 +376,28 @@ def test_errors():
     with pytest.raises(ProblemTooLargeError, match=r"needs about .* GiB .*multiplicity.*fewer ranks"):
         simulate(p, memory_limit_bytes=1 << 20)
     assert estimate_memory_bytes(p) > 1 << 20
+
+
+@pytest.mark.parametrize("mode", ["auto", "exact", "epoch"])
+def test_resource_weight_folded_into_capacity_equals_the_weight_matrix(mode):
+    """resource_weight (folded into capacities) gives the schedule of the explicit per-entry weights."""
+    rng = np.random.default_rng(3)
+    for trial in range(4):
+        cap, res = leaf_spine(16, hpl=4, spines=2, seed=trial)
+        F = res.shape[0]
+        rw = rng.choice([1.0, 1 / 0.9, 1 / 0.75], len(cap))
+        base = None if trial % 2 else np.where(res >= 0, rng.choice([0.5, 1.0], res.shape), 0.0)
+        full = np.where(res >= 0, (1.0 if base is None else base) * rw[np.maximum(res, 0)], 0.0)
+        size = np.full(F, 1e3) if mode == "auto" and trial < 2 else rng.lognormal(7, 1, F)
+        lat = rng.uniform(0, 1e-6, F)
+        a = simulate(FlowProblem(capacity_Bps=cap, res=res, weight=full, size_bytes=size, latency_s=lat), mode=mode)
+        b = simulate(FlowProblem(capacity_Bps=cap, res=res, weight=base, size_bytes=size, latency_s=lat,
+                                 resource_weight=rw), mode=mode)
+        assert a.mode_used == b.mode_used
+        np.testing.assert_allclose(b.finish_s, a.finish_s, rtol=1e-9)
+        np.testing.assert_allclose(b.resource_bytes, a.resource_bytes, rtol=1e-9)
+        np.testing.assert_allclose(b.resource_busy_s, a.resource_busy_s, rtol=1e-9, atol=1e-15)
+        assert b.lower_bound_s == pytest.approx(a.lower_bound_s, rel=1e-12)
+    with pytest.raises(FlowError, match=r"resource_weight\[0\]"):
+        simulate(FlowProblem(capacity_Bps=np.ones(2), res=np.zeros((1, 1), np.int32), size_bytes=np.ones(1),
+                             resource_weight=np.array([0.0, 1.0])))

@@ -226,3 +226,29 @@ def test_spray_does_not_lose_to_ecmp_around_a_degraded_link(collective):
     healthy = run(Router(compile_fabric(fat_tree(64, 16))), [op], policy="spray")[0].time_s
     assert spray <= ecmp * 1.001
     assert spray < 1.3 * healthy  # the split steers around the degraded cables
+
+
+def test_spray_trunk_entries_match_the_trunk_table_flow_by_flow():
+    """The vectorised spray look-ups name, per flow, the trunks of the router's (name, key) table."""
+    from topologies import build
+    r = Router(compile_fabric(build("fat-tree", {"hosts": 32, "radix": 8, "tiers": 3})))
+    assert r.clos_pristine
+    cf = r.cf
+    n = cf.n_gpus
+    src = np.repeat(np.arange(n), n - 1)
+    dst = np.tile(np.arange(n - 1), n)
+    dst += dst >= src
+    rt = r.route(src, dst, policy="spray")
+    tr = r.clos_trunk
+    for f in range(0, len(src), 7):
+        a, b = r.nic_of[cf.gpus[src[f]]], r.nic_of[cf.gpus[dst[f]]]
+        la = int(cf.link_dst[r.nic_up[a, 0]])
+        lb = int(cf.link_src[r.nic_down[b, 0]])
+        want = {int(r.host_up[cf.gpus[src[f]]]), int(r.host_down[cf.gpus[dst[f]]]), tr[("nic-up", int(a))],
+                tr[("nic-down", int(b))]}
+        if la != lb:
+            want |= {tr[("leaf-up", la)], tr[("spine-down", lb)]}
+            pa, pb, pl = int(cf.node_pod[la]), int(cf.node_pod[lb]), int(cf.node_plane[la])
+            if pa != pb:
+                want |= {tr[("spine-up", pl * 1_000_000 + pa)], tr[("core-down", pl * 1_000_000 + pb)]}
+        assert set(rt.res[f][rt.res[f] >= 0].tolist()) == want

@@ -4,37 +4,51 @@ This is the lowest layer of fabric-emu. It also holds the exception hierarchy
 and the units module, which every other layer uses.
 """
 
-from topologies.errors import (
-    FabricEmuError,
-    FlowError,
-    ProblemTooLargeError,
-    RoutingError,
-    SelectorError,
-    SpecError,
-    TopologyError,
-    UnitError,
-    UnreachableError,
-)
-from topologies.units import (
-    format_bandwidth,
-    format_size,
-    format_time,
-    parse_bandwidth,
-    parse_size,
-    parse_size_range,
-    parse_time,
-)
+from __future__ import annotations
 
-from topologies import catalog
-from topologies.clos import fat_tree
-from topologies.cluster import SUPERPODS, cluster, superpod
-from topologies.export import read as read_graph
-from topologies.export import write as write_graph
-from topologies.graph import FabricSummary, gpus_of, summarize
-from topologies.nvlink import hgx, nvl, nvlink_domain
-from topologies.presets import Preset, build, preset, presets
-from topologies.spec import load as load_spec
-from topologies.spec import load_topology
+import importlib
+import sys
+import types
+
+#: public name -> (module, attribute); imported on first use, so that importing the package
+#: (e.g. for ``fabric-emu --help``) does not load numpy, scipy or networkx
+_EXPORTS = {
+    "FabricEmuError": ("topologies.errors", "FabricEmuError"),
+    "FlowError": ("topologies.errors", "FlowError"),
+    "ProblemTooLargeError": ("topologies.errors", "ProblemTooLargeError"),
+    "RoutingError": ("topologies.errors", "RoutingError"),
+    "SelectorError": ("topologies.errors", "SelectorError"),
+    "SpecError": ("topologies.errors", "SpecError"),
+    "TopologyError": ("topologies.errors", "TopologyError"),
+    "UnitError": ("topologies.errors", "UnitError"),
+    "UnreachableError": ("topologies.errors", "UnreachableError"),
+    "format_bandwidth": ("topologies.units", "format_bandwidth"),
+    "format_size": ("topologies.units", "format_size"),
+    "format_time": ("topologies.units", "format_time"),
+    "parse_bandwidth": ("topologies.units", "parse_bandwidth"),
+    "parse_size": ("topologies.units", "parse_size"),
+    "parse_size_range": ("topologies.units", "parse_size_range"),
+    "parse_time": ("topologies.units", "parse_time"),
+    "catalog": ("topologies.catalog", None),
+    "fat_tree": ("topologies.clos", "fat_tree"),
+    "SUPERPODS": ("topologies.cluster", "SUPERPODS"),
+    "cluster": ("topologies.cluster", "cluster"),
+    "superpod": ("topologies.cluster", "superpod"),
+    "read_graph": ("topologies.export", "read"),
+    "write_graph": ("topologies.export", "write"),
+    "FabricSummary": ("topologies.graph", "FabricSummary"),
+    "gpus_of": ("topologies.graph", "gpus_of"),
+    "summarize": ("topologies.graph", "summarize"),
+    "hgx": ("topologies.nvlink", "hgx"),
+    "nvl": ("topologies.nvlink", "nvl"),
+    "nvlink_domain": ("topologies.nvlink", "nvlink_domain"),
+    "Preset": ("topologies.presets", "Preset"),
+    "build": ("topologies.presets", "build"),
+    "preset": ("topologies.presets", "preset"),
+    "presets": ("topologies.presets", "presets"),
+    "load_spec": ("topologies.spec", "load"),
+    "load_topology": ("topologies.spec", "load_topology"),
+}
 
 __fabric_emu__ = True
 
@@ -75,3 +89,37 @@ __all__ = [
     "parse_size_range",
     "parse_time",
 ]
+
+
+def __getattr__(name: str):
+    try:
+        mod, attr = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'topologies' has no attribute {name!r}") from None
+    module = importlib.import_module(mod)
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+class _Package(types.ModuleType):
+    """Keeps an exported function whose name is also a submodule's (``presets``, ``bisection``, ``congestion``).
+
+    Importing a submodule sets it as an attribute of the package; when an export
+    of the same name is a function of that submodule, the function is stored instead,
+    as the eager ``from ... import`` lines used to leave it.
+    """
+
+    def __setattr__(self, name, value):
+        spec = _EXPORTS.get(name)
+        if (spec is not None and spec[1] is not None and isinstance(value, types.ModuleType)
+                and value.__name__ == f"{self.__name__}.{name}"):
+            value = getattr(value, spec[1])
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -1,0 +1,160 @@
+"""Whole-process benchmark of the command users run, with the bincount floor beside it.
+
+Run: ``python -m benchmarks.bench_cli [--cases a2a-1024-ecmp ...] [--repeat 3]``.
+
+Every case runs ``fabric-emu`` as a fresh process, as a user would, and reports
+the median wall time, CPU time (user + system) and peak RSS over the repeats
+(from ``os.wait4``). A second fresh process runs the same pipeline through the
+library with a timer per stage (topology + compile + router, planning and
+routing, problem build, engine) and measures, in that same process, the
+*floor*: one ``np.bincount`` over the problem's flow x resource incidence
+(the least work any engine must do: touch every entry once). The engine-stage
+ratio is engine time / floor.
+
+Cases (see docs/performance.md for the targets):
+
+* ``a2a-N-ecmp`` / ``a2a-N-spray``: ``fabric-emu run all_to_all --topo fat-tree
+  --set hosts=N --set radix=R --set link=400Gb/s --size 64MiB --routing ecmp|spray
+  --seed 1 --json`` (R = 16 at N = 128, 64 at N = 1,024, 128 at N = 4,096);
+* ``moe-1024``: ``fabric-emu run moe_dispatch`` on the same 1,024-host fat-tree,
+  skewed token routing, 1,024 experts (epoch mode, 1 %);
+* ``a2a-16k``: all-to-all of 1 GiB on 256 GB300 racks of 64 GPUs (16,384 GPUs,
+  Quantum-X800 two-tier fat-tree), node-level aggregation chosen automatically;
+* ``help``: ``fabric-emu --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+from benchmarks._util import machine, print_table
+
+__all__ = ["CASES", "cli_args", "measure", "stages", "main"]
+
+_A2A = {128: 16, 1024: 64, 4096: 128}
+
+
+def _a2a(n: int, routing: str) -> list[str]:
+    return ["run", "all_to_all", "--topo", "fat-tree", "--set", f"hosts={n}", "--set", f"radix={_A2A[n]}",
+            "--set", "link=400Gb/s", "--size", "64MiB", "--routing", routing, "--seed", "1", "--json"]
+
+
+CASES = {f"a2a-{n}-{r}": _a2a(n, r) for n in _A2A for r in ("ecmp", "spray")}
+CASES["moe-1024"] = ["run", "moe_dispatch", "--topo", "fat-tree", "--set", "hosts=1024", "--set", "radix=64",
+                     "--set", "link=400Gb/s", "--moe-routing", "skewed", "--experts", "1024", "--seed", "1", "--json"]
+CASES["a2a-16k"] = ["run", "all_to_all", "--topo", "gb300-nvl72", "--set", "domains=256", "--set",
+                    "gpus_per_domain=64", "--set", "scaleout=quantum-x800", "--size", "1GiB", "--json"]
+CASES["help"] = ["--help"]
+DEFAULT = ["help", "a2a-128-ecmp", "a2a-1024-ecmp", "a2a-1024-spray", "a2a-4096-ecmp", "a2a-4096-spray", "a2a-16k"]
+
+
+def cli_args(case: str) -> list[str]:
+    """The command line of a case: the installed ``fabric-emu`` script (or ``python -m cli.main``)."""
+    exe = shutil.which("fabric-emu", path=os.path.dirname(sys.executable)) or shutil.which("fabric-emu")
+    head = [exe] if exe else [sys.executable, "-m", "cli.main"]
+    return head + CASES[case]
+
+
+def measure(args: list[str]) -> dict:
+    """Wall, CPU (user + system) and peak RSS of one fresh process."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return dict(wall=wall, cpu=ru.ru_utime + ru.ru_stime, sys=ru.ru_stime, rss=ru.ru_maxrss * 1024 / 1e6,
+                ok=p.returncode == 0, out=out)
+
+
+def stages(case: str) -> dict:
+    """The CLI's pipeline through the library, timed stage by stage, and the floor (in this process)."""
+    import numpy as np
+
+    t0 = time.perf_counter()
+    from collectives import Collective, planner_for
+    from collectives.moe import TokenRouting
+    from fabric import Router, compile_with_failures, to_problem
+    from fabric.congestion import max_link_utilization
+    from fabric.decompose import simulate_split
+    from topologies import load_topology
+    t_imp = time.perf_counter()
+    argv = CASES[case]
+    sets = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "--set")
+    opt = {argv[i]: argv[i + 1] for i in range(len(argv) - 1) if argv[i].startswith("--") and argv[i] != "--set"}
+    cf = compile_with_failures(load_topology(argv[argv.index("--topo") + 1], sets), (), ())
+    router = Router(cf)
+    t_fab = time.perf_counter()
+    planner = planner_for(router, policy=opt.get("--routing", "ecmp"), seed=int(opt.get("--seed", 0)))
+    ranks = tuple(range(cf.n_gpus))
+    from topologies.units import parse_size
+    if argv[1].startswith("moe"):
+        tr = TokenRouting(opt["--moe-routing"], experts=int(opt["--experts"]), seed=int(opt.get("--seed", 0)))
+        op = Collective(argv[1], ranks, 0, options={"moe": tr})
+    else:
+        op = Collective(argv[1], ranks, parse_size(opt["--size"]))
+    plan = planner.plan(op)
+    t_plan = time.perf_counter()
+    problem, used = to_problem(plan.flows.relabel(op.label), router)
+    t_prob = time.perf_counter()
+    result = simulate_split(problem)
+    t_eng = time.perf_counter()
+    max_link_utilization(router, result, used)
+    t_end = time.perf_counter()
+    keys = np.add(problem.res, 1, dtype=np.intp).reshape(-1)
+    R1 = len(problem.capacity_Bps) + 1
+    floor = []
+    for _ in range(5):
+        a = time.perf_counter()
+        np.bincount(keys, minlength=R1)
+        floor.append(time.perf_counter() - a)
+    return dict(imports=t_imp - t0, fabric=t_fab - t_imp, plan=t_plan - t_fab, problem=t_prob - t_plan,
+                engine=t_eng - t_prob, report=t_end - t_eng, floor=min(floor), flows=problem.res.shape[0],
+                entries=int(problem.res.size), mode=result.mode_used, time_s=float(result.makespan_s))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", nargs="*", default=DEFAULT, choices=sorted(CASES))
+    ap.add_argument("--repeat", type=int, default=3, help="fresh CLI processes per case (median reported)")
+    ap.add_argument("--no-stages", action="store_true", help="skip the in-library stage run and floor")
+    ap.add_argument("--stages-of", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.stages_of:
+        print(json.dumps(stages(args.stages_of)))
+        return 0
+    print(machine())
+    rows = []
+    for case in args.cases:
+        runs = [measure(cli_args(case)) for _ in range(max(1, args.repeat))]
+        ok = all(r["ok"] for r in runs)
+        med = {k: statistics.median(r[k] for r in runs) for k in ("wall", "cpu", "sys", "rss")}
+        st = {}
+        if case != "help" and not args.no_stages and ok:
+            out = subprocess.run([sys.executable, "-m", "benchmarks.bench_cli", "--stages-of", case],
+                                 capture_output=True, text=True, check=False)
+            if out.returncode == 0:
+                st = json.loads(out.stdout.strip().splitlines()[-1])
+        walls = ", ".join(f"{r['wall']:.2f}" for r in runs)
+        rows.append([case, "ok" if ok else "FAILED", f"{med['wall']:.2f} ({walls})", f"{med['cpu']:.2f}",
+                     f"{med['sys']:.2f}", f"{med['rss']:,.0f}",
+                     f"{st['flows']:,}" if st else "-", st.get("mode", "-"),
+                     f"{st['plan']:.2f}" if st else "-", f"{st['problem']:.2f}" if st else "-",
+                     f"{st['engine']:.3f}" if st else "-", f"{st['floor'] * 1e3:.1f}" if st else "-",
+                     f"{st['engine'] / st['floor']:.1f}" if st else "-"])
+        print(" | ".join(rows[-1]), flush=True)
+    print()
+    print_table(["case", "status", "wall s median (runs)", "CPU s", "sys s", "peak RSS MB", "flows", "mode",
+                 "plan+route s", "problem s", "engine s", "floor ms", "engine/floor"], rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

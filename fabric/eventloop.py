@@ -1,0 +1,491 @@
+"""The exact and epoch event loops of the flow engine (docs/flow-engine.md §3-4).
+
+:class:`_EventLoop` admits flows as their phases start, solves max-min rates
+(warm-started after pure departures), and advances to the next completion
+(exact mode) or to the end of an epoch, when a budget of idled capacity runs
+out (epoch mode, with rescales between solves). :func:`fabric.engine.simulate`
+chooses the mode and builds the loop.
+
+Examples
+--------
+>>> _CRITICAL, _GUARD, _MAX_RESCALES
+(0.99, 5.0, 20)
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from fabric import maxmin as _mm
+from fabric.problem import FlowResult, _Prob
+from fabric.epoch import _EpochMixin, _row_bincount
+from fabric.reductions import _unconstrained
+from topologies.errors import ProblemTooLargeError
+
+__all__: list[str] = []
+
+_TIE = 1e-9
+# epoch mode (docs/flow-engine.md §4)
+_CRITICAL = 0.99  # resources with bytes / capacity >= 0.99 x the largest keep the per-resource budget epsilon
+_GUARD = 5.0  # every other saturated resource: min(5 epsilon, 0.5)
+_GUARD_MAX = 0.5
+_MAX_RESCALES = 20  # at most this many rescales between two max-min solves
+_ULP = float(np.finfo(np.float64).eps)
+_INF = np.inf
+
+
+
+
+
+
+
+
+class _EventLoop(_EpochMixin):
+    """Exact and epoch event loops (internal)."""
+
+    def __init__(self, pr: _Prob, *, exact: bool, epsilon: float, time_series: bool, memory_limit_bytes: int,
+                 base_bytes: int):
+        self.pr = pr
+        self.exact = exact
+        self.eps = epsilon
+        self.ts = time_series
+        self.mem_limit = memory_limit_bytes
+        self.base_bytes = base_bytes
+        F, R = pr.F, pr.R
+        self.start = np.full(F, np.nan)
+        self.tend = np.full(F, np.nan)
+        self.status = np.zeros(F, dtype=np.int8)  # 0 unscheduled, 1 scheduled, 2 active, 3 done
+        self.remb = pr.size.copy()
+        self.unc = _unconstrained(pr)
+        self.lat = pr.lat
+        self.busy = np.zeros(R + 1)
+        self.nact = np.zeros(R + 1, dtype=np.int64)  # active flows per slot
+        self.cntw = np.zeros(R + 1)  # sum of the coefficients m_f * w_fl of the active flows per slot
+        self.lost = np.zeros(R + 1)  # epoch budget: idled capacity x time while saturated
+        self.capx = np.concatenate([[0.0], pr.cap])
+        self.eps_slot = np.full(R + 1, epsilon)  # per-resource budget fraction (set in run())
+        self.members = np.zeros(R + 1)  # flows (x multiplicity) whose bottleneck is the slot, since the last solve
+        self.agg_lost = 0.0  # sum over slots of the idled flow-time: int idle_l * members_l / c_l dt
+        self.idle0 = np.zeros(R + 1)  # idle capacity per slot right after the last solve or rescale
+        self.load = np.zeros(R + 1)  # epoch mode: load per slot (set by solves, lowered by departures)
+        self._curve = None  # aggregate budget curve of the current epoch (from _epoch_end)
+        self._kguess = 256  # completions to examine first when looking for the epoch end
+        self._by_aggregate = False  # the last epoch ended on the aggregate budget
+        self.rescales = 0
+        self.agg_time = 0.0  # elapsed flow-time: int (active flows x multiplicity) dt
+        self.events = self.solves = self.rounds = 0
+        # phases: flows grouped by phase, sorted by release within a phase
+        P = pr.P
+        ph = pr.phase if pr.phase is not None else np.zeros(F, dtype=np.int64)
+        self.ph = ph
+        rel = pr.rel if pr.rel is not None else np.zeros(F)
+        self.rel = rel
+        order = np.lexsort((rel, ph)) if F else np.zeros(0, dtype=np.int64)
+        self.ph_order = order
+        self.ph_ptr = np.zeros(P + 1, dtype=np.int64)
+        np.cumsum(np.bincount(ph, minlength=P) if F else np.zeros(P, dtype=np.int64), out=self.ph_ptr[1:])
+        self.ph_left = np.diff(self.ph_ptr).copy()
+        self.ph_maxfin = np.full(P, -_INF)
+        self.ph_start = np.full(P, np.nan)
+        self.ph_fin = np.full(P, np.nan)
+        self.deps_left = np.diff(pr.dep_ptr).copy()
+        self.heap: list[tuple[float, int]] = []
+        self.cursor = np.zeros(P, dtype=np.int64)
+        # index over the flows of started phases
+        self.ix = None
+        self.loc = np.full(F, -1, dtype=np.int64)
+        self.series_t: list[float] = []
+        self.series_u: list[np.ndarray] = []
+        self.series_s: list[np.ndarray] = []
+        self.peak = np.zeros(R + 1) if time_series else None
+
+    # ---------------------------------------------------------------- phases
+
+    def _start_phase(self, q: int, ts: float):
+        self.ph_start[q] = ts
+        lo, hi = self.ph_ptr[q], self.ph_ptr[q + 1]
+        if hi == lo:
+            self._finish_phase(q, ts)
+            return
+        fl = self.ph_order[lo:hi]
+        self.start[fl] = ts + self.rel[fl]
+        self.status[fl] = 1
+        heapq.heappush(self.heap, (float(self.start[fl[0]]), q))
+
+    def _finish_phase(self, p: int, tf: float):
+        self.ph_fin[p] = tf
+        pr = self.pr
+        for q in pr.dependents(p):
+            self.deps_left[q] -= 1
+            if self.deps_left[q] == 0:
+                ts = float(self.ph_fin[pr.deps(q)].max()) + float(pr.delay[q])
+                self._start_phase(q, ts)
+
+    def _earliest_new_arrival(self, fin_by_phase: dict[int, float]) -> float:
+        """Earliest arrival caused by the phases finishing at the given times (no side effects)."""
+        pr = self.pr
+        left = {}
+        fin = dict(fin_by_phase)
+        stack = list(fin_by_phase.items())
+        best = _INF
+        while stack:
+            p, tf = stack.pop()
+            for q in pr.dependents(p):
+                left[q] = left.get(q, int(self.deps_left[q])) - 1
+                if left[q] == 0:
+                    d = pr.deps(q).tolist()
+                    ts = max(fin[x] if x in fin else float(self.ph_fin[x]) for x in d) + float(pr.delay[q])
+                    lo, hi = self.ph_ptr[q], self.ph_ptr[q + 1]
+                    if hi == lo:
+                        fin[q] = ts
+                        stack.append((q, ts))
+                    else:
+                        best = min(best, ts + float(self.rel[self.ph_order[lo]]))
+        return best
+
+    # ---------------------------------------------------------------- index
+
+    def _rebuild(self):
+        """Index every active or scheduled flow (compaction / new phases)."""
+        pr = self.pr
+        if self.ix is not None:
+            # write back remaining bytes of the indexed flows
+            self.remb[self.ix_flows] = self.L_rem
+            self.loc[self.ix_flows] = -1
+        st = self.status
+        flows = np.flatnonzero((st == 1) | (st == 2))
+        flows = flows[~self.unc[flows] & (pr.size[flows] > 0)]
+        self.ix_flows = flows
+        self.ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows)
+        self.loc[flows] = np.arange(flows.shape[0])
+        self.L_act = st[flows] == 2
+        self.L_rem = self.remb[flows]
+        self.L_rate = np.zeros(flows.shape[0])
+        self.L_mm = np.zeros(flows.shape[0])  # max-min rates of the last solve (rescales change L_rate only)
+        self.L_bneck = np.zeros(flows.shape[0], dtype=np.int64)
+        self.L_mult = None if pr.mult is None else pr.mult[flows]
+        # slot ids (resource + 1) of the indexed flows as intp, for the per-event gathers of epoch mode
+        self.L_keys = None if self.exact else np.add(self.ix.res, 1, dtype=np.intp)
+        self.n_pending = int((st[flows] == 1).sum())
+        self.n_listed = flows.shape[0]
+        est = self.base_bytes + self.ix.nbytes()
+        if self.ts:
+            est += len(self.series_t) * (pr.R * 5)
+        if est > self.mem_limit:
+            raise ProblemTooLargeError(
+                f"simulate: the run needs more than memory_limit_bytes = {self.mem_limit / 2**30:.2f} GiB "
+                f"(about {est / 2**30:.2f} GiB so far); use mode='epoch', turn time_series off, aggregate flows "
+                "into classes (multiplicity) or simulate fewer ranks")
+
+    def _compact_lists(self):
+        """Drop finished flows from the resource -> flow lists (local ids and rows stay).
+
+        The filling walks these lists; finished flows in them are skipped one by
+        one, so they are removed once they are a quarter of the lists.  Cheaper
+        than a rebuild: one mask over the entries.
+        """
+        ix = self.ix
+        keep = self.L_act | (self.status[self.ix_flows] == 1)
+        ke = keep[ix.indices]
+        r1 = ix.indptr.shape[0] - 1
+        slot = np.repeat(np.arange(r1), np.diff(ix.indptr))
+        counts = np.bincount(slot[ke], minlength=r1)
+        indptr = np.zeros(r1 + 1, dtype=ix.indptr.dtype)
+        np.cumsum(counts, out=indptr[1:])
+        ix.indices = ix.indices[ke]
+        ix.indptr = indptr
+        if ix.ecoef is not None:
+            ix.ecoef = ix.ecoef[ke]
+        self.n_listed = int(np.count_nonzero(keep))
+
+    # ---------------------------------------------------------------- main loop
+
+    def run(self, rbytes, lb) -> FlowResult:
+        pr = self.pr
+        if not self.exact:
+            # critical resources (largest byte load for their capacity) keep the per-resource budget eps;
+            # every other resource a looser guard; the aggregate flow-time budget covers the rest (docs §4)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lbr = np.where(np.isfinite(pr.cap), rbytes / pr.cap, 0.0)
+            top = float(lbr.max()) if lbr.size else 0.0
+            crit = lbr >= _CRITICAL * top
+            self.eps_slot[1:] = np.where(crit, self.eps, min(_GUARD * self.eps, _GUARD_MAX))
+            self.eps_slot[0] = 0.0
+        P = pr.P
+        for q in range(P):
+            if self.deps_left[q] == 0 and np.isnan(self.ph_start[q]):
+                self._start_phase(q, float(pr.delay[q]))
+        t = 0.0
+        if self.heap:
+            t = self.heap[0][0]
+        last_departed_min = None  # warm start: min max-min rate of the flows that left since the last solve
+        need_cold = True
+        n_resc = 0  # rescales since the last solve (the warm start needs max-min rates)
+        while True:
+            # ---- admit arrivals at t
+            admitted = self._admit(t)
+            if admitted is not None:
+                need_cold = True
+            if self.ix is None or (admitted is not None and self._needs_index(admitted)):
+                self._rebuild()
+                need_cold = True
+            elif self.ix.size and (self.L_act.sum() + self.n_pending) * 2 < self.ix.size:
+                self._rebuild()
+                need_cold = True
+            elif (self.L_act.sum() + self.n_pending) * 4 < 3 * self.n_listed:
+                self._compact_lists()
+            n_act = int(self.L_act.sum()) if self.ix is not None else 0
+            if n_act == 0:
+                if not self.heap:
+                    break
+                t = max(t, self.heap[0][0])
+                continue
+            self.events += 1
+            # ---- solve
+            aidx = np.flatnonzero(self.L_act)
+            rates = None
+            if not self.exact and not need_cold and n_resc < _MAX_RESCALES and self._by_aggregate:
+                # the aggregate budget ran out (flows finishing everywhere): a rescale first
+                rates = self._rescale(aidx)
+            if rates is None:
+                rates = self._solve(aidx, None if need_cold else last_departed_min)
+                self.L_mm[aidx] = rates
+                last_departed_min = None
+                self.idle0[:] = 0.0
+                n_resc = 0
+            else:
+                n_resc += 1
+            need_cold = False
+            rem = self.L_rem[aidx]
+            with np.errstate(divide="ignore"):
+                tc = t + rem / rates
+            t_arr = self.heap[0][0] if self.heap else _INF
+            sat = self.members > 0
+            if self.exact:
+                tmin = float(tc.min())
+                t1 = min(tmin, t_arr)
+                cut = t1 + max(_TIE * (t1 - t), 4.0 * _ULP * abs(t1)) if t1 == tmin else t1
+            else:
+                t1 = min(self._epoch_end(t, aidx, rates, tc, sat), t_arr)
+                cut = t1
+            # ---- completions (truncate at arrivals caused by finishing phases)
+            while True:
+                done = tc <= cut
+                t1, cut, again = self._truncate(aidx, done, tc, t1, cut)
+                if not again:
+                    break
+            gd = aidx[done]
+            tcd = tc[done]
+            self._account(t, t1, aidx, rates, tc, done, sat)
+            left = rem - rates * (t1 - t)
+            np.maximum(left, 0.0, out=left)
+            self.L_rem[aidx] = left
+            self.L_rate[aidx] = rates
+            if gd.size and not self.exact:
+                self._depart(gd, rates[done])
+            if gd.size:
+                # the warm start holds on the max-min rates of the last solve, whatever rescales did since
+                mn = float(self.L_mm[gd].min())
+                last_departed_min = mn if last_departed_min is None else min(last_departed_min, mn)
+                self.L_act[gd] = False
+                self.L_rem[gd] = 0.0
+                self._complete(self.ix_flows[gd], tcd)
+            t = t1
+        return self._result(rbytes, lb)
+
+    def _needs_index(self, admitted: np.ndarray) -> bool:
+        return bool((self.loc[admitted] < 0).any())
+
+    def _admit(self, t: float):
+        """Activate every scheduled flow with start <= t; returns the admitted ids (bandwidth users)."""
+        got = []
+        lim = t + 4.0 * _ULP * abs(t)
+        while self.heap and self.heap[0][0] <= lim:
+            _, q = heapq.heappop(self.heap)
+            lo, hi = self.ph_ptr[q], self.ph_ptr[q + 1]
+            fl = self.ph_order[lo:hi]
+            c = self.cursor[q]
+            e = int(np.searchsorted(self.start[fl], lim, side="right"))
+            new = fl[c:e]
+            self.cursor[q] = e
+            if e < hi - lo:
+                heapq.heappush(self.heap, (float(self.start[fl[e]]), q))
+            got.append(new)
+        if not got:
+            return None
+        new = np.concatenate(got)
+        instant = self.unc[new] | (self.pr.size[new] <= 0)
+        if instant.any():
+            ins = new[instant]
+            self._complete(ins, self.start[ins])
+            new = new[~instant]
+        if new.size == 0:
+            return None
+        self.status[new] = 2
+        if self.ix is not None:
+            li = self.loc[new]
+            ok = li >= 0
+            self.L_act[li[ok]] = True
+            self.n_pending -= int(ok.sum())
+        keys = np.add(self.pr.res[new], 1, dtype=np.intp).reshape(-1)
+        self.nact += np.bincount(keys, minlength=self.pr.R + 1)
+        self.cntw += self._coef_counts(new, keys)
+        return new
+
+    def _coef_counts(self, gids, keys):
+        """Per-slot sum of the coefficients m_f * w_fl of the flows ``gids`` (``keys``: their slots, flattened)."""
+        pr = self.pr
+        w = None
+        if pr.weight is not None:
+            w = pr.weight[gids].reshape(-1)
+            if pr.mult is not None:
+                w = w * np.repeat(pr.mult[gids], pr.res.shape[1])
+        elif pr.mult is not None:
+            w = np.repeat(pr.mult[gids], pr.res.shape[1])
+        c = np.bincount(keys, weights=w, minlength=pr.R + 1).astype(np.float64, copy=False)
+        c[0] = 0.0
+        return c
+
+    def _complete(self, gids: np.ndarray, tend: np.ndarray):
+        """Mark flows done at their transfer ends; finish phases and schedule dependents."""
+        self.tend[gids] = tend
+        st = self.status
+        was_active = st[gids] == 2
+        st[gids] = 3
+        fin = tend if self.lat is None else tend + self.lat[gids]
+        if was_active.any():
+            ga = gids[was_active]
+            keys = np.add(self.pr.res[ga], 1, dtype=np.intp).reshape(-1)
+            self.nact -= np.bincount(keys, minlength=self.pr.R + 1)
+            self.cntw -= self._coef_counts(ga, keys)
+            if not self.nact.any():
+                self.cntw[:] = 0.0  # no rounding residue once nothing is active
+        if self.pr.P == 1:
+            phs, cnt, mx = [0], [gids.shape[0]], [float(fin.max())]
+        else:
+            ph = self.ph[gids]
+            o = np.argsort(ph, kind="stable")
+            phs, first, cnt = np.unique(ph[o], return_index=True, return_counts=True)
+            mx = np.maximum.reduceat(fin[o], first)
+            phs, cnt, mx = phs.tolist(), cnt.tolist(), mx.tolist()
+        finished = []
+        for p, c, m in zip(phs, cnt, mx):
+            if m > self.ph_maxfin[p]:
+                self.ph_maxfin[p] = m
+            self.ph_left[p] -= c
+            if self.ph_left[p] == 0:
+                finished.append(p)
+        for p in finished:
+            self._finish_phase(p, float(self.ph_maxfin[p]))
+
+    def _truncate(self, aidx, done, tc, t1, cut):
+        """Cut the epoch at the first arrival caused by a phase finishing inside it."""
+        if self.pr.dep_idx.size == 0 or not done.any():
+            return t1, cut, False  # no phase waits on another: finishing phases schedule nothing
+        gd = self.ix_flows[aidx[done]]
+        ph = self.ph[gd]
+        o = np.argsort(ph, kind="stable")
+        phs, first, cnt = np.unique(ph[o], return_index=True, return_counts=True)
+        fin = tc[done] if self.lat is None else tc[done] + self.lat[gd]
+        mx = np.maximum.reduceat(fin[o], first)
+        left = self.ph_left[phs] - cnt
+        if not (left == 0).any():
+            return t1, cut, False
+        fb = {int(p): max(float(m), float(self.ph_maxfin[p])) for p, m, lf in zip(phs, mx, left) if lf == 0}
+        ta = self._earliest_new_arrival(fb)
+        if ta < t1:
+            return ta, ta, True
+        return t1, cut, False
+
+    # ---------------------------------------------------------------- solve
+
+    def _solve(self, aidx, warm_x):
+        """Max-min rates of the active flows; warm-started (exact) when ``warm_x`` is given.
+
+        Also records every active flow's bottleneck slot (``L_bneck``) and the
+        number of flows (x multiplicity) bottlenecked at each slot (``members``).
+        """
+        ix = self.ix
+        n = ix.size
+        all_active = aidx.shape[0] == n
+        fixed = None
+        if warm_x is not None:
+            prev = self.L_mm
+            fixed = self.L_act & (prev < warm_x * (1.0 - _mm.TIE_RTOL))
+            if not fixed.any():
+                fixed = None
+        if fixed is not None:
+            refill = self.L_act & ~fixed
+            state = np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8)
+            nfix = int(np.count_nonzero(fixed))
+            if 2 * nfix < aidx.shape[0]:
+                cnt = self.cntw - _mm.coef_sums(ix, np.where(fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8))
+            else:
+                cnt = _mm.coef_sums(ix, state)
+            out = _mm.fill(ix, self.pr.cap, state, cnt, _mm.fixed_load(ix, fixed, prev), compiled=self.exact)
+            rates = np.where(fixed[aidx], prev[aidx], out.level[out.bneck[aidx]])
+            ri = np.flatnonzero(refill)
+            self.L_bneck[ri] = out.bneck[ri]
+        else:
+            if all_active:
+                state = np.full(n, _mm.ALIVE, dtype=np.uint8)
+            else:
+                state = np.where(self.L_act, _mm.ALIVE, _mm.DONE).astype(np.uint8)
+            cnt = self.cntw.copy()  # maintained on arrivals and departures
+            out = _mm.fill(ix, self.pr.cap, state, cnt, compiled=self.exact)
+            b = out.bneck[aidx]
+            rates = out.level[b]
+            self.L_bneck[aidx] = b
+        if not self.exact or self.ts:
+            bn = self.L_bneck[aidx]
+            mult = None if self.L_mult is None else self.L_mult[aidx]
+            self.members = np.bincount(bn, weights=mult, minlength=self.pr.R + 1).astype(np.float64)
+            self.members[0] = 0.0
+        if not self.exact:
+            # load per slot, for rescales: slots that froze flows are full, the others carry c - rem
+            with np.errstate(invalid="ignore"):
+                self.load = np.where(np.isinf(out.rem), self.capx, self.capx - out.rem)
+            self.load[~np.isfinite(self.capx)] = 0.0  # never a bottleneck; its load is not needed
+            self.load[0] = 0.0
+        self.solves += 1
+        self.rounds += out.rounds
+        if self.peak is not None:
+            load = self._load(aidx, rates)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                u = load[1:] / self.pr.cap
+            np.maximum(self.peak[1:], np.nan_to_num(u), out=self.peak[1:])
+        return rates
+
+    def _load(self, aidx, rates):
+        ix = self.ix
+        keys = np.add(np.take(ix.res, aidx, axis=0), 1, dtype=np.intp)
+        coef = None if ix.coef is None else np.take(ix.coef, aidx, axis=0)
+        return _row_bincount(keys, rates, coef, self.pr.R + 1)
+
+
+    # ---------------------------------------------------------------- result
+
+    def _result(self, rbytes, lb) -> FlowResult:
+        pr = self.pr
+        tend = self.tend
+        fin = tend if pr.lat is None else tend + pr.lat
+        if pr.F:
+            mk = float(np.nanmax(fin))
+        else:
+            mk = 0.0
+        if np.isfinite(self.ph_fin).any():
+            mk = max(mk, float(np.nanmax(self.ph_fin)))
+        st = self.start.copy()
+        series = {}
+        if self.ts:
+            series = dict(series_time_s=np.array(self.series_t),
+                          series_utilization=np.array(self.series_u).reshape(-1, pr.R),
+                          series_saturated=np.array(self.series_s).reshape(-1, pr.R))
+        return FlowResult(start_s=st, transfer_end_s=tend.copy(), finish_s=fin.copy(), makespan_s=mk,
+                          resource_bytes=rbytes, resource_busy_s=self.busy[1:].copy(),
+                          resource_peak_utilization=None if self.peak is None else self.peak[1:].copy(),
+                          lower_bound_s=lb, mode_used="exact" if self.exact else "epoch", events=self.events,
+                          solves=self.solves, rounds=self.rounds, exact=self.exact,
+                          epsilon=0.0 if self.exact else self.eps, **series)

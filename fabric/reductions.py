@@ -1,0 +1,173 @@
+"""Exact reductions inside the engine: per-resource sums and maxima, folded weights, merged hop columns.
+
+* :func:`_resource_bytes` / :func:`_slot_sum` / :func:`_slot_max`: per-resource
+  reductions one hop column at a time (no F x h temporaries);
+* :func:`_reduce_columns`: adjacent hop columns that carry the same flows with the
+  same coefficients are merged (only the smaller capacity can bind), and
+  :func:`_expand` gives the merged resources their statistics back;
+* :func:`_unfold`: bytes in the caller's units after ``resource_weight`` was folded
+  into the capacities.
+
+Examples
+--------
+>>> import numpy as np
+>>> _slot_sum(np.array([[0, -1], [0, 1]]), np.array([1.0, 2.0]), None, 2).tolist()
+[1.0, 3.0, 2.0]
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from fabric.problem import FlowResult, _Prob
+
+__all__: list[str] = []
+
+_INF = np.inf
+
+
+def _slot_sum(res: np.ndarray, per_flow: np.ndarray, weight: np.ndarray | None, n_res: int) -> np.ndarray:
+    """Per-slot sum of ``per_flow[f] * weight[f, j]`` over the entries of ``res`` (slot 0: the padding).
+
+    One bincount per hop column: no F x h temporaries.
+    """
+    r1 = n_res + 1
+    out = np.zeros(r1)
+    keys = np.empty(res.shape[0], np.intp)  # one buffer for every column (fresh F-sized arrays page-fault)
+    for j in range(res.shape[1] if res.ndim == 2 else 0):
+        v = per_flow if weight is None else per_flow * weight[:, j]
+        out += np.bincount(np.add(res[:, j], 1, out=keys, casting="unsafe"), weights=v, minlength=r1)
+    return out
+
+
+def _slot_max(res: np.ndarray, per_flow: np.ndarray, n_res: int) -> np.ndarray:
+    """Per-slot maximum of ``per_flow`` over the entries of ``res`` (-inf where none; slot 0: the padding).
+
+    One ``maximum.at`` per hop column: the values stay in flow order (no gather).
+    """
+    out = np.full(n_res + 1, -_INF)
+    keys = np.empty(res.shape[0], np.intp)
+    for j in range(res.shape[1] if res.ndim == 2 else 0):
+        np.maximum.at(out, np.add(res[:, j], 1, out=keys, casting="unsafe"), per_flow)
+    return out
+
+
+def _resource_bytes(pr: _Prob) -> np.ndarray:
+    """sum_f m_f * w_fl * size_f per resource (padding dropped)."""
+    w = pr.size if pr.mult is None else pr.size * pr.mult
+    return _slot_sum(pr.res, w, pr.weight, pr.R)[1:]
+
+
+def _unconstrained(pr: _Prob) -> np.ndarray:
+    """Flows that cross no finite-capacity resource (their rate is infinite)."""
+    fin = np.concatenate([[False], np.isfinite(pr.cap)])
+    return ~np.take(fin, np.add(pr.res, 1, dtype=np.intp)).any(axis=1)
+
+
+class _Reduced:
+    """The problem the solver sees after merging duplicate hop columns (internal).
+
+    Two adjacent hop columns ``j, j + 1`` are duplicates when every flow that
+    has an entry in one has one in the other, the resources of each column
+    appear in no other column, the map ``res[f, j] -> res[f, j + 1]`` is a
+    bijection between them and the weights are equal.  Then resources ``u``
+    and ``v = map(u)`` carry exactly the same flows with the same coefficients,
+    so their constraints are the same up to capacity and only
+    ``min(c_u, c_v)`` can bind: column ``j + 1`` is dropped and ``u`` gets the
+    smaller capacity.  Exact (same rates, same events); it removes the host
+    link that sits beside every NIC port in the router's six-hop paths.
+    ``rep[v] = u`` maps every resource to the one that carries its flows.
+    """
+
+    __slots__ = ("res", "weight", "cap", "rep")
+
+    def __init__(self, res, weight, cap, rep):
+        self.res, self.weight, self.cap, self.rep = res, weight, cap, rep
+
+
+def _reduce_columns(pr: _Prob) -> _Reduced:
+    res, w, cap = pr.res, pr.weight, pr.cap
+    F, h = res.shape if res.ndim == 2 else (0, 0)
+    R = pr.R
+    rep = np.arange(R, dtype=np.int64)
+    if F == 0 or h < 2 or R == 0:
+        return _Reduced(res, w, cap, rep)
+    cols = [res[:, j] for j in range(h)]
+    # resources present in each column (the padding -1 marks the extra last entry)
+    present, pad = [], []
+    for c in cols:
+        m = np.zeros(R + 1, dtype=np.bool_)
+        m[c] = True
+        pad.append(bool(m[R]))
+        present.append(m[:R])
+    keep = list(range(h))
+    pairs = [(j, j + 1) for j in range(h - 1)]
+    cap_eff = None
+    i = 0
+    while i < len(pairs):
+        a, b = pairs[i]
+        i += 1
+        pa, pb = present[a], present[b]
+        if not pa.any() or pad[a] != pad[b]:
+            continue
+        # each column's resources appear in no other column
+        if any((pa & present[c]).any() or (pb & present[c]).any() for c in keep if c not in (a, b)):
+            continue
+        if (pa & pb).any():
+            continue
+        u, v = cols[a], cols[b]
+        if pad[a]:
+            if not np.array_equal(u < 0, v < 0):
+                continue
+            m = u >= 0
+            u, v = u[m], v[m]
+        else:
+            m = slice(None)
+        if w is not None and not np.array_equal(w[m, a], w[m, b]):
+            continue
+        v_of = np.full(R, -1, dtype=res.dtype)
+        v_of[u] = v
+        if not np.array_equal(np.take(v_of, u), v):
+            continue  # not a function u -> v
+        vals = v_of[v_of >= 0]
+        if np.unique(vals).shape[0] != vals.shape[0]:
+            continue  # not one-to-one
+        if cap_eff is None:
+            cap_eff = cap.copy()
+        su = np.flatnonzero(v_of >= 0)
+        cap_eff[su] = np.minimum(cap_eff[su], cap[v_of[su]])
+        rep[v_of[su]] = rep[su]
+        keep.remove(b)
+        present[a] = pa | pb
+        # a chain a, b, c of duplicates: the pair (b, c) becomes (a, c)
+        pairs[i:] = [(a, q) if p == b else (p, q) for p, q in pairs[i:]]
+    if len(keep) == h:
+        return _Reduced(res, w, cap, rep)
+    res2 = np.take(res, keep, axis=1)
+    w2 = None if w is None else np.take(w, keep, axis=1)
+    return _Reduced(res2, w2, cap_eff, rep)
+
+
+def _unfold(r: FlowResult, pr: _Prob) -> FlowResult:
+    """Bytes per resource in the caller's units when ``resource_weight`` was folded into the capacities."""
+    if pr.rw is None:
+        return r
+    return replace(r, resource_bytes=r.resource_bytes * pr.rw)
+
+
+def _expand(r: FlowResult, pr: _Prob, red: _Reduced) -> FlowResult:
+    """Per-resource statistics of the merged resources, from the resource that carried their flows."""
+    if red.res is pr.res:
+        return r
+    rep = red.rep
+    scale = red.cap[rep] / pr.cap  # utilisation was measured against the merged (smaller) capacity
+    scale = np.where(np.isfinite(scale), scale, 0.0)
+    kw = dict(resource_busy_s=r.resource_busy_s[rep])
+    if r.resource_peak_utilization is not None:
+        kw["resource_peak_utilization"] = r.resource_peak_utilization[rep] * scale
+    if r.series_utilization is not None:
+        kw["series_utilization"] = (r.series_utilization[:, rep] * scale.astype(np.float32)).astype(np.float32)
+        kw["series_saturated"] = r.series_saturated[:, rep] & (pr.cap <= red.cap[rep])[None, :]
+    return replace(r, **kw)
