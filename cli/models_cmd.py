@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import sys
 
-import click
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING
 
-from topologies import FabricEmuError
-from workloads import flops_per_token, get_model, list_models, param_counts
+import click
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only; rich is imported where it is used
+    from rich.table import Table
+
 
 __all__ = ["models_command", "models_rows", "models_table"]
 
@@ -19,6 +20,8 @@ DEFAULT_SEQ_LEN = 4096
 
 def models_rows(names: list[str], seq_len: int) -> list[dict]:
     """One JSON-ready row per model (parameters in units, FLOPs per token in FLOPs)."""
+    from workloads import flops_per_token, get_model, param_counts
+    
     rows = []
     for name in names:
         m = get_model(name)
@@ -37,6 +40,8 @@ def models_rows(names: list[str], seq_len: int) -> list[dict]:
 
 
 def models_table(rows: list[dict], seq_len: int) -> Table:
+    from rich.table import Table
+    
     t = Table(title=f"models (training FLOPs per token at seq {seq_len:,}; GF = 1e9 FLOPs)", title_justify="left")
     for col, just in (("name", "left"), ("layers", "right"), ("hidden", "right"), ("attention", "left"),
                       ("experts/topk", "right"), ("params", "right"), ("active", "right"),
@@ -64,6 +69,11 @@ def models_table(rows: list[dict], seq_len: int) -> Table:
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")
 def models_command(models: tuple[str, ...], seq_len: int, as_json: bool) -> None:
     """List the built-in models: sizes, parameters and FLOPs per token (Megatron and TorchTitan)."""
+    from rich.console import Console
+
+    from topologies import FabricEmuError
+    from workloads import list_models
+
     try:
         rows = models_rows(list(models) or list(list_models()), seq_len)
     except FabricEmuError as exc:

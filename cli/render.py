@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from fabric import BisectionResult
     from topologies import FabricSummary, Preset
 
-__all__ = ["presets_table", "summary_table", "bisection_table", "gbps", "oversubscription_note"]
+__all__ = ["presets_table", "summary_table", "bisection_table", "gbps", "oversubscription_note", "param_value"]
 
 
 def gbps(value_Bps: float) -> str:
@@ -26,8 +26,30 @@ def presets_table(presets: list[Preset]) -> Table:
     t.add_column("description")
     t.add_column("overrides (--set)")
     for p in presets:
-        t.add_row(p.name, p.description, ", ".join(f"{x.name}={x.default}" for x in p.params))
+        t.add_row(p.name, p.description, ", ".join(f"{x.name}={param_value(x.kind, x.default, x.choices)}"
+                                             for x in p.params))
     return t
+
+
+def param_value(kind: str, value, choices: tuple = ()) -> str:
+    """A preset parameter's value as a user writes it: ``400Gb/s``, ``auto``, ``false``, ``1``.
+
+    Examples
+    --------
+    >>> param_value("bandwidth", 50e9), param_value("str", None), param_value("float", 1.0)
+    ('400Gb/s', 'auto', '1')
+    """
+    if value is None:
+        return "none" if "none" in choices else "auto"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if kind == "bandwidth":
+        return f"{value * 8 / 1e9:g}Gb/s"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+    return str(value)
 
 
 def summary_table(summary: FabricSummary, bis: BisectionResult | None, failures: tuple = (),
@@ -36,7 +58,10 @@ def summary_table(summary: FabricSummary, bis: BisectionResult | None, failures:
     t = Table(title=f"topology {clean(summary.name)}", title_justify="left", show_header=False)
     t.add_column("field", style="bold")
     t.add_column("value")
-    t.add_row("GPUs", f"{summary.gpus:,} in {summary.domains:,} NVLink domain(s)")
+    if summary.domains >= summary.gpus:
+        t.add_row("GPUs", f"{summary.gpus:,} (single-GPU hosts: no NVLink domain)")
+    else:
+        t.add_row("GPUs", f"{summary.gpus:,} in {summary.domains:,} NVLink domain" + ("s" if summary.domains > 1 else ""))
     t.add_row("NICs", f"{summary.nics:,}")
     t.add_row("switches", f"{summary.switches:,} (" + ", ".join(f"{v:,} {k}" for k, v in summary.switches_by_role.items()) + ")")
     t.add_row("cables", f"{summary.cables:,} (" + ", ".join(f"{v:,} {clean(k)}" for k, v in summary.cables_by_tier.items())

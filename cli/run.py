@@ -81,7 +81,8 @@ def check_applicable(collective: str, given: set[str], *, routing: str, groups: 
 
 def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: dict, ranks: str,
                 size, sizes, algo, routing, seed, groups, layout, pxn, moe_routing, tokens, hidden, experts, topk,
-                fail, degrade, report, memory_limit=None, given: set[str] = frozenset()) -> None:
+                fail, degrade, report, memory_limit=None, given: set[str] = frozenset(), top=10,
+                plot=None) -> None:
     from collectives import COLLECTIVES, TokenRouting, planner_for, sweep
     from collectives.budget import check_collective, fabric_tiers, hops_bound
     from fabric import Router, compile_with_failures
@@ -158,6 +159,15 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
     rows = sweep(router, collective, rank_groups, size_list, algorithm=algo, report=report, options=options,
                  planner=planner, progress=progress, memory_limit=memory_limit)
     last = rows[-len(rank_groups)].report if report else None
+    if plot:
+        import numpy as np
+
+        from cli.plot import run_figure
+        from topologies.graph import TIERS
+
+        run_figure(plot, rows, last, np.asarray(TIERS)[cf.link_tier] if last is not None else None,
+                   title=f"{collective} on {cf.name}, routing {routing}")
+        err.print(f"wrote {plot}")
     if as_json:
         echo_json([r.as_dict() for r in rows])
         return
@@ -175,7 +185,11 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
     if note:
         out.print(f"oversubscription: {note}")
     if last is not None:
-        out.print(congestion_panel(last))
+        import numpy as np
+
+        from topologies.graph import TIERS
+
+        out.print(congestion_panel(last, top=top, link_tiers=np.asarray(TIERS)[cf.link_tier]))
 
 
 @click.command("run")
@@ -203,15 +217,19 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
 @click.option("--topk", "topk", default=8, show_default=True, type=AsciiInt(min=1), help="MoE experts per token.")
 @failure_options
 @click.option("--report", "report", is_flag=True, help="Add the congestion report (for the largest size).")
+@click.option("--top", "top", default=10, show_default=True, type=AsciiInt(min=1, max=10_000),
+              help="Hottest links in the congestion report.")
+@click.option("--plot", "plot", default=None, type=click.Path(dir_okay=False),
+              help="Write busbw against size (.png/.svg); with --report also the link utilisation heat map.")
 @memory_option
 @json_option
 @click.pass_context
 @handles_errors
 def run_cmd(ctx, collective, topo, sets, ranks, size, sizes, algo, routing, seed, groups, layout, pxn, moe_routing,
-            tokens, hidden, experts, topk, fail, degrade, report, memory_limit, as_json) -> None:
+            tokens, hidden, experts, topk, fail, degrade, report, top, plot, memory_limit, as_json) -> None:
     """Simulate COLLECTIVE on a fabric and print nccl-tests-style results."""
     run_command(stdout_console(), progress_console(), as_json=as_json, collective=collective,
                 topo=topo, sets=parse_sets(sets), ranks=ranks, size=size, sizes=sizes, algo=algo, routing=routing,
                 seed=seed, groups=groups, layout=layout, pxn=pxn, moe_routing=moe_routing, tokens=tokens,
                 hidden=hidden, experts=experts, topk=topk, fail=fail, degrade=degrade, report=report,
-                memory_limit=memory_limit, given=given_options(ctx))
+                memory_limit=memory_limit, given=given_options(ctx), top=top, plot=plot)

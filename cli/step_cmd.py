@@ -6,10 +6,13 @@ traffic) and of the training part of ``fabric-emu validate``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only; rich is imported where it is used
+    from rich.console import Group
+    from rich.table import Table
 
 from cli.options import AsciiInt, VocabularyChoice
 from cli.output import handles_errors
@@ -24,6 +27,8 @@ BREAKDOWN_STYLE = {"compute": "green", "tp_exposed": "magenta", "ep_exposed": "r
 
 
 def step_summary(res) -> Table:
+    from rich.table import Table
+
     lay = res.layout
     t = Table(title=f"step of {res.model} on {res.fabric}", title_justify="left", show_header=False)
     t.add_column("field", style="bold")
@@ -53,6 +58,10 @@ def step_summary(res) -> Table:
 
 def breakdown_table(res, width: int = 60) -> Group:
     """The breakdown as a table and one stacked bar of the step."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     t = Table(title="where the step goes", title_justify="left")
     for name, just in (("component", "left"), ("seconds", "right"), ("share", "right"), ("", "left")):
         t.add_column(name, justify=just)
@@ -73,6 +82,8 @@ def breakdown_table(res, width: int = 60) -> Group:
 
 def hottest_table(res, top: int = 5) -> Table:
     """The most utilised links over all of the step's traffic phases, with the groups crossing them."""
+    from rich.table import Table
+
     t = Table(title="hottest links of the step's traffic (each phase with all of its groups at once)",
               title_justify="left")
     for name in ("phase", "link", "tier", "utilization", "groups crossing"):
@@ -83,6 +94,8 @@ def hottest_table(res, top: int = 5) -> Table:
 
 
 def placement_table(res) -> Table:
+    from rich.table import Table
+
     pl = res.placement
     t = Table(title=f"placement ({pl['mode']}): {pl['domains']} NVLink domains x {pl['gpus_per_domain']} GPUs; "
                     f"{pl['order']}", title_justify="left")
@@ -98,6 +111,9 @@ def placement_table(res) -> Table:
 
 
 def training_table(rep) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     t = Table(title="training points (step-time estimator)", title_justify="left")
     for name, just in (("point", "left"), ("split", "left"), ("quantity", "left"), ("predicted", "right"),
                        ("measured", "right"), ("error", "right"), ("tol", "right"), ("", "left"), ("model", "left")):
@@ -162,16 +178,19 @@ def training_table(rep) -> Table:
 @click.option("--fail", "fail", multiple=True, metavar="SELECTOR", help="Fail cables, e.g. 'spine 3'.")
 @click.option("--degrade", "degrade", multiple=True, metavar="SELECTOR=VALUE", help="Reduce capacity, e.g. 'spine 3=50%'.")
 @click.option("--report", "report", is_flag=True, help="Breakdown bar, placement and the congestion of the step's traffic.")
+@click.option("--plot", "plot", default=None, type=click.Path(dir_okay=False),
+              help="With --report: link utilisation heat map by tier of each traffic phase (.png/.svg).")
 @click.option("--trace", "trace", default=None, type=click.Path(dir_okay=False),
               help="Write the step's timeline as Chrome trace-event JSON (Perfetto).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")
 @handles_errors
 def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, micro_batch, seq_len, precision,
              recompute, schedule, overlap, optimizer, gpus_per_domain, placement, ep_in_domain, moe_routing, routing,
-             pp_layout, attention_precision, no_memory_check, seed, fail, degrade, report, trace, as_json) -> None:
+             pp_layout, attention_precision, no_memory_check, seed, fail, degrade, report, plot, trace, as_json) -> None:
     """Estimate one training step: time, breakdown, tokens/s, TFLOPs/GPU, MFU, memory, exposed communication."""
-    from cli.output import echo_json as _echo_json, progress_console as _progress
-    from cli.output import stdout_console as _stdout
+    from rich.text import Text
+
+    from cli.output import echo_json as _echo_json, progress_console as _progress, stdout_console as _stdout
     from cli.options import parse_sets
     from workloads import Layout, estimate_step, get_model
     from workloads.trace import write_trace
@@ -187,6 +206,15 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
                         attention_precision=attention_precision, report=report,
                         check_memory=not no_memory_check,
                         progress=lambda msg: err.print(msg, highlight=False))
+    if plot:
+        from cli.plot import step_figure
+
+        step_figure(plot, res, dict(model=model, system=system, gpus=gpus, tp=tp, pp=pp, vpp=vpp, ep=ep, etp=etp,
+                                    cp=cp, global_batch=global_batch, micro_batch=micro_batch, seq_len=seq_len,
+                                    precision=precision, recompute=recompute, schedule=schedule,
+                                    optimizer=optimizer, gpus_per_domain=gpus_per_domain, placement=placement,
+                                    ep_in_domain=ep_in_domain, **parse_sets(sets)), report=report)
+        err.print(f"wrote {plot}")
     if trace:
         write_trace(trace, res.trace())
         err.print(f"wrote {trace}")

@@ -40,13 +40,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from collectives import nccl_model as nm
-from collectives.calibration import PROTOCOL_EFFICIENCY, Calibration
+from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, nic_p2p_factor, nvls_domain_terms,
+                                     nvls_fill_s)
+from collectives.moe import plan_moe
 from collectives.ops import Collective
 from fabric import Router
 from fabric.flowset import FlowSet, concat
 from topologies import catalog
 from topologies.errors import SpecError, UnreachableError
-from topologies.graph import ROLES
+from topologies.graph import ROLES, TIERS
 
 __all__ = ["Plan", "Planner", "NCCL_TO_OURS"]
 
@@ -71,6 +73,7 @@ class Plan:
     latency_s: float        # software latency added to every flow
     logical_bytes: float | None = None  # MoE: bytes as DeepEP counts them
     notes: str = ""
+    kernel_efficiency: float = 1.0  # NCCL kernel limit / large-domain NVLS factor applied to the flows
 
 
 class Planner:
@@ -98,6 +101,7 @@ class Planner:
         self.has_sharp = bool(np.isin(cf.node_reduce[cf.node_role == ROLES.index("leaf")], [2, 3]).any())
         meta = cf.meta
         self.nic = catalog.nic(meta["nic"]) if meta.get("nic") else None
+        self._nic_tiers = np.array([TIERS.index("nic-up"), TIERS.index("nic-down")])
 
     def _nvls_domains(self) -> np.ndarray:
         cf = self.router.cf
@@ -129,7 +133,7 @@ class Planner:
                              has_nvswitch=has_nvlink,
                              nvls_capable=bool(has_nvlink and self.nvls_domain[self.domain[groups[0][0]]]),
                              nics_per_node=ppn if nnodes > 1 else 0, nic_Bps=nic_Bps if nnodes > 1 else 0.0,
-                             collnet=self.has_sharp)
+                             collnet=self.has_sharp, latency_inter_us=self.calib.net_latency_s * 1e6)
 
     def nccl_estimate(self, ranks, collective: str, size: int, algorithm: str) -> nm.AlgoEstimate:
         """NCCL's best protocol for ``algorithm`` (its latency is the software latency we add)."""
@@ -146,40 +150,45 @@ class Planner:
             raise SpecError(f"algo: NCCL's model has no {algorithm} for {collective} on this group")
         return min(usable, key=lambda e: e.latency_s)
 
-    def p2p_latency_s(self, inter: bool) -> float:
+    def p2p_latency_s(self, inter: bool, plugin: bool = True) -> float:
         """One Simple-protocol ring step of NCCL's model (assumption, see calibration)."""
         base = nm.BASE_LATENCIES_US[1][2]
         hw = nm.HW_LATENCIES_US[2 if inter else 0][1][2]
-        return (base + hw) * 1e-6
+        return (base + hw) * 1e-6 + (2 * self.calib.net_latency_s if inter and plugin else 0.0)
 
-    def scale(self, res: np.ndarray, kind: str, protocol: str = "Simple") -> np.ndarray:
-        """Weight multipliers 1/(transport efficiency x protocol efficiency) for resources ``res``."""
-        eff = np.asarray(self.calib.efficiency(kind)) * PROTOCOL_EFFICIENCY[protocol]
+    def scale(self, res: np.ndarray, kind: str, protocol: str = "Simple", kernel: float = 1.0) -> np.ndarray:
+        """Weight multipliers 1/(transport x protocol x kernel efficiency) for resources ``res``.
+
+        ``kernel`` is NCCL's kernel limit of the (algorithm, protocol, size)
+        (:attr:`nccl_model.AlgoEstimate.kernel_efficiency`): LL caps, per-channel caps
+        and the tree correction factor, applied to every link the flow crosses.
+        """
+        eff = np.asarray(self.calib.efficiency(kind)) * PROTOCOL_EFFICIENCY[protocol] * kernel
         t = self.transport[np.maximum(res, 0)]
         return np.where(res >= 0, 1.0 / eff[t], 0.0)
 
-    def resource_scale(self, kind: str, protocol: str = "Simple") -> np.ndarray:
+    def resource_scale(self, kind: str, protocol: str = "Simple", kernel: float = 1.0) -> np.ndarray:
         """:meth:`scale` for every router resource at once (one factor per resource, no F x h array)."""
-        key = (kind, protocol)
+        key = (kind, protocol, float(kernel))
         cache = self.__dict__.setdefault("_rscale", {})
         if key not in cache:
-            eff = np.asarray(self.calib.efficiency(kind)) * PROTOCOL_EFFICIENCY[protocol]
+            eff = np.asarray(self.calib.efficiency(kind)) * PROTOCOL_EFFICIENCY[protocol] * kernel
             cache[key] = 1.0 / eff[self.transport]
         return cache[key]
 
     def routed(self, src, dst, size, *, kind: str, protocol: str, latency_s: float, label: str,
-               pxn: bool = False, salt=None, phase=0) -> FlowSet:
+               pxn: bool = False, salt=None, phase=0, kernel: float = 1.0) -> FlowSet:
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         routes = self.router.route(src, dst, policy=self.policy, seed=self.seed, salt=salt, pxn=pxn)
         return FlowSet.from_routes(routes, size, label=label, latency_s=latency_s, phase=phase,
-                                   resource_scale=self.resource_scale(kind, protocol))
+                                   resource_scale=self.resource_scale(kind, protocol, kernel))
 
     def ports(self, ranks, which: str, size, *, kind: str, protocol: str, latency_s: float, label: str,
-              phase=0) -> FlowSet:
+              phase=0, kernel: float = 1.0) -> FlowSet:
         res, w = self.router.port(ranks, which)
         lat = (np.where(res >= 0, self._res_latency()[np.maximum(res, 0)], 0) * w).sum(axis=1)
-        return FlowSet.explicit(res, w * self.scale(res, kind, protocol), size, label=label,
+        return FlowSet.explicit(res, w * self.scale(res, kind, protocol, kernel), size, label=label,
                                 latency_s=lat + latency_s, phase=phase,
                                 src=np.asarray(ranks) if which.endswith("up") else -1,
                                 dst=np.asarray(ranks) if which.endswith("down") else -1)
@@ -221,7 +230,8 @@ class Planner:
             sizes[d == ranks[0]] = 0.0
         inter = self.domain[s] != self.domain[d]
         return self.routed(s, d, sizes, kind="collective", protocol=est.protocol, latency_s=est.latency_s,
-                           label=label or op.label, pxn=bool(inter.any()), salt=c * 1_000_003 + s, phase=phase)
+                           label=label or op.label, pxn=bool(inter.any()), salt=c * 1_000_003 + s, phase=phase,
+                           kernel=est.kernel_efficiency)
 
     # ------------------------------------------------------------------ trees
     def tree(self, op: Collective, size: int, est: nm.AlgoEstimate, *, ranks=None, label=None,
@@ -255,7 +265,8 @@ class Planner:
         if not src:
             raise SpecError("algo: tree needs at least two ranks")
         return self.routed(np.array(src), np.array(dst), np.array(sizes), kind="collective", protocol=est.protocol,
-                           latency_s=est.latency_s, label=label or op.label, pxn=True, salt=np.array(salt))
+                           latency_s=est.latency_s, label=label or op.label, pxn=True, salt=np.array(salt),
+                           kernel=est.kernel_efficiency)
 
     # ------------------------------------------------------------------- nvls
     def nvls(self, op: Collective, size: int, est: nm.AlgoEstimate, *, ranks=None, up=None, down=None,
@@ -273,10 +284,15 @@ class Planner:
                          "all_gather": (size / n, size), "reduce_scatter": (size, size / n)}[op.collective]
             else:
                 u, dn = up, down
-            sets.append(self.ports(g, "nvlink-up", u, kind="nvls", protocol="Simple", latency_s=est.latency_s,
-                                   label=label or op.label))
-            sets.append(self.ports(g, "nvlink-down", dn, kind="nvls", protocol="Simple", latency_s=est.latency_s,
-                                   label=label or op.label))
+            # large NVLink domains (issue 8 item 3): the in-switch reduction slows per doubling of the
+            # domain beyond 8 GPUs, and each operation pays a synchronisation term ~ n^2
+            keff, sync_s = nvls_domain_terms(n)
+            fill_s = nvls_fill_s(size, max(u, dn), self.gpu.nvlink_Bps, self.calib.nvlink_nvls * keff)
+            lat = est.latency_s + sync_s + fill_s
+            sets.append(self.ports(g, "nvlink-up", u, kind="nvls", protocol="Simple", latency_s=lat,
+                                   label=label or op.label, kernel=keff))
+            sets.append(self.ports(g, "nvlink-down", dn, kind="nvls", protocol="Simple", latency_s=lat,
+                                   label=label or op.label, kernel=keff))
         return concat(sets, merge_phases=True)
 
     # ------------------------------------------------------------------ sharp
@@ -373,14 +389,59 @@ class Planner:
         return concat(sets, merge_phases=True), f"hier({intra}+{inter})"
 
     # ----------------------------------------------------------------- direct
-    def direct(self, op: Collective, src, dst, sizes, *, pxn: bool = True, label=None) -> FlowSet:
+    def _resource_tier(self) -> np.ndarray:
+        """Tier code of every resource (a trunk takes its first member's tier)."""
+        if not hasattr(self, "_rt"):
+            r = self.router
+            t = r.cf.link_tier.astype(np.int64)
+            if len(r.trunk_links):
+                t = np.concatenate([t, t[r.trunk_links[r.trunk_ptr[:-1]]]])
+            self._rt = t
+        return self._rt
+
+    def nic_connections(self, res: np.ndarray) -> np.ndarray:
+        """Per flow, the most concurrent network connections on a NIC port it crosses (0 if none).
+
+        Every flow of one point-to-point operation is one connection (one queue pair in
+        NCCL and DeepEP); a NIC port's count is the number of flows that cross it, in
+        its direction (sender side ``nic-up``, receiver side ``nic-down``: incast).
+        """
+        tier = self._resource_tier()
+        nic = np.isin(tier[np.maximum(res, 0)], self._nic_tiers) & (res >= 0)
+        if not nic.any():
+            return np.zeros(len(res), np.int64)
+        ids = np.where(nic, res, -1)
+        flat = ids[ids >= 0]
+        uniq, counts = np.unique(flat, return_counts=True)
+        per = np.zeros(ids.shape, np.int64)
+        per[ids >= 0] = counts[np.searchsorted(uniq, flat)]
+        return per.max(axis=1)
+
+    def direct(self, op: Collective, src, dst, sizes, *, pxn: bool = True, label=None,
+               kernel: str = "nccl", connections_per_flow: int = 1) -> FlowSet:
+        """Point-to-point flows (all-to-all, send/recv, MoE) with the many-peer terms.
+
+        NIC goodput falls with the concurrent connections ``k`` on the port
+        (:func:`collectives.calibration.nic_p2p_factor` of the ``kernel`` family): weights
+        on NIC ports x 1/factor(k); a flow that stands for several connections (node-aggregated
+        all-to-all) says so with ``connections_per_flow`` (0: the flows are not concurrent connections,
+        e.g. sends routed in one batch for speed). The per-peer cost of MoE kernels is added by
+        :func:`collectives.moe.plan_moe` (it depends on the EP group, not on the flows).
+        """
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         inter = self.domain[src] != self.domain[dst]
-        lat = np.where(inter, self.p2p_latency_s(True), self.p2p_latency_s(False))
+        # the net plugin's latencyInter belongs to NCCL's proxy path; MoE kernels carry their own fits
+        lat = np.where(inter, self.p2p_latency_s(True, plugin=kernel == "nccl"), self.p2p_latency_s(False))
         fs = self.routed(src, dst, sizes, kind="p2p", protocol="Simple", latency_s=0.0, label=label or op.label,
                          pxn=pxn, salt=np.zeros(len(src), np.int64))
-        return FlowSet(**{**fs.__dict__, "latency_s": fs.latency_s + lat})
+        w = fs.weight
+        k = self.nic_connections(fs.res) * connections_per_flow if inter.any() else np.zeros(len(src), np.int64)
+        f = nic_p2p_factor(k, kernel)
+        if (f < 1.0).any():
+            on_nic = np.isin(self._resource_tier()[np.maximum(fs.res, 0)], self._nic_tiers) & (fs.res >= 0)
+            w = (np.ones(fs.res.shape) if w is None else w) * np.where(on_nic, 1.0 / f[:, None], 1.0)
+        return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": fs.latency_s + lat})
 
     def all_to_all_aggregated(self, op: Collective) -> FlowSet:
         """All-to-all with node-level forwarding (PXN), flows aggregated per node pair and rail.
@@ -408,7 +469,7 @@ class Planner:
         off = A != B
         src = M[A[off]][:, j].ravel()            # stage 2: (A, j) -> (B, j)
         dst = M[B[off]][:, j].ravel()
-        net = self.direct(op, src, dst, g * chunk, pxn=False)
+        net = self.direct(op, src, dst, g * chunk, pxn=False, connections_per_flow=g)
         return concat([nv, net], merge_phases=True)
 
     # ------------------------------------------------------------------- plan
@@ -417,8 +478,7 @@ class Planner:
         coll, size, algo = op.collective, op.size_bytes, op.algorithm
         ranks = np.asarray(op.ranks)
         if coll in ("moe_dispatch", "moe_combine"):
-            from collectives.moe import plan_moe
-            return plan_moe(self, op)
+            return plan_moe(self, op, Plan)
         if coll == "all_to_all":
             n = op.n
             agg = op.options.get("aggregate")
@@ -445,6 +505,7 @@ class Planner:
         # CollNet and NVLSTree), a ring for all-gather / reduce-scatter
         cross = "ring" if coll != "all_reduce" else ("sharp" if self.has_sharp else "tree")
         if algo == "auto":
+            # trusted for the choice: NCCL's own tuning model (what NCCL runs); see docs/collectives.md
             best = nm.choose(self.system(ranks), coll, max(size, 1))
             algo, extra = NCCL_TO_OURS[best.algorithm]
             hier_opts = {**extra, **hier_opts}
@@ -480,12 +541,17 @@ class Planner:
             est = self.nccl_estimate(ranks, coll, size, nccl_name)
             return Plan(op, self.sharp(op, size, est), "sharp", "Simple", nccl_name, est.latency_s)
         est = self.nccl_estimate(ranks, coll, size, nccl_name)
+        keff, lat = est.kernel_efficiency, est.latency_s
         if algo == "ring":
             fs = self.ring(op, size, est, broadcast=coll == "broadcast")
         elif algo == "tree":
             fs = self.tree(op, size, est)
         elif algo == "nvls":
             fs = self.nvls(op, size, est)
+            keff, sync = nvls_domain_terms(op.n)
+            port = {"all_reduce": size * (1 + 1 / op.n)}.get(coll, float(size))
+            lat += sync + nvls_fill_s(size, port, self.gpu.nvlink_Bps, self.calib.nvlink_nvls * keff)
         else:  # pragma: no cover - guarded by Collective
             raise SpecError(f"algo: {algo!r} is not implemented for {coll}")
-        return Plan(op, fs, algo, est.protocol if algo != "nvls" else "Simple", nccl_name, est.latency_s)
+        return Plan(op, fs, algo, est.protocol if algo != "nvls" else "Simple", nccl_name, lat,
+                    kernel_efficiency=keff)

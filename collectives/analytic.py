@@ -1,9 +1,11 @@
 """Analytical alpha-beta times, beside the flow-level ones.
 
-``t = alpha + V / (B * eta)``: ``alpha`` is the software latency the plan uses
-(NCCL's model), ``V`` the bytes the busiest GPU port moves in one direction
-(closed form per algorithm), ``B`` the port's raw bandwidth and ``eta`` the
-wire efficiency of the kernel and protocol (:mod:`collectives.calibration`).
+``t = alpha + V / (B * eta * k)``: ``alpha`` is the software latency the plan uses
+(NCCL's model, plus the large-domain NVLS term), ``V`` the bytes the busiest GPU
+port moves in one direction (closed form per algorithm), ``B`` the port's raw
+bandwidth, ``eta`` the wire efficiency of the kernel and protocol
+(:mod:`collectives.calibration`, with the many-peer NIC factor for all-to-all) and
+``k`` the plan's kernel efficiency (NCCL's kernel limits, the large-domain NVLS factor).
 
 Closed forms per GPU port and direction, ``n`` ranks, size ``S``:
 
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from collectives.calibration import PROTOCOL_EFFICIENCY
+from collectives.calibration import PROTOCOL_EFFICIENCY, nic_p2p_factor
 
 __all__ = ["port_bytes", "time_s", "ring_allreduce_s"]
 
@@ -86,7 +88,9 @@ def time_s(planner, plan) -> float | None:
         per_nic = np.where(ups >= 0, cap[np.maximum(ups, 0)], 0.0).sum(axis=1)
         B = float(per_nic.min())
         eta = eff_net * proto
+        if plan.algorithm == "direct" and op.collective == "all_to_all":
+            eta *= float(nic_p2p_factor(op.n - 1))  # n-1 connections on every NIC port
     V = port_bytes(op.collective, plan.algorithm, op.n, float(op.size_bytes))
     if V is None:
         return None
-    return plan.latency_s + V / (B * eta)
+    return plan.latency_s + V / (B * eta * plan.kernel_efficiency)

@@ -51,7 +51,8 @@ from collectives import nccl_model as nm
 from topologies import catalog
 from topologies.errors import SpecError
 
-__all__ = ["Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
+__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "nic_p2p_factor",
+           "Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
            "p2p_nvlink_efficiency", "Calibration", "calibration", "PROTOCOL_EFFICIENCY"]
 
 
@@ -107,8 +108,115 @@ def p2p_nvlink_efficiency(gpu_name: str) -> float:
     return p2p_kernel_factor() * measured_link_ratio(gpu_name)
 
 
-#: Protocol wire efficiency relative to Simple (NCCL tuning model).
-PROTOCOL_EFFICIENCY = {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}
+#: Measured host-device copy over the raw PCIe Gen5 x16 rate (nvbandwidth copy engine, 8 x H200):
+#: 55.43 GB/s H2D of 63.0 (stas00/ml-engineering network/README.md @ 744d01e; published point
+#: ``mle-h200-pcie5-h2d-d2h``, a consistency check of this constant).
+HOST_LINK_MEASURED = (55.43e9, 63.0e9)
+
+
+def host_link_efficiency() -> float:
+    """Achieved over raw host-link (PCIe) bandwidth: 0.88 (:data:`HOST_LINK_MEASURED`)."""
+    return HOST_LINK_MEASURED[0] / HOST_LINK_MEASURED[1]
+
+
+#: Many-peer NIC goodput (issue 8 item 1): with ``k`` concurrent connections (queue pairs) on a
+#: NIC port, point-to-point goodput is ``1 - NIC_PEER_DROP x (1 - 1/k)`` of the single-stream
+#: goodput: one connection keeps the measured goodput, many saturate at ``1 - NIC_PEER_DROP``.
+#: By kernel family. ``nccl`` (proxy-driven send/recv, one connection per peer pair, PXN): fitted
+#: on the fit-split 4 x DGX A100 all-to-all (GTC25 S72583: 24 GB/s busbw over 8 x 200G HDR, i.e.
+#: 18.6 GB/s per NIC at k = 24 against the 24 GB/s single-stream goodput), which is also the NCCL
+#: maintainers' rule that an all-to-all gets "the performance of a single NIC" (nccl-tests #267):
+#: 1 - 18.6/24 = 0.226 at 1 - 1/24 -> 0.236. ``moe`` (GPU-initiated IBGDA kernels: DeepEP, HybridEP):
+#: the best value on the fit-split DeepEP internode rows (normal and low-latency, k = 1 to 248),
+#: which show no many-peer loss (docs/collectives.md, "Fits").
+NIC_PEER_DROP = {"nccl": 0.236, "moe": 0.0, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll": 0.0}
+
+#: Per-peer cost of point-to-point kernels, seconds per peer a sender serves (issue 8 item 2),
+#: by kernel family. ``moe``: least squares (through the origin) of measured minus modelled kernel
+#: time against the peer count on the fit-split HybridEP NVL72 rank sweeps (EP 8-36, dispatch and
+#: combine; reference hybridep-gb200-nvlink, published hybridep-gb200-nvlink-bf16-by-ep): 2.62 us.
+#: ``moe_ll`` (low-latency kernels: one warp group per expert, all peers served at once): 0, and
+#: the fit-split DeepEP LL rank sweep (EP 8-256, 128 tokens) confirms it (a per-peer cost would put
+#: EP256 at a third of the measured 39 GB/s). ``nccl``: 0, no fit-split NCCL all-to-all rank sweep
+#: exists (NCCL's per-peer step is inside the one-step p2p latency, an assumption in docs/collectives.md).
+#: ``uccl`` / ``uccl_ll`` (UCCL-EP: DeepEP-compatible kernels whose RDMA is posted by CPU proxy threads
+#: over EFA): least squares of (measured - modelled) kernel time against EP - 1 on the fit-split
+#: UCCL-EP p5en normal dispatch rows (13.1 us; its combine times are not monotonic in EP and are left
+#: out) and p6-b200 low-latency dispatch and combine rows (9.07 us).
+PER_PEER_S = {"nccl": 0.0, "moe": 2.62e-6, "moe_ll": 0.0, "uccl": 13.1e-6, "uccl_ll": 9.07e-6}
+
+
+#: Large NVLink domains (issue 8 item 3). NVLS all-reduce over ``n`` GPUs of one domain: the wire
+#: efficiency is divided by ``1 + NVLS_DOMAIN_SLOWDOWN x log2(n / 8)`` beyond 8 GPUs (one factor per
+#: doubling: the reduction fans in over more switch ports and chips), and every operation pays
+#: ``NVLS_SYNC_S_PER_RANK2 x (n^2 - 64)`` seconds more than NCCL's NVLS latency (all-pairs flag
+#: synchronisation of the n ranks; NCCL's constants are calibrated on 8-GPU boards, so both terms
+#: vanish at n <= 8). Both fitted by least squares (t = L + S/B) on the fit-split 72-rank GB200
+#: NVL72 sweeps (published cw-gb200-nvl72-1rack-allreduce-by-size, reference
+#: gb200-nvl72-allreduce-72-by-size): L = 582 us, asymptotic busbw 864 GB/s against the
+#: 8-GPU-calibrated 1,037; less the 38 us of the pipeline fill (below) that the same fit absorbs.
+NVLS_DOMAIN_SLOWDOWN = 0.0633
+NVLS_SYNC_S_PER_RANK2 = 0.1014e-6
+
+
+#: NVLS pipeline fill (issue 8 item 5, mid-size messages): every chunk is reduced
+#: (``multimem.ld_reduce``) and then multicast (``multimem.st``); the two stages overlap only once
+#: the pipeline window of ``NVLS_PIPELINE_WINDOW_BYTES`` per GPU is in flight, so the first window
+#: is not overlapped: ``t = lat + (S + min(S, W)) / B``, the ``min(S, W) / B`` term added as latency
+#: at the idle-fabric port rate (so a plan stays linear in S above W). Fitted by grid search (mean
+#: |busbw error|) on the fit-split 8 x H200 NVLS sweep (mle-h200x8-allreduce-auto-by-size,
+#: 2 MiB - 16 GiB); docs/collectives.md, "Fits".
+NVLS_PIPELINE_WINDOW_BYTES = 16 << 20
+
+
+def nvls_fill_s(size_bytes: float, port_bytes: float, port_Bps: float, efficiency: float) -> float:
+    """Latency of the NVLS pipeline fill: the first ``min(S, W)`` bytes' share of ``port_bytes``
+    (the bytes the busiest port moves for size ``S``) at ``port_Bps x efficiency``."""
+    s = float(size_bytes)
+    if s <= 0 or port_Bps <= 0 or efficiency <= 0:
+        return 0.0
+    return min(s, NVLS_PIPELINE_WINDOW_BYTES) / s * port_bytes / (port_Bps * efficiency)
+
+
+def nvls_domain_terms(n: int) -> tuple[float, float]:
+    """(kernel efficiency, extra latency in s) of NVLS over ``n`` GPUs of one domain."""
+    import math
+    slow = 1.0 + NVLS_DOMAIN_SLOWDOWN * max(0.0, math.log2(max(n, 1) / 8))
+    return 1.0 / slow, NVLS_SYNC_S_PER_RANK2 * max(0, n * n - 64)
+
+
+#: Per-step network latency that a net plugin reports to NCCL (``latencyInter``, us), by NIC family
+#: (catalog NIC name prefix). NCCL's IB plugin reports 0 (net_ib/init.cc l.558). EFA (aws-ofi-nccl
+#: over SRD) and GPUDirect-TCPXO: fitted by grid search (mean |busbw error|) on the fit-split sweeps
+#: of their fabrics (EFA: aws-p5-2node-efa-allreduce-by-size, mle-p6b200-4node-efa-allreduce-auto-by-size;
+#: TCPXO: gcp-a3mega-2node-tcpxo-allreduce-by-size): EFA 80 us (grid 0-160 step 20: mean error 94 % at 0,
+#: 13 % at 80), TCPXO 320 us (grid to 640: 177 % at 0, 21 % at 320); docs/collectives.md, "Fits".
+NET_LATENCY_US = {"EFA": 80.0, "TCPXO": 320.0}
+
+
+def net_latency_us(nic_name: str | None) -> float:
+    """``latencyInter`` of the NIC's net plugin, us (0 for InfiniBand/RoCE ConnectX)."""
+    if not nic_name:
+        return 0.0
+    name = catalog.nic(nic_name).name
+    return next((v for k, v in NET_LATENCY_US.items() if name.startswith(k)), 0.0)
+
+
+def nic_p2p_factor(k, kernel: str = "nccl"):
+    """Fraction of the single-stream NIC goodput left with ``k`` concurrent connections.
+
+    Examples
+    --------
+    >>> float(nic_p2p_factor(1)), round(float(nic_p2p_factor(24)), 3)
+    (1.0, 0.774)
+    """
+    import numpy as np
+    k = np.maximum(np.asarray(k, dtype=np.float64), 1.0)
+    return 1.0 - NIC_PEER_DROP[kernel] * (1.0 - 1.0 / k)
+
+
+#: Protocol wire efficiency relative to Simple (NCCL tuning model; one table, in nccl_model).
+PROTOCOL_EFFICIENCY = dict(zip(nm.PROTOCOLS, nm.PROTOCOL_WIRE_EFFICIENCY))
 
 
 @dataclass(frozen=True)
@@ -122,6 +230,7 @@ class Calibration:
     nvlink_p2p: float
     network: float
     host: float = 1.0
+    net_latency_s: float = 0.0  #: the net plugin's latencyInter (:data:`NET_LATENCY_US`)
 
     def efficiency(self, kind: str) -> tuple[float, float, float]:
         """(nvlink, host, network) efficiency for kernel ``kind`` (collective, nvls, p2p)."""
@@ -134,8 +243,9 @@ class Calibration:
 def calibration(gpu_name: str, nic_name: str | None = None) -> Calibration:
     """The calibration for ``gpu_name`` GPUs (and ``nic_name`` NICs)."""
     gpu = catalog.gpu(gpu_name)
-    coll = gpu.nccl_nvlink_link_Bps / gpu.nvlink_link_Bps
-    arch = 3 if gpu.sm >= 100 else 2 if gpu.sm >= 90 else 1
+    # NCCL's per-link NVLink constant and its SM -> architecture index: one table each, in nccl_model
+    coll = nm.nvlink_bw_per_link_GBps(gpu.sm) * 1e9 / gpu.nvlink_link_Bps
+    arch = nm.arch_index(gpu.sm)
     nvls = coll * nm.NVLS_EFFICIENCY[arch] if nm.NVLS_EFFICIENCY[arch] > 0 else coll
     ref = catalog.nic("ConnectX-7")
     net = ref.measured_goodput_Bps / ref.line_rate_Bps
@@ -144,4 +254,7 @@ def calibration(gpu_name: str, nic_name: str | None = None) -> Calibration:
         if n.measured_goodput_Bps:
             net = n.measured_goodput_Bps / n.line_rate_Bps
     return Calibration(gpu=gpu.name, nic=nic_name, nvlink_collective=coll, nvlink_nvls=nvls,
-                       nvlink_p2p=p2p_nvlink_efficiency(gpu.name), network=net)
+                       nvlink_p2p=p2p_nvlink_efficiency(gpu.name), network=net,
+                       # a fabric without a catalog NIC has placeholder host links at the port rate
+                       host=host_link_efficiency() if nic_name else 1.0,
+                       net_latency_s=net_latency_us(nic_name) * 1e-6)

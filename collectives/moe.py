@@ -52,15 +52,27 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from collectives.calibration import PER_PEER_S
 from topologies.errors import SpecError
 
-__all__ = ["ROUTING_KINDS", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
+__all__ = ["ROUTING_KINDS", "DISPATCH_DTYPES", "FORMS", "METRICS", "LL_HEADER_BYTES", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
 
 ROUTING_KINDS = ("uniform", "skewed", "node_limited", "deepseek", "balanced")
+#: Dispatch payload types: DeepEP's FP8 with per-128-channel scales, or BF16 (HybridEP's BF16 tables).
+DISPATCH_DTYPES = ("fp8", "bf16")
+#: Traffic forms: ``direct`` (per (token, rank) copy), ``hier`` (one network copy per (token, node),
+#: NVLink fan-out), ``ll`` (low-latency kernels: per (token, expert) message, straight to the rank).
+FORMS = ("direct", "hier", "ll")
+#: What a reported GB/s counts (docs/validation-data.md): ``logical`` tokens received per rank, own
+#: included; ``rdma`` DeepEP's internode bottleneck bytes (normal: distinct (token, node) pairs; LL: every
+#: (token, expert) copy with its 16-byte header); ``nccl_ep`` NCCL EP's valid selections x 2 x hidden.
+METRICS = ("logical", "rdma", "nccl_ep")
+#: Per-message header of DeepEP's low-latency FP8 dispatch (tests/test_low_latency.py @ 2be0d4f l.216-222).
+LL_HEADER_BYTES = 16
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,7 @@ class TokenRouting:
     n_group: int = 8
     skew_sigma: float = 1.0
     seed: int = 0
+    dispatch_dtype: str = "fp8"
 
     def __post_init__(self) -> None:
         if self.kind not in ROUTING_KINDS:
@@ -88,12 +101,16 @@ class TokenRouting:
             raise SpecError(f"moe topk: {self.topk} exceeds the {self.experts} experts")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise SpecError(f"seed: {self.seed!r} must be an integer >= 0")
+        if self.dispatch_dtype not in DISPATCH_DTYPES:
+            raise SpecError(f"moe dispatch_dtype: {self.dispatch_dtype!r} is not one of {', '.join(DISPATCH_DTYPES)}")
         if not (self.skew_sigma >= 0):
             raise SpecError(f"moe skew_sigma: {self.skew_sigma!r} must be >= 0")
 
     @property
     def dispatch_bytes_per_token(self) -> float:
-        """FP8 payload plus one float32 scale per 128 channels (DeepEP)."""
+        """FP8: payload plus one float32 scale per 128 channels (DeepEP); BF16: ``2 * hidden``."""
+        if self.dispatch_dtype == "bf16":
+            return 2.0 * self.hidden
         return self.hidden + self.hidden / 128 * 4
 
     @property
@@ -113,6 +130,7 @@ class TokenTraffic:
     rank_counts: np.ndarray
     node_counts: np.ndarray
     node_of: np.ndarray
+    copy_counts: np.ndarray | None = None  #: [s, d] (token, expert) selections of s on rank d (no dedup)
 
 
 def _topk_mask(scores: np.ndarray, k: int) -> np.ndarray:
@@ -123,35 +141,63 @@ def _topk_mask(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 def route_tokens(tr: TokenRouting, n_ranks: int, node_of) -> TokenTraffic:
-    """Draw the routing of every token of ``n_ranks`` EP ranks (``node_of[r]``: node index of rank r)."""
+    """Draw the routing of every token of ``n_ranks`` EP ranks (``node_of[r]``: node index of rank r).
+
+    The draw depends on the routing parameters only (not on the payload types), so a
+    dispatch and its combine see the same tokens; the last draws are memoised.
+    """
     node_of = np.asarray(node_of, dtype=np.int64)
+    key = (replace(tr, dispatch_dtype="fp8"), int(n_ranks), node_of.tobytes())
+    hit = _ROUTE_CACHE.get(key)
+    if hit is None:
+        hit = _route_tokens(tr, n_ranks, node_of)
+        if len(_ROUTE_CACHE) >= 16:
+            _ROUTE_CACHE.pop(next(iter(_ROUTE_CACHE)))
+        _ROUTE_CACHE[key] = hit
+    return hit
+
+
+_ROUTE_CACHE: dict = {}
+
+
+def _route_tokens(tr: TokenRouting, n_ranks: int, node_of: np.ndarray) -> TokenTraffic:
     if len(node_of) != n_ranks:
         raise SpecError(f"moe: node_of has {len(node_of)} entries for {n_ranks} ranks")
     E = tr.experts
-    if E % n_ranks:
-        raise SpecError(f"moe experts: {E} experts do not spread evenly over {n_ranks} EP ranks")
-    per_rank = E // n_ranks
-    rank_of_expert = np.arange(E) // per_rank
+    if E < n_ranks:
+        raise SpecError(f"moe experts: {E} experts are fewer than the {n_ranks} EP ranks")
+    # contiguous blocks, as even as possible (E = 288 over 64 ranks: 4 or 5 experts per rank)
+    rank_of_expert = (np.arange(E) * n_ranks) // E
     nodes = np.unique(node_of)
     node_index = np.searchsorted(nodes, node_of)
     n_nodes = len(nodes)
     node_of_expert = node_index[rank_of_expert]
     if tr.kind == "balanced":
-        return _expected_traffic(tr, n_ranks, per_rank, node_index, n_nodes)
+        return _expected_traffic(tr, np.bincount(rank_of_expert, minlength=n_ranks), node_index, n_nodes)
     rng = np.random.default_rng(tr.seed)
     log_pop = rng.lognormal(0.0, tr.skew_sigma, E) if tr.kind == "skewed" else None
     rank_counts = np.zeros((n_ranks, n_ranks), np.int64)
+    copy_counts = np.zeros((n_ranks, n_ranks), np.int64)
     node_counts = np.zeros((n_ranks, n_nodes), np.int64)
     T = tr.tokens_per_rank
+    k = tr.topk
+    # experts of one node are contiguous when the ranks of a node are: per-node maxima by reduceat
+    starts = np.flatnonzero(np.r_[True, np.diff(node_of_expert) != 0])
+    contiguous = len(starts) == n_nodes
+    log_pop32 = np.log(log_pop).astype(np.float32)[None, :] if log_pop is not None else None
+    ti = np.repeat(np.arange(T), k)
     for s in range(n_ranks):
-        if tr.kind == "skewed":
-            scores = np.log(log_pop)[None, :] + rng.gumbel(size=(T, E))
+        # float32 scores: the top-k only needs the order (ties have probability ~ T E 2^-24)
+        u = rng.random((T, E), dtype=np.float32)
+        if tr.kind == "skewed":  # Gumbel-top-k = sampling without replacement in proportion to popularity
+            scores = log_pop32 - np.log(-np.log(np.maximum(u, np.float32(1e-30))))
         else:
-            scores = rng.random((T, E))
+            scores = u
         if tr.kind == "node_limited" and n_nodes > 1:
-            best = np.full((T, n_nodes), -np.inf)
-            for j in range(n_nodes):
-                best[:, j] = scores[:, node_of_expert == j].max(axis=1)
+            if contiguous:
+                best = np.maximum.reduceat(scores, starts, axis=1)
+            else:
+                best = np.stack([scores[:, node_of_expert == j].max(axis=1) for j in range(n_nodes)], axis=1)
             keep = _topk_mask(best, min(tr.topk_groups, n_nodes))
             scores = np.where(keep[:, node_of_expert], scores, -np.inf)
         elif tr.kind == "deepseek":
@@ -159,18 +205,20 @@ def route_tokens(tr: TokenRouting, n_ranks: int, node_of) -> TokenTraffic:
                 raise SpecError(f"moe n_group: {E} experts do not split into {tr.n_group} groups of at least 2 "
                                 f"(deepseek routing scores each group by its top-2 experts)")
             g = scores.reshape(T, tr.n_group, E // tr.n_group)
-            top2 = -np.partition(-g, 1, axis=2)[:, :, :2].sum(axis=2)
+            top2 = np.partition(g, E // tr.n_group - 2, axis=2)[:, :, -2:].sum(axis=2)
             keep = _topk_mask(top2, min(tr.topk_groups, tr.n_group))
             scores = np.where(np.repeat(keep, E // tr.n_group, axis=1), scores, -np.inf)
-        chosen = _topk_mask(scores, tr.topk)
+        ei = np.argpartition(scores, E - k, axis=1)[:, E - k:].ravel()  # the k best experts of every token
+        r_of = rank_of_expert[ei]
         hit_rank = np.zeros((T, n_ranks), bool)
-        ti, ei = np.nonzero(chosen)
-        hit_rank[ti, rank_of_expert[ei]] = True
+        hit_rank[ti, r_of] = True
         rank_counts[s] = hit_rank.sum(axis=0)
+        copy_counts[s] = np.bincount(r_of, minlength=n_ranks)
         hit_node = np.zeros((T, n_nodes), bool)
         hit_node[ti, node_of_expert[ei]] = True
         node_counts[s] = hit_node.sum(axis=0)
-    return TokenTraffic(rank_counts=rank_counts, node_counts=node_counts, node_of=node_index)
+    return TokenTraffic(rank_counts=rank_counts, node_counts=node_counts, node_of=node_index,
+                        copy_counts=copy_counts)
 
 
 def _miss_probability(E: int, m: np.ndarray, k: int) -> np.ndarray:
@@ -182,16 +230,21 @@ def _miss_probability(E: int, m: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def _expected_traffic(tr: TokenRouting, n_ranks: int, per_rank: int, node_index: np.ndarray,
+def _expected_traffic(tr: TokenRouting, experts_of_rank: np.ndarray, node_index: np.ndarray,
                       n_nodes: int) -> TokenTraffic:
-    """Expected token counts of uniform top-k routing, rounded to whole tokens."""
+    """Expected token counts of uniform top-k routing, rounded to whole tokens.
+
+    ``experts_of_rank[d]``: experts rank ``d`` holds (the blocks may differ by one).
+    """
     T, E, k = tr.tokens_per_rank, tr.experts, tr.topk
-    p_rank = 1.0 - _miss_probability(E, np.array([per_rank]), k)[0]
-    rank_counts = np.full((n_ranks, n_ranks), int(round(T * p_rank)), np.int64)
-    per_node = np.bincount(node_index, minlength=n_nodes) * per_rank
+    n_ranks = len(experts_of_rank)
+    p_rank = 1.0 - _miss_probability(E, experts_of_rank, k)
+    rank_counts = np.repeat(np.rint(T * p_rank)[None, :].astype(np.int64), n_ranks, axis=0)
+    per_node = np.bincount(node_index, weights=experts_of_rank, minlength=n_nodes).astype(np.int64)
     p_node = 1.0 - _miss_probability(E, per_node, k)
     node_counts = np.repeat(np.rint(T * p_node)[None, :].astype(np.int64), n_ranks, axis=0)
-    return TokenTraffic(rank_counts=rank_counts, node_counts=node_counts, node_of=node_index)
+    copies = np.repeat(np.rint(T * k * experts_of_rank / E)[None, :].astype(np.int64), n_ranks, axis=0)
+    return TokenTraffic(rank_counts=rank_counts, node_counts=node_counts, node_of=node_index, copy_counts=copies)
 
 
 def moe_flows(traffic: TokenTraffic, local_of: np.ndarray, bytes_per_token: float, *, form: str,
@@ -208,6 +261,9 @@ def moe_flows(traffic: TokenTraffic, local_of: np.ndarray, bytes_per_token: floa
     off = s_idx != d_idx
     if form == "direct":
         src, dst, size = s_idx[off], d_idx[off], C[off] * bytes_per_token
+    elif form == "ll":  # low-latency kernels: one message per (token, expert) selection, no dedup
+        E = traffic.copy_counts.astype(np.float64)
+        src, dst, size = s_idx[off], d_idx[off], E[off] * bytes_per_token
     elif form == "hier":
         same = off & (node[s_idx] == node[d_idx])
         parts_s, parts_d, parts_b = [s_idx[same]], [d_idx[same]], [C[same] * bytes_per_token]
@@ -233,7 +289,7 @@ def moe_flows(traffic: TokenTraffic, local_of: np.ndarray, bytes_per_token: floa
                 parts_b.append(b)
         src, dst, size = (np.concatenate(x) for x in (parts_s, parts_d, parts_b))
     else:
-        raise SpecError(f"moe form: {form!r} must be 'direct' or 'hier'")
+        raise SpecError(f"moe form: {form!r} must be one of {', '.join(FORMS)}")
     src, dst = np.asarray(src), np.asarray(dst)
     if combine:
         src, dst = dst, src
@@ -242,11 +298,14 @@ def moe_flows(traffic: TokenTraffic, local_of: np.ndarray, bytes_per_token: floa
     return src[keep], dst[keep], np.asarray(size)[keep], net[keep]
 
 
-def plan_moe(planner, op):
-    """Plan of a MoE dispatch or combine (``op.options['moe']``: TokenRouting; ``form``;
-    ``bytes_per_token`` overrides the FP8-dispatch / BF16-combine sizes)."""
-    from collectives.algorithms import Plan
+def plan_moe(planner, op, plan_type):
+    """Plan of a MoE dispatch or combine (``op.options``: ``moe`` TokenRouting, ``form``, ``metric``,
+    ``kernel`` family of :data:`collectives.calibration.PER_PEER_S`;
+    ``bytes_per_token`` overrides the payload per token copy).
 
+    ``plan_type`` is the :class:`collectives.algorithms.Plan` class (passed in so that this
+    module does not import the algorithms module).
+    """
     tr = op.options.get("moe") or TokenRouting()
     ranks = np.asarray(op.ranks)
     groups = planner.groups_by_domain(ranks)
@@ -260,17 +319,34 @@ def plan_moe(planner, op):
     algo = op.algorithm if op.algorithm != "auto" else None
     if form is None:
         form = "hier" if (algo == "hier" or (algo is None and len(groups) > 1)) else "direct"
+    if form not in FORMS:
+        raise SpecError(f"moe form: {form!r} must be one of {', '.join(FORMS)}")
+    metric = op.options.get("metric")
+    if metric is not None and metric not in METRICS:
+        raise SpecError(f"moe metric: {metric!r} must be one of {', '.join(METRICS)}")
     combine = op.collective == "moe_combine"
     per_token = tr.combine_bytes_per_token if combine else tr.dispatch_bytes_per_token
     if op.options.get("bytes_per_token"):  # e.g. a BF16 dispatch (Megatron's default dispatcher)
         per_token = float(op.options["bytes_per_token"])
+    elif form == "ll" and not combine and tr.dispatch_dtype == "fp8":
+        per_token += LL_HEADER_BYTES
     traffic = route_tokens(tr, len(ranks), node_of)
     s, d, b, net = moe_flows(traffic, local_of, per_token, form=form, combine=combine)
-    fs = planner.direct(op, ranks[s], ranks[d], b, pxn=op.options.get("pxn", form == "direct"))
-    if len(groups) > 1:  # DeepEP internode: distinct (token, node) pairs incl. own node, per rank
+    family = op.options.get("kernel") or ("moe_ll" if form == "ll" else "moe")
+    if family not in PER_PEER_S:
+        raise SpecError(f"moe kernel: {family!r} is not one of {', '.join(PER_PEER_S)}")
+    fs = planner.direct(op, ranks[s], ranks[d], b, pxn=op.options.get("pxn", form == "direct"), kernel=family)
+    if PER_PEER_S[family] > 0:  # the kernel serves the other EP ranks in turn (issue 8 item 2)
+        fs = replace(fs, latency_s=fs.latency_s + PER_PEER_S[family] * (len(ranks) - 1))
+    if metric == "nccl_ep":
+        logical = traffic.copy_counts.sum(axis=1).mean() * 2.0 * tr.hidden
+    elif metric == "rdma" and form == "ll":
+        logical = traffic.copy_counts.sum(axis=1).mean() * per_token
+    elif metric == "logical" or (metric is None and len(groups) == 1):
+        logical = traffic.rank_counts.sum(axis=0).mean() * per_token  # tokens received per rank, own included
+    else:                # DeepEP internode normal: distinct (token, node) pairs incl. own node, per rank
         logical = traffic.node_counts.sum(axis=1).mean() * per_token
-    else:                # DeepEP intranode: tokens received per rank incl. its own
-        logical = traffic.rank_counts.sum(axis=0).mean() * per_token
-    return Plan(op, fs, f"{form}", "Simple", None, float(fs.latency_s.max(initial=0)), logical_bytes=float(logical),
-                notes=f"routing={tr.kind}, tokens/rank={tr.tokens_per_rank}, topk={tr.topk}, "
-                      f"network bytes={b[net].sum():.3e}")
+    return plan_type(op, fs, f"{form}", "Simple", None, float(fs.latency_s.max(initial=0)),
+                     logical_bytes=float(logical),
+                     notes=f"routing={tr.kind}, tokens/rank={tr.tokens_per_rank}, topk={tr.topk}, "
+                           f"network bytes={b[net].sum():.3e}")

@@ -43,11 +43,10 @@ def busbw_factor(collective: str, n: int) -> float:
     >>> busbw_factor("all_reduce", 8), busbw_factor("all_gather", 8)
     (1.75, 0.875)
     """
-    if collective == "all_reduce":
-        return 2 * (n - 1) / n
-    if collective in ("reduce_scatter", "all_gather", "all_to_all"):
-        return (n - 1) / n
-    return 1.0
+    if collective in ("moe_dispatch", "moe_combine"):
+        return 1.0
+    from collectives.nccl_model import busbw_factor as nccl_tests_factor  # the one table (nccl-tests)
+    return nccl_tests_factor(collective, n)
 
 
 def _freeze(key: str, value):

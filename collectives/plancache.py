@@ -11,7 +11,8 @@ from dataclasses import replace
 import numpy as np
 
 from collectives import nccl_model as nm
-from collectives.algorithms import Plan, Planner
+from collectives.algorithms import NCCL_TO_OURS, Plan, Planner
+from collectives.calibration import NVLS_PIPELINE_WINDOW_BYTES
 from collectives.ops import Collective
 from fabric.flowset import FlowSet
 from topologies.errors import SpecError
@@ -66,7 +67,9 @@ class PlanCache:
         best: dict = {}
         for e in ests:
             if e.enabled and (e.algorithm not in best or e.time_s < best[e.algorithm][1]):
-                best[e.algorithm] = (e.protocol, e.time_s)
+                best[e.algorithm] = (e.protocol, e.time_s, e.kernel_efficiency)
+        # (the NVLS pipeline fill below its window depends on the size, as do the kernel limits of the
+        # protocol a plan uses, kept with the best protocols below)
         lat = tuple((e.algorithm, e.protocol, e.enabled, None if math.isnan(e.latency_s) else e.latency_s)
                     for e in ests)
         chosen = None
@@ -75,7 +78,11 @@ class PlanCache:
                 chosen = nm.choose(system, op.collective, size).algorithm
             except SpecError:
                 chosen = "none"
-        return chosen, tuple(sorted((a, v[0]) for a, v in best.items())), lat
+        # kernel limits of the NCCL algorithms this op can run on (the chosen one for auto)
+        uses = {chosen} if op.algorithm == "auto" else {a for a, (ours, _) in NCCL_TO_OURS.items()
+                                                          if ours == op.algorithm or op.algorithm in ("nvls", "sharp")}
+        fill = min(size, NVLS_PIPELINE_WINDOW_BYTES) if uses & {"NVLS", "NVLSTree"} else None
+        return chosen, tuple(sorted((a, v[0], v[2] if a in uses else None) for a, v in best.items())), lat, fill
 
     def plan(self, op: Collective) -> Plan:
         """The plan of ``op`` (labelled as ``op``), from the cache when its shape was planned before."""
@@ -117,7 +124,8 @@ class PlanCache:
             src = np.array([x[0] for x in new], np.int64)
             dst = np.array([x[1] for x in new], np.int64)
             op = Collective("send_recv", (int(src[0]), int(dst[0])), 1, label="send")
-            fs = self.planner.direct(op, src, dst, np.ones(len(new)), pxn=False)
+            # routed together for speed only: the pairs are not concurrent connections of one NIC
+            fs = self.planner.direct(op, src, dst, np.ones(len(new)), pxn=False, connections_per_flow=0)
             for j, (s_, d_) in enumerate(new):
                 one = _flow_rows(fs, j)
                 self._shape[("send", s_, d_, pol, seed)] = Plan(

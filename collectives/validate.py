@@ -1,11 +1,31 @@
-"""Validation against published measurements (``reference_points.toml``).
+"""Validation against published measurements, with a fit / held-out split.
 
-Every point of the file is predicted with the same calibration and compared
-with the measurement: collective points on bus bandwidth (nccl-tests' busbw),
-MoE points on DeepEP's logical bandwidth (bytes counted as the reference says
-DeepEP counted them), and the ring-to-NVLS crossover on 8 x H100 as the size
-where NVLS becomes faster in our flow-level model. Training points belong to the
-step-time estimator (``workloads.training_validate``, the training part of ``fabric-emu validate``).
+Every point of a validation file is predicted with the same calibration and
+compared with the measurement: collective points on bus bandwidth (nccl-tests'
+busbw), MoE points on DeepEP's logical bandwidth, and crossover points on the size
+where one algorithm overtakes another in our flow-level model.
+
+File format (TOML): arrays of tables ``[[collective]]``, ``[[moe_alltoall]]`` and
+``[[training]]``. Every point may carry
+
+* ``split``: ``"fit"`` (used to choose model forms and fit constants) or
+  ``"heldout"`` (never looked at while fitting); default ``"unsplit"``;
+* ``consistency``: ``true`` when the point restates a constant taken from the same
+  source (it is reported apart and kept out of the error summary);
+* ``category``: free text (``nvlink``, ``multinode``, ``nvl72``, ``ep``...);
+* ``settings``: everything the prediction needs besides the point's ``system``
+  preset: fabric overrides (``domains``, ``gpus_per_domain``, ``scaleout``, ``nic``,
+  ``tiers``, ``oversubscription``, ``planes``, ``spine_scope``), routing and
+  token-routing keys (``routing``, ``experts``, ``experts_per_rank``, ``tokens_per_rank``,
+  ``hidden``, ``topk``, ``dispatch_dtype``, ``form``), ``gpus_per_node`` (EP sweeps
+  spanning ``ep / gpus_per_node`` domains), and crossover windows
+  (``crossover_window_bytes``, ``crossover_algorithms``). Top-level keys of the
+  same names are read too (the shared ``reference_points.toml`` format).
+
+``[[training]]`` points belong to the step-time estimator: they are accepted and
+counted, never predicted here. A file with no point, or with tables this module
+does not know, is refused with one SpecError line (the CLI exits 2); a report whose
+:attr:`ValidationReport.ok` is false (nothing predicted) makes the CLI exit 1.
 
 Examples
 --------
@@ -17,13 +37,13 @@ True
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
-from collectives.moe import TokenRouting
+from collectives.moe import DISPATCH_DTYPES, TokenRouting
 from collectives.ops import Collective
 from collectives.runner import planner_for, run
 from fabric import Router, compile_fabric
@@ -31,11 +51,16 @@ from topologies import build
 from topologies.errors import FabricEmuError, SpecError, brief
 from topologies.files import parse_toml, read_text
 
-__all__ = ["ValidationRow", "ValidationReport", "validate", "default_points_path", "TOLERANCE",
-           "crossover_bytes"]
+__all__ = ["ValidationRow", "ErrorSummary", "ValidationReport", "validate", "default_points_path",
+           "default_points_paths",
+           "TOLERANCE", "SPLITS", "KINDS", "crossover_bytes"]
 
 #: Relative tolerance per kind of point (issue 4).
-TOLERANCE = {"collective": 0.10, "moe_alltoall": 0.15}
+TOLERANCE = {"collective": 0.10, "moe_alltoall": 0.15, "host_copy": 0.10}
+#: Allowed values of a point's ``split``.
+SPLITS = ("fit", "heldout", "unsplit")
+#: Tables of a validation file; ``training`` is the step-time estimator's.
+KINDS = ("collective", "moe_alltoall", "host_copy", "training")
 
 
 @dataclass(frozen=True)
@@ -49,62 +74,163 @@ class ValidationRow:
     tolerance: float | None
     passed: bool | None
     note: str = ""
+    split: str = "unsplit"
+    consistency: bool = False
+    category: str = ""
+    source: str = ""
 
     def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("id", "kind", "quantity", "predicted", "measured", "rel_error",
-                                              "tolerance", "passed", "note")}
+        return {k: getattr(self, k) for k in ("id", "kind", "split", "consistency", "category", "quantity",
+                                              "predicted", "measured", "rel_error", "tolerance", "passed", "note",
+                                              "source")}
+
+
+@dataclass(frozen=True)
+class ErrorSummary:
+    """Mean and max absolute relative error over the error-bearing rows of one split."""
+
+    split: str
+    n: int
+    mean_abs_error: float
+    max_abs_error: float
+
+    def as_dict(self) -> dict:
+        return {"split": self.split, "n": self.n, "mean_abs_error": self.mean_abs_error,
+                "max_abs_error": self.max_abs_error}
+
+
+def _summary(split: str, rows) -> ErrorSummary:
+    errs = [abs(r.rel_error) for r in rows if r.rel_error is not None and math.isfinite(r.rel_error)]
+    return ErrorSummary(split, len(errs), float(np.mean(errs)) if errs else 0.0, float(np.max(errs)) if errs else 0.0)
 
 
 @dataclass(frozen=True)
 class ValidationReport:
+    """Rows of one validation run and their error summaries.
+
+    ``summaries`` has one entry per split present (over non-consistency rows);
+    ``consistency`` summarises the consistency checks apart. ``ok`` is false when
+    the file had no point or tables this module does not know (``unrecognised``).
+    """
+
     rows: tuple
     mean_abs_error: float
     max_abs_error: float
     source: str
+    summaries: tuple = ()
+    consistency: ErrorSummary | None = None
+    training_points: int = 0
+    unrecognised: tuple = ()
 
     @property
     def passed(self) -> bool:
         return all(r.passed for r in self.rows if r.passed is not None)
 
+    @property
+    def ok(self) -> bool:
+        """The file was understood and held at least one point."""
+        return not self.unrecognised and (len(self.rows) + self.training_points) > 0
+
+    def summary(self, split: str) -> ErrorSummary | None:
+        return next((s for s in self.summaries if s.split == split), None)
+
     def as_dict(self) -> dict:
-        return {"source": self.source, "mean_abs_error": self.mean_abs_error, "max_abs_error": self.max_abs_error,
-                "passed": self.passed, "rows": [r.as_dict() for r in self.rows]}
+        return {"source": self.source, "ok": self.ok, "passed": self.passed,
+                "mean_abs_error": self.mean_abs_error, "max_abs_error": self.max_abs_error,
+                "summaries": [s.as_dict() for s in self.summaries],
+                "consistency": None if self.consistency is None else self.consistency.as_dict(),
+                "training_points": self.training_points, "unrecognised": list(self.unrecognised),
+                "rows": [r.as_dict() for r in self.rows]}
 
 
 def default_points_path() -> Path:
-    """The project's copy of ``reference_points.toml`` shipped with the package."""
+    """The shared ``reference_points.toml`` shipped with the package."""
     return Path(str(resources.files("collectives") / "data" / "reference_points.toml"))
+
+
+def default_points_paths() -> tuple[Path, ...]:
+    """The validation files shipped with the package: the shared reference points (with their
+    settings sidecar) and ``published_points.toml`` (the fit / held-out published points)."""
+    data = resources.files("collectives") / "data"
+    paths = [default_points_path(), Path(str(data / "published_points.toml"))]
+    return tuple(p for p in paths if p.exists())
 
 
 _ROUTERS: dict = {}
 
 
+class _Unmodelled(Exception):
+    """A point needs something this build does not have (a preset); it is listed, not predicted."""
+
+
 def _router(preset: str, overrides: dict | None = None) -> Router:
+    from topologies.presets import presets
+    if preset not in {p.name for p in presets()}:
+        raise _Unmodelled(f"preset {preset} not in this build")
+    from topologies.catalog import SCALEOUT_FABRICS
+    so = (overrides or {}).get("scaleout")
+    if so not in (None, "none") and so not in SCALEOUT_FABRICS:
+        raise _Unmodelled(f"scaleout {so} not in the catalog")
     key = (preset, tuple(sorted((overrides or {}).items())))
     if key not in _ROUTERS:
         _ROUTERS[key] = Router(compile_fabric(build(preset, overrides or {})))
     return _ROUTERS[key]
 
 
-def _row(pid, kind, quantity, predicted, measured, note="") -> ValidationRow:
-    if isinstance(measured, bool) or not isinstance(measured, (int, float)) or not measured > 0:
-        raise SpecError(f"validation point {pid}: measured value {measured!r} must be a positive number")
-    tol = TOLERANCE[kind]
-    err = predicted / measured - 1.0
-    return ValidationRow(pid, kind, quantity, predicted, measured, err, tol, abs(err) <= tol, note)
+class _Point:
+    """One point's fields with its ``settings`` merged over the top-level keys."""
+
+    def __init__(self, kind: str, p: dict, k: int):
+        self.kind, self.p, self.k = kind, p, k
+        s = p.get("settings", {})
+        if not isinstance(s, dict):
+            raise SpecError(f"validation point {p.get('id', k)!r}: settings must be a table")
+        self.s = {**{x: v for x, v in p.items() if x != "settings"}, **s}
+        if "tokens" in self.s and "tokens_per_rank" not in self.s:
+            self.s["tokens_per_rank"] = self.s["tokens"]
+        # Quantum-2 run without SHARP (NCCL_COLLNET_ENABLE=0): the same switches, reduction off
+        if str(self.s.get("sharp", "")).startswith("off") and self.s.get("scaleout") == "quantum-2":
+            self.s["scaleout"] = "quantum-2-nosharp"
+        self.id = str(p.get("id", f"#{k}"))
+        split = {"held_out": "heldout"}.get(p.get("split", "unsplit"), p.get("split", "unsplit"))
+        if split not in SPLITS:
+            raise SpecError(f"validation point {self.id!r}: split {split!r} must be one of {', '.join(SPLITS)}")
+        self.split = split
+        self.consistency = bool(p.get("consistency", False))
+        self.category = str(p.get("category", ""))
+        self.source = str(p.get("source", ""))
+
+    def get(self, key, default=None):
+        return self.s.get(key, default)
+
+    def __getitem__(self, key):
+        return self.s[key]
+
+    def __contains__(self, key):
+        return key in self.s
+
+    def row(self, rid, quantity, predicted, measured, note="") -> ValidationRow:
+        if isinstance(measured, bool) or not isinstance(measured, (int, float)) or not measured > 0:
+            raise SpecError(f"validation point {rid}: measured value {measured!r} must be a positive number")
+        tol = TOLERANCE[self.kind]
+        err = predicted / measured - 1.0
+        return ValidationRow(rid, self.kind, quantity, predicted, measured, err, tol, abs(err) <= tol, note,
+                             self.split, self.consistency, self.category, self.source)
 
 
-def crossover_bytes(router: Router, n: int = 8, lo: int = 1 << 16, hi: int = 1 << 24) -> float:
-    """Smallest all-reduce size where NVLS beats the ring (best protocol) in the flow-level model."""
+def crossover_bytes(router: Router, n: int = 8, lo: int = 1 << 16, hi: int = 1 << 26,
+                    algorithms: tuple[str, str] = ("ring", "nvls"), collective: str = "all_reduce") -> float:
+    """Smallest size where ``algorithms[1]`` beats ``algorithms[0]`` (best protocol) in the flow-level model."""
     planner = planner_for(router)
     ranks = tuple(range(n))
+    a, b = algorithms
 
     def faster(size: int) -> bool:
-        ring = run(router, [Collective("all_reduce", ranks, size, "ring")], planner=planner)[0].time_s
-        nvls = run(router, [Collective("all_reduce", ranks, size, "nvls")], planner=planner)[0].time_s
-        return nvls < ring
+        ta = run(router, [Collective(collective, ranks, size, a)], planner=planner)[0].time_s
+        tb = run(router, [Collective(collective, ranks, size, b)], planner=planner)[0].time_s
+        return tb < ta
     if faster(lo) or not faster(hi):
-        raise SpecError("crossover: NVLS vs ring does not cross inside the searched range")
+        raise SpecError(f"crossover: {a} vs {b} does not cross inside the searched range")
     while hi - lo > 1024:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if faster(mid) else (mid, hi)
@@ -115,17 +241,28 @@ _FABRIC_KEYS = ("domains", "gpus_per_domain", "scaleout", "nic", "tiers", "overs
                 "spine_scope")
 
 
-def _fabric_overrides(p: dict) -> dict:
+def _fabric_overrides(p, **extra) -> dict:
     """Preset overrides named by a point (``domains``, ``scaleout``, ``nic``, ...)."""
-    return {k: p[k] for k in _FABRIC_KEYS if k in p}
+    out = {k: p[k] for k in _FABRIC_KEYS if k in p}
+    out.update(extra)
+    return out
 
 
-def _collective_cases(p: dict) -> list[tuple[int | None, int, str, float, str]]:
+def _size_tag(size) -> str:
+    """Compact binary size for row ids: 65536 -> '64KiB', 1073741824 -> '1GiB'."""
+    size = int(size)
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift}{unit}"
+    return f"{size}B"
+
+
+def _collective_cases(p) -> list[tuple[int | None, int, str, float, str]]:
     """(ranks, size_bytes, algorithm, busbw_GBps, suffix) for every measurement of a collective point.
 
     A point gives one measurement (``busbw_GBps``) or a sweep: ``ranks_and_busbw_GBps``,
-    ``sizes_and_busbw_GBps``, ``algorithms_and_busbw_GBps`` or ``ranks_algorithms_and_busbw_GBps``.
-    ``ranks`` None means every GPU of the fabric.
+    ``sizes_and_busbw_GBps``, ``algorithms_and_busbw_GBps``, ``ranks_algorithms_and_busbw_GBps``
+    or ``sizes_algorithms_and_busbw_GBps``. ``ranks`` None means every GPU of the fabric.
     """
     default_algo = "direct" if p["collective"] in ("all_to_all", "send_recv") else "auto"
     algo = p.get("algorithm", default_algo)
@@ -134,110 +271,253 @@ def _collective_cases(p: dict) -> list[tuple[int | None, int, str, float, str]]:
     if "ranks_and_busbw_GBps" in p:
         return [(int(n), size, algo, float(b), f"@{n}") for n, b in p["ranks_and_busbw_GBps"]]
     if "sizes_and_busbw_GBps" in p:
-        return [(ranks, int(s), algo, float(b), f"@{int(s)}B") for s, b in p["sizes_and_busbw_GBps"]]
+        return [(ranks, int(s), algo, float(b), f"@{_size_tag(s)}") for s, b in p["sizes_and_busbw_GBps"]]
     if "algorithms_and_busbw_GBps" in p:
         return [(ranks, size, str(a), float(b), f"@{a}") for a, b in p["algorithms_and_busbw_GBps"]]
     if "ranks_algorithms_and_busbw_GBps" in p:
         return [(int(n), size, str(a), float(b), f"@{n}:{a}") for n, a, b in p["ranks_algorithms_and_busbw_GBps"]]
+    if "sizes_algorithms_and_busbw_GBps" in p:
+        return [(ranks, int(s), str(a), float(b), f"@{_size_tag(s)}:{a}") for s, a, b in
+                p["sizes_algorithms_and_busbw_GBps"]]
     return [(ranks, size, algo, float(p["busbw_GBps"]), "")]
 
 
-def _collective(p: dict) -> list[ValidationRow]:
+def _collective_options(p) -> dict:
+    """Algorithm options named by a point: ``hier`` shapes (NCCL_ALGO=NVLSTree, SHARP on), ``pxn``."""
+    opts = {}
+    if "hier" in p:
+        opts["hier"] = dict(p["hier"])
+    elif p.get("algorithm") == "hier":
+        forced = str(p.get("NCCL_ALGO", p.get("nccl_algorithm", ""))).lower()
+        if "nvlstree" in forced:
+            opts["hier"] = {"intra": "nvls", "inter": "tree"}
+        elif str(p.get("sharp", "")).startswith("on"):
+            opts["hier"] = {"intra": "nvls", "inter": "sharp"}
+    if "pxn" in p:
+        opts["pxn"] = bool(p["pxn"])
+    return opts
+
+
+def _collective(p: _Point) -> list[ValidationRow]:
     r = _router(p["system"], _fabric_overrides(p))
-    if "note" in p and "crossover" in p["id"]:
-        x = crossover_bytes(r, p.get("ranks", 8))
-        ok = 2**20 < x <= 2 * 2**20
-        return [ValidationRow(p["id"], "collective", "ring->NVLS bytes", x, None, None, None, ok,
-                              "measured: Ring <= 1 MiB, NVLS >= 2 MiB")]
+    if "crossover_window_bytes" in p:
+        lo, hi = (int(x) for x in p["crossover_window_bytes"])
+        algos = tuple(p.get("crossover_algorithms", ("ring", "nvls")))
+        x = crossover_bytes(r, p.get("ranks", 8), algorithms=algos, collective=p["collective"])
+        ok = lo < x <= hi
+        return [ValidationRow(p.id, "collective", f"{algos[0]}->{algos[1]} bytes", x, None, None, None, ok,
+                              f"measured: {algos[0]} <= {lo} B, {algos[1]} >= {hi} B", p.split, p.consistency,
+                              p.category, p.source)]
     rows = []
     cases = _collective_cases(p)
+    opts = _collective_options(p)
     for n, size, algo, busbw, suffix in cases:
         n = r.cf.n_gpus if n is None else n
         if not 2 <= n <= r.cf.n_gpus:
-            raise SpecError(f"validation point {p['id']!r}: ranks {n} must be in [2, {r.cf.n_gpus}]")
-        [res] = run(r, [Collective(p["collective"], tuple(range(int(n))), size, algo)])
-        rows.append(_row(p["id"] + (suffix if len(cases) > 1 else ""), "collective", f"busbw GB/s ({n} ranks)",
-                         res.busbw_Bps / 1e9, busbw, f"{res.algorithm}/{res.protocol}"))
+            raise SpecError(f"validation point {p.id!r}: ranks {n} must be in [2, {r.cf.n_gpus}]")
+        [res] = run(r, [Collective(p["collective"], tuple(range(int(n))), size, algo, options=dict(opts))])
+        rows.append(p.row(p.id + (suffix if len(cases) > 1 else ""), f"busbw GB/s ({n} ranks)",
+                          res.busbw_Bps / 1e9, busbw, f"{res.algorithm}/{res.protocol}"))
     return rows
 
 
-def _moe_routing(p: dict, default: str) -> TokenRouting:
-    kw = {}
-    if "experts" in p:
-        kw["experts"] = int(p["experts"])
+_ROUTING_KEYS = ("tokens_per_rank", "hidden", "experts", "topk", "topk_groups", "n_group", "seed")
+
+
+def _moe_routing(p, default: str, ep: int) -> TokenRouting:
+    kw = {k: int(p[k]) for k in _ROUTING_KEYS if k in p}
+    if "experts_per_rank" in p:
+        kw["experts"] = int(p["experts_per_rank"]) * ep
+    if "skew_sigma" in p:
+        kw["skew_sigma"] = float(p["skew_sigma"])
+    if str(p.get("dispatch_dtype", "")).lower() in DISPATCH_DTYPES:  # "not stated" keeps DeepEP's FP8
+        kw["dispatch_dtype"] = str(p["dispatch_dtype"]).lower()
     return TokenRouting(p.get("routing", default), **kw)
 
 
-def _moe(p: dict) -> list[ValidationRow]:
+def _moe_router(p, ep: int) -> Router:
+    gpn = p.get("gpus_per_node")
+    if gpn and ep > int(gpn) and "domains" not in p:
+        if ep % int(gpn):
+            raise SpecError(f"validation point {p.id!r}: ep {ep} is not a multiple of gpus_per_node {gpn}")
+        return _router(p["system"], _fabric_overrides(p, domains=ep // int(gpn)))
+    return _router(p["system"], _fabric_overrides(p))
+
+
+#: MoE metrics this module predicts (docs/validation-data.md); ``latency`` compares the kernel time.
+MOE_METRICS = ("logical", "rdma", "nccl_ep", "latency")
+
+
+def _moe_one(p: _Point, ep: int, coll: str, measured: float, rid: str, quantity: str,
+             tokens: int | None = None) -> ValidationRow:
+    metric = str(p.get("metric", "")) or None
+    if metric is not None and metric not in MOE_METRICS:
+        raise _Unmodelled(f"metric {metric}")
+    r = _moe_router(p, ep)
+    multi = r.cf.n_gpus > 0 and len(np.unique(r.cf.node_domain[r.cf.gpus[:ep]])) > 1
+    tr = _moe_routing(p, "node_limited" if multi else "uniform", ep)
+    if tokens is not None:
+        tr = replace(tr, tokens_per_rank=int(tokens))
+    opts = {"moe": tr}
+    if "form" in p:
+        opts["form"] = str(p["form"])
+    elif "low-latency" in str(p.get("kernel", "")) or "pplx" in str(p.get("kernel", "")):
+        opts["form"] = "ll"  # per (token, expert) messages straight to the rank (pplx-kernels work so too)
+    kernel = str(p.get("kernel", ""))
+    if "UCCL" in kernel:  # CPU-proxy kernels (settings.kernel names them)
+        opts["kernel"] = "uccl_ll" if "low-latency" in kernel else "uccl"
+    if metric not in (None, "latency"):
+        opts["metric"] = metric
+    # epoch mode (1 % tolerance): MoE flows all differ in size, exact re-solves at every finish are
+    # 3x slower for < 1 % difference in the completion time
+    [res] = run(r, [Collective(coll, tuple(range(ep)), 0, options=opts)], mode="epoch", epsilon=0.01)
+    if metric == "latency":
+        return p.row(rid, "latency us", res.time_s * 1e6, float(measured), res.algorithm)
+    return p.row(rid, quantity, res.algbw_Bps / 1e9, float(measured), res.algorithm)
+
+
+def _moe(p: _Point) -> list[ValidationRow]:
     rows = []
-    if "ep_dispatch_combine_GBps" in p:  # a rank sweep inside one domain
-        r = _router(p["system"], _fabric_overrides(p))
-        for ep, disp, comb in p["ep_dispatch_combine_GBps"]:
-            ep = int(ep)
-            kw = {"experts": int(p["experts_per_rank"]) * ep} if "experts_per_rank" in p else {}
-            for coll, value in (("moe_dispatch", disp), ("moe_combine", comb)):
-                op = Collective(coll, tuple(range(ep)), 0,
-                                options={"moe": TokenRouting(p.get("routing", "uniform"), **kw)})
-                [res] = run(r, [op])
-                rows.append(_row(f"{p['id']}@EP{ep}:{coll.split('_')[1]}", "moe_alltoall", "logical GB/s",
-                                 res.algbw_Bps / 1e9, float(value), res.algorithm))
+    lat = p.get("metric") == "latency"
+    if "ep_dispatch_combine_GBps" in p:  # a rank sweep
+        for ep, d, c in p["ep_dispatch_combine_GBps"]:
+            for coll, value in (("moe_dispatch", d), ("moe_combine", c)):
+                rows.append(_moe_one(p, int(ep), coll, value, f"{p.id}@EP{int(ep)}:{coll.split('_')[1]}",
+                                     "logical GB/s"))
         return rows
-    if "ep" in p:  # one EP group, on one domain or across domains
-        r = _router(p["system"], _fabric_overrides(p))
-        default = "node_limited" if int(p.get("domains", 1)) > 1 else "uniform"
-        for coll, key in (("moe_dispatch", "dispatch_GBps"), ("moe_combine", "combine_GBps")):
-            op = Collective(coll, tuple(range(int(p["ep"]))), 0, options={"moe": _moe_routing(p, default)})
-            [res] = run(r, [op])
-            rows.append(_row(f"{p['id']}:{coll.split('_')[1]}", "moe_alltoall", "logical GB/s",
-                             res.algbw_Bps / 1e9, float(p[key]), res.algorithm))
+    for key in ("tokens_dispatch_combine_latency_us", "tokens_dispatch_combine_GBps"):
+        if key in p and (lat == key.endswith("_us")):  # a batch-size sweep
+            for tok, d, c in p[key]:
+                for coll, value in (("moe_dispatch", d), ("moe_combine", c)):
+                    rows.append(_moe_one(p, int(p["ep"]), coll, value, f"{p.id}@T{int(tok)}:{coll.split('_')[1]}",
+                                         "GB/s", tokens=int(tok)))
+            return rows
+    if "ep" in p:  # one EP group
+        keys = (("moe_dispatch", "dispatch_latency_us"), ("moe_combine", "combine_latency_us")) if lat else \
+            (("moe_dispatch", "dispatch_GBps"), ("moe_combine", "combine_GBps"))
+        for coll, key in keys:
+            if key in p:
+                rows.append(_moe_one(p, int(p["ep"]), coll, p[key], f"{p.id}:{coll.split('_')[1]}",
+                                     "logical GB/s"))
+        if rows:
+            return rows
+    if "ep_and_rdma_GBps" in p:  # DeepEP internode dispatch, RDMA bottleneck bandwidth
+        for ep, gbps in p["ep_and_rdma_GBps"]:
+            rows.append(_moe_one(p, int(ep), "moe_dispatch", gbps, f"{p.id}@EP{int(ep)}",
+                                 "DeepEP RDMA GB/s (dispatch)"))
         return rows
-    for ep, gbps in p["ep_and_rdma_GBps"]:
-        # DeepSeek's cluster: 8 x 400G CX-7 per node, multi-plane (one plane per rail) fat-tree
-        r = _router("hgx-h800", {"domains": ep // 8, "scaleout": "quantum-2", "spine_scope": "rail"})
-        op = Collective("moe_dispatch", tuple(range(ep)), 0, options={"moe": TokenRouting("node_limited")})
-        [res] = run(r, [op])
-        rows.append(_row(f"{p['id']}@EP{ep}", "moe_alltoall", "DeepEP RDMA GB/s (dispatch)", res.algbw_Bps / 1e9,
-                         float(gbps), res.algorithm))
-    return rows
+    raise SpecError(f"validation point {p.id!r}: no measurement (dispatch_GBps, ep_dispatch_combine_GBps, "
+                    "tokens_dispatch_combine_*, dispatch_latency_us or ep_and_rdma_GBps)")
 
 
-def validate(path: str | Path | None = None, *, ids: list[str] | None = None, progress=None) -> ValidationReport:
-    """Predict every point of the validation file and compare with the measurements."""
-    path = Path(path) if path else default_points_path()
+def _host_copy(p: _Point) -> list[ValidationRow]:
+    """Host-device copy bandwidth: the host link's raw rate x the host-link efficiency."""
+    from collectives.calibration import host_link_efficiency
+    if "raw_GBps" not in p or not any(k in p for k in ("h2d_GBps", "d2h_GBps")):
+        raise _Unmodelled(f"{p.get('link', 'host link')} rate or copy figures not in the point")
+    if not str(p.get("link", "pcie")).startswith("pcie"):
+        raise _Unmodelled(f"{p['link']}: the measured efficiency is PCIe's")
+    eta = host_link_efficiency()
+    return [p.row(f"{p.id}:{key[:3]}", "host copy GB/s", float(p["raw_GBps"]) * eta, float(p[key]),
+                  f"raw x {eta:.3f}") for key in ("h2d_GBps", "d2h_GBps") if key in p]
+
+
+def _sidecar(path: Path) -> dict:
+    """Per-id split / consistency / settings for a file in the shared format (``<name>.settings.toml``)."""
+    side = path.with_name(path.stem + ".settings.toml")
+    if not side.exists():
+        return {}
+    doc = parse_toml(read_text(side, what="validation settings"), source=f"validation settings {brief(str(side))}")
+    return {str(e.get("id")): e for e in doc.get("point", []) if isinstance(e, dict)}
+
+
+def validate(path: str | Path | None = None, *, ids: list[str] | None = None, progress=None,
+             splits: tuple[str, ...] | None = None) -> ValidationReport:
+    """Predict every point of the validation file(s) and compare with the measurements.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        Validation file (default: every file of :func:`default_points_paths`).
+    ids : list of str, optional
+        Only these point ids.
+    progress : callable, optional
+        ``progress(id, k, n)`` before each point.
+    splits : tuple of str, optional
+        Only points of these splits.
+    """
+    paths = [Path(path)] if path else list(default_points_paths())
+    items = []
+    unrecognised: tuple = ()
+    for one in paths:
+        doc, side = _read(one)
+        where = f"validation file {brief(str(one))}"
+        for key in doc:
+            if key not in KINDS:  # an unrecognised file checks nothing: refuse it (CLI exit 2)
+                raise SpecError(f"{where}: unknown table {brief(key)}; expected [[{']], [['.join(KINDS)}]]")
+        found = _items(one, doc, side)
+        if not found:
+            raise SpecError(f"{where} has no validation points ([[collective]], [[moe_alltoall]], [[host_copy]] "
+                            "or [[training]] tables); nothing was checked")
+        items += found
+    rows, training = _predict(items, ids, splits, progress)
+    errors = [r for r in rows if not r.consistency]
+    summaries = tuple(_summary(s, [r for r in errors if r.split == s]) for s in SPLITS
+                      if any(r.split == s for r in errors))
+    cons = [r for r in rows if r.consistency]
+    overall = _summary("all", errors)
+    return ValidationReport(rows=tuple(rows), mean_abs_error=overall.mean_abs_error,
+                            max_abs_error=overall.max_abs_error, source=", ".join(str(p) for p in paths),
+                            summaries=summaries, consistency=_summary("consistency", cons) if cons else None,
+                            training_points=training, unrecognised=unrecognised)
+
+
+def _read(path: Path) -> tuple[dict, dict]:
     where = f"validation file {brief(str(path))}"
     doc = parse_toml(read_text(path, what="validation file"), source=where)
-    tables = ("collective", "moe_alltoall", "training")
-    for key in doc:
-        if key not in tables:
-            raise SpecError(f"{where}: unknown table {brief(key)}; expected [[{']], [['.join(tables)}]]")
-    for key in tables:
-        v = doc.get(key, [])
-        if not isinstance(v, list) or not all(isinstance(p, dict) for p in v):
-            raise SpecError(f"{where}: {key} must be an array of tables ([[{key}]]), got {brief(v)}")
+    return doc, _sidecar(path)
+
+
+def _items(path: Path, doc: dict, side: dict) -> list:
+    items = []
+    for kind in KINDS:
+        entries = doc.get(kind, [])
+        if not isinstance(entries, list):
+            raise SpecError(f"validation file {str(path)!r}: {kind} must be an array of tables ([[{kind}]])")
+        for p in entries:
+            if not isinstance(p, dict):
+                raise SpecError(f"validation file {str(path)!r}: {kind} entries must be tables")
+            extra = side.get(str(p.get("id")))
+            if extra:
+                p = {**p, **{k: v for k, v in extra.items() if k != "id"},
+                     "settings": {**p.get("settings", {}), **extra.get("settings", {})}}
+            items.append((kind, p))
+    return items
+
+
+def _predict(items, ids, splits, progress) -> tuple[list, int]:
     rows: list[ValidationRow] = []
-    # training points are validated by the step-time estimator (workloads.training_validate)
-    items = [("collective", p) for p in doc.get("collective", [])] + \
-            [("moe_alltoall", p) for p in doc.get("moe_alltoall", [])]
-    for k, (kind, p) in enumerate(items):
-        if ids and p.get("id") not in ids:
+    training = 0
+    for k, (kind, raw) in enumerate(items):
+        if kind == "training":
+            training += 1
             continue
-        if progress:
-            progress(p.get("id", "?"), k + 1, len(items))
+        if ids and raw.get("id") not in ids:
+            continue
         try:
-            if kind == "collective":
-                rows += _collective(p)
-            elif kind == "moe_alltoall":
-                rows += _moe(p)
+            p = _Point(kind, raw, k)
+            if splits and p.split not in splits:
+                continue
+            if progress:
+                progress(p.id, k + 1, len(items))
+            rows += {"collective": _collective, "moe_alltoall": _moe, "host_copy": _host_copy}[kind](p)
+        except _Unmodelled as exc:
+            rows.append(ValidationRow(p.id, kind, "-", None, None, None, None, None, f"not modelled: {exc}",
+                                      p.split, p.consistency, p.category, p.source))
         except FabricEmuError:
             raise
         except KeyError as exc:
-            raise SpecError(f"validation point {brief(p.get('id', k))}: missing field {brief(exc.args[0])}") from None
+            raise SpecError(f"validation point {brief(raw.get('id', k))}: missing field {brief(exc.args[0])}") from None
         except (TypeError, ValueError, ZeroDivisionError) as exc:
-            raise SpecError(f"validation point {brief(p.get('id', k))}: bad value ({brief(str(exc))[1:-1]})") from None
-        if kind == "training":
-            rows.append(ValidationRow(p.get("id", "?"), "training", "tokens/s/GPU", None,
-                                      p.get("tokens_per_s_per_gpu"), None, None, None,
-                                      "step-time estimator not built yet"))
-    errs = [abs(r.rel_error) for r in rows if r.rel_error is not None and math.isfinite(r.rel_error)]
-    return ValidationReport(rows=tuple(rows), mean_abs_error=float(np.mean(errs)) if errs else 0.0,
-                            max_abs_error=float(np.max(errs)) if errs else 0.0, source=str(path))
+            raise SpecError(f"validation point {brief(raw.get('id', k))}: bad value ({brief(str(exc))[1:-1]})") from None
+    return rows, training

@@ -362,6 +362,34 @@ _NIC_LIST = (
               "No measured goodput in the notes."),
 )
 
+# Cloud fabrics whose GPUs have several NIC devices, or share one: the catalog entry is the *per-GPU
+# bundle* (what one GPU's NCCL rank drives), named after the device. AWS instance specs: p4de 4 x 100 Gb/s
+# EFA per 8 GPUs, p5 32 x 100 Gb/s, p5en 16 x 200 Gb/s, p6-b200 8 x 400 Gb/s (docs/validation-data.md,
+# "Presets and fabric values the points need"; AWS instance-type pages via stas00/ml-engineering
+# network/README.md @ 744d01e). GCP A3 Mega: 8 x 200 Gb/s GPUDirect-TCPXO NICs per 8 GPUs.
+_EFA_NOTE = ("SRD transport over AWS's fabric (multipath spraying in the NIC); one catalog entry = the EFA "
+             "devices of one GPU as one port. No measured goodput in the notes: the network efficiency of "
+             "EFA is a fit (collectives/calibration.py).")
+_NIC_LIST = _NIC_LIST + (
+    NIC("EFA-v1-100G", 100e9 / 8 / 2, "PCIe Gen4 x16", _PCIE4_X16_Bps,
+        sources=_src("S1-net"),
+        notes="AWS p4de: 4 x 100 Gb/s EFA per 8 A100, one device per 2 GPUs: the per-GPU share, 50 Gb/s, "
+              "DERIVED. " + _EFA_NOTE),
+    NIC("EFA-v2-100G", 4 * 100e9 / 8, "PCIe Gen5 x16", _PCIE5_X16_Bps,
+        sources=_src("S1-net"),
+        notes="AWS p5: 32 x 100 Gb/s EFA per 8 H100 = 4 devices per GPU (400 Gb/s bundle). " + _EFA_NOTE),
+    NIC("EFA-v3-200G", 2 * 200e9 / 8, "PCIe Gen5 x16", _PCIE5_X16_Bps,
+        sources=_src("S1-net"),
+        notes="AWS p5en: 16 x 200 Gb/s EFA per 8 H200 = 2 devices per GPU (400 Gb/s bundle). " + _EFA_NOTE),
+    NIC("EFA-v4-400G", 400e9 / 8, "PCIe Gen5 x16", _PCIE5_X16_Bps,
+        sources=_src("S1-net"),
+        notes="AWS p6-b200: 8 x 400 Gb/s EFA per 8 B200. " + _EFA_NOTE),
+    NIC("TCPXO-200G", 200e9 / 8, "PCIe Gen5 x16", _PCIE5_X16_Bps,
+        sources=_src("S1-net"),
+        notes="GCP A3 Mega: 8 x 200 Gb/s NICs per 8 H100, GPUDirect-TCPXO (TCP with header/data split "
+              "offload, not RDMA). No measured goodput in the notes: its network efficiency is a fit."),
+)
+
 _SWITCH_LIST = (
     Switch("NVSwitch2", "nvswitch", 36, 25e9, 150e-9, None, False,
            sources=_src("S1-net", "S27"),
@@ -391,6 +419,32 @@ _SWITCH_LIST = (
            notes="Quantum-X800 XDR: 144 x 800G, 115.2 Tb/s (one direction), SHARPv4, 200 Gb/s SerDes "
                  "(SPEC, second-hand) [S15][S32]. Adaptive routing assumed as on Quantum-2. "
                  "hop_latency_s = 250 ns is a PARAMETER in the UNVERIFIED 200-300 ns range."),
+    Switch("QM8700", "infiniband", 40, 200e9 / 8, 250e-9, None, True,
+           sources=_src("S1-net", "S31"),
+           notes="Quantum HDR: 40 x 200G. SHARPv2 exists but is not modelled (in_network_reduction None); the "
+                 "points that need this fabric ran without SHARP. hop_latency_s = 250 ns is an UNVERIFIED "
+                 "PARAMETER (NVIDIA published 0.6 us 'latency' for HDR [S1-net]; a cut-through hop is a "
+                 "fraction of it)."),
+    Switch("QM9700-noSHARP", "infiniband", 64, 400e9 / 8, 250e-9, None, True,
+           sources=_src("S14", "S31"),
+           notes="Quantum-2 NDR run without SHARP (NCCL_COLLNET_ENABLE=0, no SHARP plugin): QM9700 with the "
+                 "in-network reduction disabled. Same ports and UNVERIFIED latency parameter as QM9700."),
+    Switch("EFA-fabric-100G", "ethernet", 64, 100e9 / 8, 500e-9, None, True,
+           sources=_src("S1-net", "S38"),
+           notes="AWS's EFA network as seen from one 100G device: not a published switch; a non-blocking "
+                 "Clos of 64-port switches at the device rate is an ASSUMPTION. SRD sprays packets over "
+                 "paths (adaptive routing True). hop_latency_s is an UNVERIFIED PARAMETER, as Ethernet [S38]."),
+    Switch("EFA-fabric-200G", "ethernet", 64, 200e9 / 8, 500e-9, None, True,
+           sources=_src("S1-net", "S38"),
+           notes="As EFA-fabric-100G (UNVERIFIED latency parameter), ports at 200G (p5en)."),
+    Switch("EFA-fabric-400G", "ethernet", 64, 400e9 / 8, 500e-9, None, True,
+           sources=_src("S1-net", "S38"),
+           notes="As EFA-fabric-100G (UNVERIFIED latency parameter), ports at 400G (p5 bundles of 4 x 100G, "
+                 "p6-b200)."),
+    Switch("GCP-TCPXO-fabric", "ethernet", 64, 200e9 / 8, 500e-9, None, False,
+           sources=_src("S1-net", "S38"),
+           notes="GCP A3 Mega's network as seen from one 200G NIC: a non-blocking Clos is an ASSUMPTION; "
+                 "hop_latency_s is an UNVERIFIED PARAMETER, as Ethernet [S38]."),
     Switch("SN5600", "ethernet", 64, 800e9 / 8, 500e-9, None, True,
            sources=_src("S17", "S30", "S46", "S38", "S31"),
            notes="Spectrum-4: 64 x 800GbE at 100 Gb/s per lane (or 128 x 400G / 256 x 200G), 51.2 Tb/s "
@@ -417,6 +471,7 @@ _SWITCH_ALIASES = {
     "qm9700": "QM9700", "qm9790": "QM9700", "quantum-2": "QM9700",
     "q3400": "Q3400", "q3400-ra": "Q3400", "quantum-x800": "Q3400",
     "sn5600": "SN5600", "spectrum-4": "SN5600", "spectrum-x": "SN5600",
+    "qm8700": "QM8700", "quantum-hdr": "QM8700", "quantum-2-nosharp": "QM9700-noSHARP",
 }
 
 #: Scale-out fabric name -> (switch name, default NIC name), per hardware.md section 3.1.
@@ -424,6 +479,13 @@ SCALEOUT_FABRICS: Mapping[str, tuple[str, str]] = types.MappingProxyType({
     "quantum-2": ("QM9700", "ConnectX-7"),
     "quantum-x800": ("Q3400", "ConnectX-8"),
     "spectrum-x": ("SN5600", "ConnectX-8"),
+    "quantum-2-nosharp": ("QM9700-noSHARP", "ConnectX-7"),
+    "quantum-hdr": ("QM8700", "ConnectX-6"),
+    "aws-efa-v1": ("EFA-fabric-100G", "EFA-v1-100G"),
+    "aws-efa-v2": ("EFA-fabric-400G", "EFA-v2-100G"),
+    "aws-efa-v3": ("EFA-fabric-400G", "EFA-v3-200G"),
+    "aws-efa-v4": ("EFA-fabric-400G", "EFA-v4-400G"),
+    "gcp-tcpxo": ("GCP-TCPXO-fabric", "TCPXO-200G"),
 })
 
 # hardware.md section 3.1: DGX H100/H200/B200 8 x CX-7 [S9][S6], GB200 tray 4 x CX-7 [S16],

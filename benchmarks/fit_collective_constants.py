@@ -1,0 +1,96 @@
+"""Re-run the fits of collectives/calibration.py on the fit split (docs/collectives.md, "Fits").
+
+Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|net-latency|nic-drop|per-peer]
+
+Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
+value) so the recorded constant can be checked against it. The grids patch the calibration module's
+constants for the duration of the run only.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+import collectives.calibration  # noqa: F401  (the module, not the function of the same name)
+from collectives import Collective, TokenRouting, run
+from collectives import validate as v
+
+cal = sys.modules["collectives.calibration"]
+
+
+def _grid(ids, set_value, values, keep=None):
+    for x in values:
+        set_value(x)
+        v._ROUTERS.clear()
+        rows = [r for r in v.validate(ids=ids, splits=("fit",)).rows if r.rel_error is not None]
+        rows = [r for r in rows if keep is None or keep(r)]
+        e = np.abs([r.rel_error for r in rows])
+        print(f"  {x!s:>10}: {len(e)} values, mean |error| {e.mean():.3f}, max {e.max():.3f}")
+
+
+def nvls_domain() -> None:
+    """t = L + S/B on the 72-rank NVL72 fit sweeps -> slowdown per doubling and sync term."""
+    pts = [(536870912, 586.06), (2147483648, 757.78), (8589934592, 834.57),  # cw-gb200-nvl72-1rack
+           (1073741824, 681.0), (4294967296, 839.0)]                           # reference gb200-nvl72-...
+    n = 72
+    f = 2 * (n - 1) / n
+    S = np.array([p[0] for p in pts], float)
+    t = S * f / (np.array([p[1] for p in pts]) * 1e9)
+    (L, inv), *_ = np.linalg.lstsq(np.vstack([np.ones_like(S), S]).T, t, rcond=None)
+    print(f"  L = {L * 1e6:.0f} us, asymptotic busbw {f / inv / 1e9:.0f} GB/s")
+
+
+def nvls_window() -> None:
+    def setw(w):
+        cal.NVLS_PIPELINE_WINDOW_BYTES = int(w) << 20
+    _grid(["mle-h200x8-allreduce-auto-by-size"], setw, (0, 4, 8, 16, 32), keep=lambda r: "nvls" in r.note)
+
+
+def net_latency() -> None:
+    for fam, ids in (("EFA", ["aws-p5-2node-efa-allreduce-by-size", "mle-p6b200-4node-efa-allreduce-auto-by-size"]),
+                     ("TCPXO", ["gcp-a3mega-2node-tcpxo-allreduce-by-size"])):
+        old = cal.NET_LATENCY_US[fam]
+        print(fam)
+        _grid(ids, lambda x: cal.NET_LATENCY_US.__setitem__(fam, float(x)), (0, 20, 40, 80, 160, 320))
+        cal.NET_LATENCY_US[fam] = old
+
+
+def nic_drop() -> None:
+    ids = ["deepep-h800-internode", "deepep-ll-h800-ep16", "deepep-ll-h800-ep32", "deepep-ll-h800-ep64",
+           "deepep-ll-h800-ep128", "deepep-v2-sm90-cx7-ep16", "deepep-v2-sm90-cx7-ep32"]
+
+    def setd(d):
+        cal.NIC_PEER_DROP["moe"] = cal.NIC_PEER_DROP["moe_ll"] = float(d)
+    _grid(ids, setd, (0.0, 0.1, 0.2))
+    setd(0.0)
+
+
+def per_peer() -> None:
+    """Least squares of measured - modelled kernel time against EP - 1 (HybridEP on NVL72)."""
+    old = cal.PER_PEER_S["moe"]
+    cal.PER_PEER_S["moe"] = 0.0
+    r = v._router("gb200-nvl72", {})
+    X, Y = [], []
+    for dtype, pts in (("bf16", [(16, 650, 666), (36, 489, 597)]),
+                       ("fp8", [(8, 713.98, 737.13), (24, 577.96, 639.8), (32, 538.86, 605.15)])):
+        for ep, d, c in pts:
+            for coll, meas in (("moe_dispatch", d), ("moe_combine", c)):
+                tr = TokenRouting("uniform", experts=8 * ep, dispatch_dtype=dtype)
+                [res] = run(r, [Collective(coll, tuple(range(ep)), 0, options={"moe": tr, "metric": "logical"})],
+                            mode="epoch", epsilon=0.01)
+                X.append(ep - 1)
+                Y.append(res.logical_bytes / (meas * 1e9) - res.time_s)
+    X, Y = np.array(X, float), np.array(Y)
+    print(f"  per-peer {(X @ Y) / (X @ X) * 1e6:.2f} us")
+    cal.PER_PEER_S["moe"] = old
+
+
+FITS = {"nvls-domain": nvls_domain, "nvls-window": nvls_window, "net-latency": net_latency,
+        "nic-drop": nic_drop, "per-peer": per_peer}
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or list(FITS):
+        print(name)
+        FITS[name]()

@@ -1,0 +1,181 @@
+"""NCCL 2.30.7 constant tables (tuning.cc, topo.h, search.cc, nvls.cc), kept apart from the model.
+
+See :mod:`collectives.nccl_model` for what is exact and what is reconstructed.
+"""
+
+from __future__ import annotations
+
+
+
+__all__ = ["ALGORITHMS", "BASE_LATENCIES_US", "COLLECTIVES", "HW_LATENCIES_US", "LL_MAX_BWS_GBPS", "LOC_BW_GBPS", "MAXCHANNELS", "MODELED_COLLECTIVES", "NCCL_COMMIT", "NCCL_MAX_DIRECT_ARITY", "NCCL_MAX_NVLS_ARITY", "NCCL_VERSION", "NET_OVERHEAD_SIMPLE_FACTOR", "NET_OVERHEAD_US", "NVLINK_BW_PER_LINK_GBPS", "NVLS_EFFICIENCY", "NVLS_NCHANNELS", "PATTERNS", "PCI_BW_GBPS", "PER_CH_MAX_NVLS_TREE_GBPS", "PER_CH_MAX_RING_LL128_GBPS", "PER_CH_MAX_TREE_GBPS", "PER_CH_MAX_TREE_LL128_GBPS", "PROTOCOLS", "PROTOCOL_WIRE_EFFICIENCY", "RING_PLATEAU_FACTOR", "SM100_SPEED_ARRAY_INTER", "SM100_SPEED_ARRAY_INTRA", "SM90_SPEED_ARRAY_INTER", "SM90_SPEED_ARRAY_INTRA", "SPEED_ARRAY_INTER", "SPEED_ARRAY_INTRA", "TREE_CORRECTION_FACTOR", "arch_index", "nvlink_bw_per_link_GBps"]
+
+NCCL_VERSION = "2.30.7"
+NCCL_COMMIT = "5067397c2676d5aed50042fc39e5c8ee96eb0027"
+
+# --------------------------------------------------------------------------------------
+# Names and indices (src/include/device.h / nccl_common.h enum order)
+# --------------------------------------------------------------------------------------
+
+#: NCCL's algorithms, in NCCL's index order (NCCL_ALGO_TREE=0 ... NCCL_ALGO_PAT=6).
+ALGORITHMS: tuple[str, ...] = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
+#: NCCL's protocols, in NCCL's index order (LL=0, LL128=1, Simple=2).
+PROTOCOLS: tuple[str, ...] = ("LL", "LL128", "Simple")
+#: Collectives NCCL's tuning model covers, with fabric-emu's names.
+MODELED_COLLECTIVES: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+#: Collectives :func:`busbw_factor` knows (nccl-tests' set).
+COLLECTIVES: tuple[str, ...] = MODELED_COLLECTIVES + ("all_to_all", "send_recv")
+#: Graph-search patterns :func:`nccl_graph` reconstructs.
+PATTERNS: tuple[str, ...] = ("ring", "tree", "nvls", "collnet_direct", "collnet_chain")
+
+_TREE, _RING, _COLLNET_DIRECT, _COLLNET_CHAIN, _NVLS, _NVLS_TREE, _PAT = range(7)
+_LL, _LL128, _SIMPLE = range(3)
+_HW_NVLINK, _HW_PCI, _HW_NET = range(3)
+_VOLTA, _AMPERE, _HOPPER, _BLACKWELL = range(4)  # NCCL_*_COMPCAP_IDX
+
+# NCCL's ncclFunc_t order: Broadcast, Reduce, AllGather, ReduceScatter, AllReduce.
+_BCAST, _REDUCE, _AG, _RS, _AR = range(5)
+_COLL_INDEX = {"broadcast": _BCAST, "reduce": _REDUCE, "all_gather": _AG, "reduce_scatter": _RS, "all_reduce": _AR}
+
+# Path types (src/graph/topo.h): LOC 0, NVL 1, NVB 2, C2C 3, PIX 4, PXB 5, P2C 6, PXN 7, PHB 8, SYS 9.
+_PATH_LOC, _PATH_NVL, _PATH_NVB, _PATH_PIX, _PATH_PXB, _PATH_PXN = 0, 1, 2, 4, 5, 7
+
+# --------------------------------------------------------------------------------------
+# Constant tables: src/graph/tuning.cc @ 5067397 (ncclTunerConstantsDefaults)
+# --------------------------------------------------------------------------------------
+
+#: ``baseLatencies[algo][proto]`` in us, tuning.cc l.148-155.
+BASE_LATENCIES_US: tuple[tuple[float, float, float], ...] = (
+    (6.8, 14.0, 8.4),  # Tree
+    (6.6, 14.0, 8.4),  # Ring
+    (0.0, 0.0, 0.0),  # CollNetDirect
+    (0.0, 0.0, 0.0),  # CollNetChain
+    (0.0, 0.0, 0.0),  # NVLS
+    (0.0, 0.0, 0.0),  # NVLSTree
+    (8.0, 8.0, 8.0),  # PAT
+)
+
+#: ``hwLatencies[hw][algo][proto]`` in us (hw = NVLINK, PCI, NET), tuning.cc l.156-176.
+HW_LATENCIES_US: tuple[tuple[tuple[float, float, float], ...], ...] = (
+    (  # NVLINK
+        (0.6, 1.25, 4.0), (0.6, 1.9, 3.4), (0.0, 0.0, 3.7), (0.0, 0.0, 2.8),
+        (0.0, 0.0, 25.0), (0.0, 0.0, 25.0), (0.0, 0.0, 4.0),
+    ),
+    (  # PCI
+        (1.0, 1.9, 4.0), (1.0, 2.5, 5.7), (0.0, 0.0, 3.7), (0.0, 0.0, 2.8),
+        (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 4.0),
+    ),
+    (  # NET
+        (5.0, 8.5, 14.0), (2.7, 4.0, 14.0), (0.0, 0.0, 31.0), (0.0, 0.0, 30.0),
+        (0.0, 0.0, 18.0), (0.0, 0.0, 20.9), (0.0, 0.0, 14.0),
+    ),
+)
+
+#: ``llMaxBws[row][N1, N2, N4+]`` in GB/s, tuning.cc l.177-182. Single node: row = GPU
+#: arch (Volta, Ampere, Hopper, Blackwell). Multi-node: row = CPU vendor (0 Intel/other,
+#: 1 AMD), which is why a multi-node Intel host reads the "Volta" row.
+LL_MAX_BWS_GBPS: tuple[tuple[float, float, float], ...] = (
+    (39.0, 39.0, 20.4),
+    (87.7, 22.5, 19.0),
+    (141.0, 45.0, 35.0),
+    (282.0, 90.0, 70.0),
+)
+#: ``perChMaxRingLL128Bws[arch][N1, N2, N4+]`` GB/s per channel, tuning.cc l.183-188.
+PER_CH_MAX_RING_LL128_GBPS: tuple[tuple[float, float, float], ...] = (
+    (20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 36.7), (40.0, 40.0, 40.0),
+)
+#: ``perChMaxTreeLL128Bws[arch][N1, N2, N4+]``, tuning.cc l.189-194.
+PER_CH_MAX_TREE_LL128_GBPS: tuple[tuple[float, float, float], ...] = (
+    (20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 29.0), (55.6, 31.67, 20.0),
+)
+#: ``perChMaxTreeBws[arch][N1, N2, N4+]``, tuning.cc l.195-200.
+PER_CH_MAX_TREE_GBPS: tuple[tuple[float, float, float], ...] = (
+    (26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0),
+)
+#: ``perChMaxNVLSTreeBws[arch][N1, N2, N4+]``, tuning.cc l.201-211 (Volta/Ampere rows
+#: are copies of the tree row in the source; NVLS needs Hopper+ anyway).
+PER_CH_MAX_NVLS_TREE_GBPS: tuple[tuple[float, float, float], ...] = (
+    (26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5), (0.0, 96.0, 80.0),
+)
+#: ``nvlsEfficiency[arch]``, tuning.cc l.139.
+NVLS_EFFICIENCY: tuple[float, float, float, float] = (0.0, 0.0, 0.85, 0.74)
+
+#: ``treeCorrectionFactor[proto][log2(nBytes/64)]``, tuning.cc l.623 (64 B ... 512 MB).
+TREE_CORRECTION_FACTOR: tuple[tuple[float, ...], ...] = (
+    (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0),
+    (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0),
+    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
+)
+
+#: Wire efficiency of each protocol relative to Simple as NCCL's model uses it: LL moves
+#: 8-byte lines with a 4-byte flag (the ring LL x0.5, tuning.cc l.330), LL128 keeps 120
+#: of 128 bytes (the ring LL128 x0.92, l.332), Simple 1.
+PROTOCOL_WIRE_EFFICIENCY: tuple[float, float, float] = (0.5, 0.92, 1.0)
+
+#: ``getNetOverhead`` (tuning.cc l.228): per-step network post overhead in us.
+NET_OVERHEAD_US: dict[str, float] = {"intel": 1.0, "amd": 2.0, "arm": 1.0}
+#: Net overhead multiplier for the Simple protocol (tuning.cc, ring latency).
+NET_OVERHEAD_SIMPLE_FACTOR = 3.0
+#: Ring/Simple all-reduce latency factor across nodes (tuning.cc l.645-649), SM >= 80 / older.
+RING_PLATEAU_FACTOR = (1.4, 1.9)
+
+# --------------------------------------------------------------------------------------
+# Topology constants: src/graph/topo.h l.17-35, search.cc l.1051-1067, nvls.cc l.155-157
+# --------------------------------------------------------------------------------------
+
+#: NVLink bandwidth per link (GB/s) by compute capability, topo.h l.17-24 and
+#: ``ncclTopoNVLinkBw`` (topo.h l.274-281).
+NVLINK_BW_PER_LINK_GBPS: dict[str, float] = {
+    "SM60": 18.0, "SM70": 20.0, "SM80": 20.0, "SM86": 12.0, "SM90": 20.6, "SM100": 40.1,
+}
+PCI_BW_GBPS = 12.0  # topo.h: PCI Gen3 x16
+LOC_BW_GBPS = 5000.0  # topo.h
+
+#: Graph-search speed ladders (per-channel GB/s, tried high to low), search.cc l.1051-1067.
+SPEED_ARRAY_INTRA: tuple[float, ...] = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
+SPEED_ARRAY_INTER: tuple[float, ...] = (
+    48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12,
+)
+SM90_SPEED_ARRAY_INTRA: tuple[float, ...] = (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0)
+SM90_SPEED_ARRAY_INTER: tuple[float, ...] = (
+    48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12,
+)
+SM100_SPEED_ARRAY_INTRA: tuple[float, ...] = (90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0)
+SM100_SPEED_ARRAY_INTER: tuple[float, ...] = (
+    96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12,
+)
+
+MAXCHANNELS = 64  # src/include/device.h
+NCCL_MAX_NVLS_ARITY = 32  # NVLS graph: maxChannels = min(32, nGPUs) (search.cc l.1125-1140)
+NCCL_MAX_DIRECT_ARITY = 7  # CollNetDirect: at most 8 local ranks / heads
+#: NVLS launch channel counts (nvls.cc l.155-157); runtime only, not used by the cost model.
+NVLS_NCHANNELS = {"SM90": 16, "SM100_multinode": 32, "SM100_single_nvl_domain": 24}
+_COLLNET_NODE_THRESHOLD = 2  # init.cc: NCCL_COLLNET_NODE_THRESHOLD default
+
+_EPS = 1e-9
+
+def nvlink_bw_per_link_GBps(sm: int) -> float:
+    # ncclTopoNVLinkBw, topo.h l.274-281.
+    if sm >= 100:
+        return NVLINK_BW_PER_LINK_GBPS["SM100"]
+    if sm >= 90:
+        return NVLINK_BW_PER_LINK_GBPS["SM90"]
+    if sm == 86:
+        return NVLINK_BW_PER_LINK_GBPS["SM86"]
+    if sm >= 80:
+        return NVLINK_BW_PER_LINK_GBPS["SM80"]
+    if sm >= 70:
+        return NVLINK_BW_PER_LINK_GBPS["SM70"]
+    return NVLINK_BW_PER_LINK_GBPS["SM60"]
+
+
+def arch_index(sm: int) -> int:
+    """NCCL's compute-capability index (``NCCL_*_COMPCAP_IDX``): 0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell.
+
+    The one SM -> architecture mapping of the package (tuning tables, NVLS efficiency).
+
+    Examples
+    --------
+    >>> arch_index(90), arch_index(103)
+    (2, 3)
+    """
+    return _BLACKWELL if sm >= 100 else _HOPPER if sm >= 90 else _AMPERE if sm >= 80 else _VOLTA
