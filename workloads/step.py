@@ -68,14 +68,14 @@ SM_SHARE_EP_COMM = 20 / 132
 #: their bandwidth (the memory clock does not throttle with the SM clock). Fitted on the fit split
 #: of ``workloads/data/training_points.toml`` (docs/steptime.md §5); GPUs without fit points use
 #: ``default`` (the mean of the fitted ones). 1.0 until fitted.
-TRAINING_EFFICIENCY = {"GB200": 0.746, "GB300": 0.872, "H100": 0.666, "default": 0.761}
+TRAINING_EFFICIENCY = {"GB200": 0.75, "GB300": 0.877, "H100": 0.666, "default": 0.764}
 
 #: Framework time per MoE layer and micro-batch pass (forward or backward), per GPU model, in
 #: seconds: host launches, the device-host synchronisation of the tokens-per-expert counts,
 #: small kernels the inventory does not list (Megatron-LM deepseek-v3-gb200-optimization: the
 #: MoE step is host-bound without CUDA graphs). Fitted on the fit split with
 #: :data:`TRAINING_EFFICIENCY`; ``default`` is the mean of the fitted ones.
-FRAMEWORK_OVERHEAD = {"GB200": 0.0, "GB300": 0.0, "H100": 1.884e-3, "default": 0.628e-3}
+FRAMEWORK_OVERHEAD = {"GB200": 0.0, "GB300": 0.0, "H100": 1.806e-3, "default": 0.602e-3}
 
 _KIND = {"embed": "embedding", "head": "lm_head", "dense": "dense", "moe": "moe", "mtp": "mtp"}
 
