@@ -162,3 +162,10 @@ def test_ep_and_dp_traffic_contend_when_they_overlap():
     assert res.tail_s[0] > 0.0 and res.breakdown_s["ep_exposed"] >= res.tail_s[0]
     alone = estimate_step(QWEN, lay, "hgx-h100", overlap="tp,pp")     # DP after the pipeline: no contention
     assert alone.tail_s[0] == 0.0
+
+
+def test_spotcheck_rows_are_reported_apart():
+    rep = validate_training(ids=["mb2511-gb200-llama3-8b-fp8"])
+    row = next(r for r in rep.rows if r.quantity == "TFLOPs/GPU")
+    assert row.split == "spotcheck" and row.passed is None and row.rel_error is not None
+    assert set(rep.summary()) == {"fit", "held-out", "spotcheck"} and rep.summary()["spotcheck"]["points"] == 1
