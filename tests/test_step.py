@@ -169,3 +169,17 @@ def test_spotcheck_rows_are_reported_apart():
     row = next(r for r in rep.rows if r.quantity == "TFLOPs/GPU")
     assert row.split == "spotcheck" and row.passed is None and row.rel_error is not None
     assert set(rep.summary()) == {"fit", "held-out", "spotcheck"} and rep.summary()["spotcheck"]["points"] == 1
+
+
+def test_hybridep_fuses_the_permute():
+    from workloads import compute as cm
+    from workloads.ops import Split, layer_ops
+    from workloads.step import layer_times
+
+    lay = Layout(gpus=64, ep=8, global_batch=64, micro_batch=1, seq_len=4096, precision="mxfp8")
+    fused = layer_times(QWEN, lay, "GB300", "moe")
+    apart = layer_times(QWEN, lay, "GB300", "moe", fused_permute=False)
+    ops = layer_ops(QWEN, "moe", micro_batch=1, seq_len=4096, split=Split(ep=8))
+    permute = sum(float(cm.memory_time_s("GB300", o.bytes_moved))
+                  for o in ops if o.name.startswith("permute:"))
+    assert apart.total_s - fused.total_s == pytest.approx(permute, rel=1e-9) and permute > 0

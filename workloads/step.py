@@ -47,7 +47,7 @@ from workloads.pipeline import simulate_pipeline
 from workloads.trace import Span, chrome_trace
 from workloads.traffic import GRAD_BYTES, PARAM_BYTES, ROUTINGS, StepTraffic, step_traffic
 
-__all__ = ["OVERLAPS", "ATTENTION_PRECISIONS", "SM_SHARE_EP_COMM", "TRAINING_EFFICIENCY", "FRAMEWORK_OVERHEAD", "training_efficiency", "framework_overhead_s",
+__all__ = ["OVERLAPS", "ATTENTION_PRECISIONS", "FUSED_PERMUTE_GPUS", "SM_SHARE_EP_COMM", "TRAINING_EFFICIENCY", "FRAMEWORK_OVERHEAD", "training_efficiency", "framework_overhead_s",
            "FP8_ATTENTION_GPUS", "attention_precision_for", "Overlap", "LayerTimes", "StepResult",
            "parse_overlap", "layer_times", "estimate_step"]
 
@@ -68,7 +68,7 @@ SM_SHARE_EP_COMM = 20 / 132
 #: their bandwidth (the memory clock does not throttle with the SM clock). Fitted on the fit split
 #: of ``workloads/data/training_points.toml`` (docs/steptime.md §5); GPUs without fit points use
 #: ``default`` (the mean of the fitted ones). 1.0 until fitted.
-TRAINING_EFFICIENCY = {"GB200": 0.75, "GB300": 0.877, "H100": 0.666, "default": 0.764}
+TRAINING_EFFICIENCY = {"GB200": 0.741, "GB300": 0.866, "H100": 0.666, "default": 0.758}
 
 #: Framework time per MoE layer and micro-batch pass (forward or backward), per GPU model, in
 #: seconds: host launches, the device-host synchronisation of the tokens-per-expert counts,
@@ -156,6 +156,12 @@ _SELECTIVE = ("norm", "_act", "mla_q_b", "mla_kv_b")
 #: (scripts/performance/configs/deepseek/deepseek_workload_base_configs.py); the Llama 3.1 recipes
 #: (llama31_workload_base_configs.py) do not.
 FP8_ATTENTION_GPUS = ("GB300", "B300")
+#: GPUs whose published MoE recipes dispatch with HybridEP, which fuses the token permute (and the
+#: padding copy) into its dispatch kernel: the Megatron-Bridge DeepSeek-V3 and Qwen3 GB300 / GB200 recipes
+#: (``moe_flex_dispatcher_backend="hybridep"``; qwen3_workload_base_configs.py), Megatron-LM
+#: docs/discussions/deepseek-v3-gb200-optimization ("HybridEP (+fused D2D copy/permute/pad)", +113.6
+#: TFLOPs/GPU). Hopper recipes use DeepEP or the all-to-all dispatcher with a separate permute.
+FUSED_PERMUTE_GPUS = ("GB200", "GB300")
 #: ``--attention-precision`` choices (``auto``: see :func:`attention_precision_for`).
 ATTENTION_PRECISIONS = ("auto", "bf16", "fp8")
 
@@ -187,8 +193,12 @@ def training_efficiency(gpu: str) -> float:
     return TRAINING_EFFICIENCY.get(gpu, TRAINING_EFFICIENCY["default"])
 
 
-def layer_times(spec, lay: Layout, gpu: str, kind: str, *, attention_precision: str = "bf16") -> LayerTimes:
-    """Time the inventory of one layer kind (``embed``, ``dense``, ``moe``, ``mtp``, ``head``)."""
+def layer_times(spec, lay: Layout, gpu: str, kind: str, *, attention_precision: str = "bf16",
+                fused_permute: bool | None = None) -> LayerTimes:
+    """Time the inventory of one layer kind (``embed``, ``dense``, ``moe``, ``mtp``, ``head``).
+
+    ``fused_permute`` (default: the GPU is one of :data:`FUSED_PERMUTE_GPUS`) drops the token permute,
+    which HybridEP's dispatch kernel does on the way (the copy into the expert-major buffer)."""
     ops = layer_ops(spec, _KIND[kind], micro_batch=lay.micro_batch, seq_len=lay.seq_len,
                     split=Split(tp=lay.tp, sp=True, cp=lay.cp, ep=lay.ep, etp=lay.etp))
     t = np.zeros(len(ops))
@@ -212,6 +222,8 @@ def layer_times(spec, lay: Layout, gpu: str, kind: str, *, attention_precision: 
     mem = [i for i, o in enumerate(ops) if o.kind == "memory"]
     if mem:
         t[mem] = np.atleast_1d(cm.memory_time_s(gpu, np.array([ops[i].bytes_moved for i in mem], float)))
+    if (gpu in FUSED_PERMUTE_GPUS if fused_permute is None else fused_permute) and lay.ep > 1:
+        t[[i for i, o in enumerate(ops) if o.name.startswith("permute:")]] = 0.0
     phase = np.array([o.phase for o in ops])
     is_gemm = np.array([o.kind in ("gemm", "grouped_gemm") for o in ops])
     is_attn = np.array([o.kind == "attention" for o in ops])
