@@ -149,6 +149,8 @@ class LayerTimes:
 #: Ops Megatron-Core recomputes under ``selective`` (``--recompute-modules layernorm moe_act
 #: mla_up_proj``): norms, activation functions, the MLA up-projections.
 _SELECTIVE = ("norm", "_act", "mla_q_b", "mla_kv_b")
+#: Ops recomputed in the backward per ``--recompute`` value (besides ``full``).
+_RECOMPUTED = {"selective": _SELECTIVE, "mla_up_proj": ("mla_q_b", "mla_kv_b")}
 
 
 #: GPUs whose MXFP8 recipes of MLA models run attention in FP8: the Megatron-Bridge DeepSeek-V3
@@ -236,8 +238,8 @@ def layer_times(spec, lay: Layout, gpu: str, kind: str, *, attention_precision: 
     if lay.recompute == "full" and kind not in ("embed", "head"):
         bwd += fwd
         tc += float(t[(phase == "fwd") & (is_gemm | is_attn)].sum())
-    elif lay.recompute == "selective":
-        again = np.array([o.phase == "fwd" and any(s in o.name for s in _SELECTIVE) for o in ops])
+    elif lay.recompute in _RECOMPUTED:
+        again = np.array([o.phase == "fwd" and any(s in o.name for s in _RECOMPUTED[lay.recompute]) for o in ops])
         bwd += float(t[again].sum())
         tc += float(t[again & (is_gemm | is_attn)].sum())
     return LayerTimes(kind, fwd, bwd, wgrad,
