@@ -403,7 +403,9 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
     stage_params = params_per_gpu(spec, lay, stages)
     traffic = step_traffic(router, spec, lay, pl, stage_params, routing=routing, seed=seed, policy=pol,
                            report=report, progress=(lambda n, k, m: progress(f"simulating {n} traffic [{k}/{m}]"))
-                           if progress else None)
+                           if progress else None,
+                           # EP and DP meet only when the DP traffic runs under the compute (ZeRO-1 overlap)
+                           concurrent=lay.optimizer != "fsdp" and (ov.dp_grad or ov.dp_param))
     c = {k: traffic.time(k) for k in ("tp_ag", "tp_rs", "etp_ag", "etp_rs", "cp_ag", "ep_dispatch", "ep_combine",
                                        "pp_send", "dp_rs", "dp_ag", "edp_rs", "edp_ag", "ep_dispatch_dp", "ep_combine_dp",
                                        "dp_rs_ep", "edp_rs_ep")}
