@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cli.options import AsciiInt
-
 if TYPE_CHECKING:  # pragma: no cover - annotations only; rich is imported where it is used
     from rich.console import Group
     from rich.table import Table
 
+from cli.options import AsciiInt, VocabularyChoice
+from cli.output import handles_errors
 
 __all__ = ["step_cmd", "step_summary", "breakdown_table", "placement_table", "hottest_table", "training_table",
            "BREAKDOWN_STYLE"]
@@ -139,38 +139,38 @@ def training_table(rep) -> Table:
               help="Domain preset (gb300-nvl72, gb200-nvl72, hgx-h100, ...) or a topology spec file of NVLink domains.")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Override the cluster (scaleout, nic, oversubscription, tiers, planes, ...).")
-@click.option("--gpus", "gpus", required=True, type=AsciiInt(), help="GPUs of the job (domains are added as needed).")
-@click.option("--tp", "tp", default=1, show_default=True, type=AsciiInt(), help="Tensor parallel size (with SP).")
-@click.option("--pp", "pp", default=1, show_default=True, type=AsciiInt(), help="Pipeline parallel size.")
-@click.option("--vpp", "vpp", default=1, show_default=True, type=AsciiInt(), help="Virtual stages per pipeline rank.")
-@click.option("--ep", "ep", default=1, show_default=True, type=AsciiInt(), help="Expert parallel size.")
-@click.option("--etp", "etp", default=1, show_default=True, type=AsciiInt(), help="Expert tensor parallel size.")
-@click.option("--cp", "cp", default=1, show_default=True, type=AsciiInt(), help="Context parallel size.")
-@click.option("--global-batch", "global_batch", required=True, type=AsciiInt(), help="Sequences per step.")
-@click.option("--micro-batch", "micro_batch", required=True, type=AsciiInt(), help="Sequences per micro-batch.")
-@click.option("--seq-len", "seq_len", required=True, type=AsciiInt(), help="Tokens per sequence.")
-@click.option("--precision", "precision", required=True, type=click.Choice(["bf16", "fp8", "mxfp8"]))
+@click.option("--gpus", "gpus", required=True, type=AsciiInt(min=1), help="GPUs of the job (domains are added as needed).")
+@click.option("--tp", "tp", default=1, show_default=True, type=AsciiInt(min=1), help="Tensor parallel size (with SP).")
+@click.option("--pp", "pp", default=1, show_default=True, type=AsciiInt(min=1), help="Pipeline parallel size.")
+@click.option("--vpp", "vpp", default=1, show_default=True, type=AsciiInt(min=1), help="Virtual stages per pipeline rank.")
+@click.option("--ep", "ep", default=1, show_default=True, type=AsciiInt(min=1), help="Expert parallel size.")
+@click.option("--etp", "etp", default=1, show_default=True, type=AsciiInt(min=1), help="Expert tensor parallel size.")
+@click.option("--cp", "cp", default=1, show_default=True, type=AsciiInt(min=1), help="Context parallel size.")
+@click.option("--global-batch", "global_batch", required=True, type=AsciiInt(min=1), help="Sequences per step.")
+@click.option("--micro-batch", "micro_batch", required=True, type=AsciiInt(min=1), help="Sequences per micro-batch.")
+@click.option("--seq-len", "seq_len", required=True, type=AsciiInt(min=1), help="Tokens per sequence.")
+@click.option("--precision", "precision", required=True, type=VocabularyChoice("workloads.layout.PRECISIONS"))
 @click.option("--recompute", "recompute", default="none", show_default=True,
-              type=click.Choice(["none", "selective", "full"]))
-@click.option("--schedule", "schedule", default=None, type=click.Choice(["1f1b", "interleaved", "dualpipe"]),
+              type=VocabularyChoice("workloads.layout.RECOMPUTE"))
+@click.option("--schedule", "schedule", default=None, type=VocabularyChoice("workloads.layout.SCHEDULES"),
               help="Pipeline schedule (default: interleaved with --vpp > 1, else 1f1b).")
 @click.option("--overlap", "overlap", default="auto", show_default=True,
               help="auto, none, or a comma list of dp-grad, dp-param, tp, ep, pp.")
 @click.option("--optimizer", "optimizer", default="zero1", show_default=True,
-              type=click.Choice(["zero1", "fsdp", "none"]), help="Optimizer-state sharding.")
+              type=VocabularyChoice("workloads.layout.OPTIMIZERS"), help="Optimizer-state sharding.")
 @click.option("--gpus-per-domain", "gpus_per_domain", default=None, type=AsciiInt(min=1),
               help="GPUs used per NVLink domain (default: the most that hold whole TP/EP groups, e.g. 64 of 72).")
 @click.option("--placement", "placement", default="megatron", show_default=True,
-              type=click.Choice(["megatron", "spread"]), help="spread: deal ranks round robin over the domains.")
+              type=VocabularyChoice("workloads.layout.PLACEMENTS"), help="spread: deal ranks round robin over the domains.")
 @click.option("--ep-in-domain", "ep_in_domain", is_flag=True, help="Refuse layouts whose EP groups cross domains.")
 @click.option("--moe-routing", "moe_routing", default="balanced", show_default=True,
-              type=click.Choice(["balanced", "uniform", "model", "skewed"]), help="Token routing of the EP traffic.")
+              type=VocabularyChoice("workloads.traffic.ROUTINGS"), help="Token routing of the EP traffic.")
 @click.option("--routing", "routing", default="auto", show_default=True,
-              type=click.Choice(["auto", "ecmp", "dmodk", "spray"]),
+              type=VocabularyChoice("fabric.POLICIES", extra=("auto",)),
               help="Scale-out load balancing (auto: adaptive routing, as on the reference fabrics).")
 @click.option("--pp-layout", "pp_layout", default=None, help="Megatron pipeline layout, e.g. 'Et*4|(t*4|)*14tmL'.")
 @click.option("--attention-precision", "attention_precision", default="auto", show_default=True,
-              type=click.Choice(["auto", "bf16", "fp8"]),
+              type=VocabularyChoice("workloads.step.ATTENTION_PRECISIONS"),
               help="auto: FP8 for MLA models with MXFP8 on GB300/B300 (NVIDIA's DeepSeek-V3 recipes), else BF16.")
 @click.option("--no-memory-check", "no_memory_check", is_flag=True,
               help="Estimate even when the memory estimate exceeds HBM (it is printed beside the result).")
@@ -183,52 +183,46 @@ def training_table(rep) -> Table:
 @click.option("--trace", "trace", default=None, type=click.Path(dir_okay=False),
               help="Write the step's timeline as Chrome trace-event JSON (Perfetto).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")
+@handles_errors
 def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, micro_batch, seq_len, precision,
              recompute, schedule, overlap, optimizer, gpus_per_domain, placement, ep_in_domain, moe_routing, routing,
              pp_layout, attention_precision, no_memory_check, seed, fail, degrade, report, plot, trace, as_json) -> None:
     """Estimate one training step: time, breakdown, tokens/s, TFLOPs/GPU, MFU, memory, exposed communication."""
     from rich.text import Text
 
-    from topologies.errors import FabricEmuError, SpecError
-
-    from cli.output import clean as _clean, echo_json as _echo_json, fail as _fail, progress_console as _progress, stdout_console as _stdout
+    from cli.output import clean as _clean, echo_json as _echo_json, progress_console as _progress
+    from cli.output import stdout_console as _stdout
     from cli.options import parse_sets
+    from topologies.errors import SpecError
+    from workloads import Layout, estimate_step, get_model
+    from workloads.trace import write_trace
 
-    try:
-        from workloads.layout import Layout
-        from workloads.models import get_model
-        from workloads.step import estimate_step
-        from workloads.trace import write_trace
+    for name, value in (("--trace", trace), ("--plot", plot)):
+        if value is not None and not value.strip():
+            raise SpecError(f"{name}: empty file name")
+    err = _progress()
+    spec = get_model(model)
+    lay = Layout(gpus=gpus, tp=tp, pp=pp, vpp=vpp, ep=ep, etp=etp, cp=cp, global_batch=global_batch,
+                 micro_batch=micro_batch, seq_len=seq_len, precision=precision, recompute=recompute,
+                 schedule=schedule or "", optimizer=optimizer)
+    res = estimate_step(spec, lay, system, sets=parse_sets(sets), gpus_per_domain=gpus_per_domain,
+                        placement=placement, ep_in_domain=ep_in_domain, overlap=overlap, routing=moe_routing,
+                        policy=routing, seed=seed, fail=fail, degrade=degrade, pp_layout=pp_layout,
+                        attention_precision=attention_precision, report=report,
+                        check_memory=not no_memory_check,
+                        progress=lambda msg: err.print(msg, highlight=False))
+    if plot:
+        from cli.plot import step_figure
 
-        for name, value in (("--trace", trace), ("--plot", plot)):
-            if value is not None and not value.strip():
-                raise SpecError(f"{name}: empty file name")
-        err = _progress()
-        spec = get_model(model)
-        lay = Layout(gpus=gpus, tp=tp, pp=pp, vpp=vpp, ep=ep, etp=etp, cp=cp, global_batch=global_batch,
-                     micro_batch=micro_batch, seq_len=seq_len, precision=precision, recompute=recompute,
-                     schedule=schedule or "", optimizer=optimizer)
-        res = estimate_step(spec, lay, system, sets=parse_sets(sets), gpus_per_domain=gpus_per_domain,
-                            placement=placement, ep_in_domain=ep_in_domain, overlap=overlap, routing=moe_routing,
-                            policy=routing, seed=seed, fail=fail, degrade=degrade, pp_layout=pp_layout,
-                            attention_precision=attention_precision, report=report,
-                            check_memory=not no_memory_check,
-                            progress=lambda msg: err.print(msg, highlight=False))
-        if plot:
-            from cli.plot import step_figure
-
-            step_figure(plot, res, dict(model=model, system=system, gpus=gpus, tp=tp, pp=pp, vpp=vpp, ep=ep, etp=etp,
-                                        cp=cp, global_batch=global_batch, micro_batch=micro_batch, seq_len=seq_len,
-                                        precision=precision, recompute=recompute, schedule=schedule,
-                                        optimizer=optimizer, gpus_per_domain=gpus_per_domain, placement=placement,
-                                        ep_in_domain=ep_in_domain, **parse_sets(sets)), report=report)
-            err.print(f"wrote {_clean(plot)}")
-        if trace:
-            write_trace(trace, res.trace())
-            err.print(f"wrote {_clean(trace)}")
-    except FabricEmuError as exc:
-        _fail(str(exc))  # one plain line: fail() prints no markup, so nothing needs escaping
-        return
+        step_figure(plot, res, dict(model=model, system=system, gpus=gpus, tp=tp, pp=pp, vpp=vpp, ep=ep, etp=etp,
+                                    cp=cp, global_batch=global_batch, micro_batch=micro_batch, seq_len=seq_len,
+                                    precision=precision, recompute=recompute, schedule=schedule,
+                                    optimizer=optimizer, gpus_per_domain=gpus_per_domain, placement=placement,
+                                    ep_in_domain=ep_in_domain, **parse_sets(sets)), report=report)
+        err.print(f"wrote {_clean(plot)}")
+    if trace:
+        write_trace(trace, res.trace())
+        err.print(f"wrote {_clean(trace)}")
     if as_json:
         _echo_json(res.as_dict())
         return

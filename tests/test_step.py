@@ -137,3 +137,49 @@ def test_system_spec_file(repo):
     assert res.gpu == "GB300" and res.placement["gpus_per_domain"] == 72 and res.fabric == "gb300-4racks-failed-spine"
     with pytest.raises(SpecError, match="NVLink domains of a catalog GPU"):
         estimate_step(QWEN, lay, str(repo / "docs" / "examples" / "fat-tree-2to1.toml"))
+
+
+def test_cli_option_types_and_exports():
+    import workloads
+    from workloads.layout import SCHEDULES
+
+    assert {"estimate_step", "Layout", "StepResult", "validate_training"} <= set(workloads.__all__)
+    assert workloads.estimate_step is estimate_step and workloads.Layout is Layout
+    base = ["step", "--model", "llama3-8b", "--system", "hgx-h100", "--global-batch", "8", "--micro-batch", "1",
+            "--seq-len", "1024", "--precision", "bf16"]
+    r = CliRunner().invoke(cli, base + ["--gpus", "٨"])          # a non-ASCII digit is not an integer
+    assert r.exit_code == 2 and "--gpus" in r.output
+    r = CliRunner().invoke(cli, base + ["--gpus", "8", "--schedule", "zb"])
+    assert r.exit_code == 2 and all(s in r.output for s in SCHEDULES)
+
+
+def test_ep_and_dp_traffic_contend_when_they_overlap():
+    # EP16 crosses HGX nodes: its all-to-all shares the NICs with the DP reduce-scatter under the backward
+    lay = Layout(gpus=32, ep=16, global_batch=64, micro_batch=1, seq_len=4096, precision="fp8")
+    res = estimate_step(QWEN, lay, "hgx-h100", overlap="dp-grad,dp-param,tp,pp")     # EP not hidden
+    c = res.comm_s
+    assert c["ep_dispatch_dp"] > c["ep_dispatch"] and c["edp_rs_ep"] >= c["edp_rs"]
+    assert res.tail_s[0] > 0.0 and res.breakdown_s["ep_exposed"] >= res.tail_s[0]
+    alone = estimate_step(QWEN, lay, "hgx-h100", overlap="tp,pp")     # DP after the pipeline: no contention
+    assert alone.tail_s[0] == 0.0
+
+
+def test_spotcheck_rows_are_reported_apart():
+    rep = validate_training(ids=["mb2511-gb200-llama3-8b-fp8"])
+    row = next(r for r in rep.rows if r.quantity == "TFLOPs/GPU")
+    assert row.split == "spotcheck" and row.passed is None and row.rel_error is not None
+    assert set(rep.summary()) == {"fit", "held-out", "spotcheck"} and rep.summary()["spotcheck"]["points"] == 1
+
+
+def test_hybridep_fuses_the_permute():
+    from workloads import compute as cm
+    from workloads.ops import Split, layer_ops
+    from workloads.step import layer_times
+
+    lay = Layout(gpus=64, ep=8, global_batch=64, micro_batch=1, seq_len=4096, precision="mxfp8")
+    fused = layer_times(QWEN, lay, "GB300", "moe")
+    apart = layer_times(QWEN, lay, "GB300", "moe", fused_permute=False)
+    ops = layer_ops(QWEN, "moe", micro_batch=1, seq_len=4096, split=Split(ep=8))
+    permute = sum(float(cm.memory_time_s("GB300", o.bytes_moved))
+                  for o in ops if o.name.startswith("permute:"))
+    assert apart.total_s - fused.total_s == pytest.approx(permute, rel=1e-9) and permute > 0

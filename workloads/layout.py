@@ -47,7 +47,9 @@ __all__ = ["PRECISIONS", "RECOMPUTE", "SCHEDULES", "OPTIMIZERS", "PLACEMENTS", "
            "Layout", "Placement", "place", "default_gpus_per_domain", "cluster_for"]
 
 PRECISIONS = ("bf16", "fp8", "mxfp8")
-RECOMPUTE = ("none", "selective", "full")
+#: ``selective`` = Megatron-Core's ``--recompute-modules layernorm moe_act mla_up_proj``; ``mla_up_proj``
+#: recomputes only the MLA up-projections (the DeepSeek-V3 GB200 MXFP8 recipe).
+RECOMPUTE = ("none", "selective", "mla_up_proj", "full")
 SCHEDULES = ("1f1b", "interleaved", "dualpipe")
 #: ``zero1``: Megatron's distributed optimizer (optimizer state sharded over DP);
 #: ``fsdp``: parameters, gradients and optimizer state sharded over DP; ``none``: replicated.
@@ -85,7 +87,7 @@ class Layout:
         Sequences per step, per micro-batch, tokens per sequence.
     precision : {"bf16", "fp8", "mxfp8"}
         GEMM precision (attention, norms and the optimizer stay in BF16/FP32).
-    recompute : {"none", "selective", "full"}
+    recompute : {"none", "selective", "mla_up_proj", "full"}
     schedule : {"1f1b", "interleaved", "dualpipe"}, optional
         Default: ``interleaved`` when ``vpp > 1``, else ``1f1b``.
     optimizer : {"zero1", "fsdp", "none"}

@@ -133,7 +133,8 @@ def activation_bytes_per_token(spec, kind: str, recompute: str = "none") -> floa
         return 0.0
     if recompute == "full":
         return ACT_BYTES * h
-    sel = recompute == "selective"
+    sel = recompute == "selective"                          # norms, activation functions, MLA up-projections
+    sel_mla = sel or recompute == "mla_up_proj"
     nh, nkv = spec.n_heads, spec.n_kv_heads
     dqk, dv = spec.qk_head_dim, spec.v_dim
     norms = 0 if sel else 2 * h
@@ -143,7 +144,7 @@ def activation_bytes_per_token(spec, kind: str, recompute: str = "none") -> floa
         # q_a / kv_a input (shared), latent norms, q_b / kv_b inputs; up-projected q, k, v, o, lse
         latent = h + ((0 if sel else ql + kvl) + ql + spec.kv_lora_rank)
         core = nh * (2 * dqk + 2 * dv) + nh
-        if sel:  # MLA up-projection outputs recomputed; the core keeps only o and lse
+        if sel_mla:  # MLA up-projection outputs recomputed; the core keeps only o and lse
             core = nh * dv + nh
         attn = latent + core + nh * dv  # o_proj input
     else:

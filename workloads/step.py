@@ -45,9 +45,9 @@ from workloads.memory import Memory, check_fits, memory_per_gpu, params_per_gpu
 from workloads.ops import Split, layer_ops
 from workloads.pipeline import simulate_pipeline
 from workloads.trace import Span, chrome_trace
-from workloads.traffic import ROUTINGS, StepTraffic, step_traffic
+from workloads.traffic import GRAD_BYTES, PARAM_BYTES, ROUTINGS, StepTraffic, step_traffic
 
-__all__ = ["OVERLAPS", "SM_SHARE_EP_COMM", "TRAINING_EFFICIENCY", "FRAMEWORK_OVERHEAD", "training_efficiency", "framework_overhead_s",
+__all__ = ["OVERLAPS", "ATTENTION_PRECISIONS", "FUSED_PERMUTE_GPUS", "SM_SHARE_EP_COMM", "TRAINING_EFFICIENCY", "FRAMEWORK_OVERHEAD", "training_efficiency", "framework_overhead_s",
            "FP8_ATTENTION_GPUS", "attention_precision_for", "Overlap", "LayerTimes", "StepResult",
            "parse_overlap", "layer_times", "estimate_step"]
 
@@ -62,19 +62,20 @@ OVERLAPS = ("dp-grad", "dp-param", "tp", "ep", "pp")
 #: reserves 20 of the H800's 132 SMs for its all-to-all (tech report arXiv 2412.19437 §3.2.2).
 SM_SHARE_EP_COMM = 20 / 132
 
-#: Training-step compute efficiency per GPU model: the compute model's kernel times (isolated,
-#: at the rated clock) are divided by this factor inside a training step (sustained clocks under
-#: the step's power draw, kernels sharing SMs and L2 with communication). Fitted on the fit split
+#: Training-step tensor-core efficiency per GPU model: the compute model's GEMM and attention times
+#: (isolated, at the rated clock) are divided by this factor inside a training step (sustained clocks
+#: under the step's power draw, kernels sharing SMs and L2 with communication); HBM-bound kernels keep
+#: their bandwidth (the memory clock does not throttle with the SM clock). Fitted on the fit split
 #: of ``workloads/data/training_points.toml`` (docs/steptime.md §5); GPUs without fit points use
 #: ``default`` (the mean of the fitted ones). 1.0 until fitted.
-TRAINING_EFFICIENCY = {"GB200": 0.726, "GB300": 0.824, "H100": 0.675, "default": 0.742}
+TRAINING_EFFICIENCY = {"GB200": 0.741, "GB300": 0.866, "H100": 0.666, "default": 0.758}
 
 #: Framework time per MoE layer and micro-batch pass (forward or backward), per GPU model, in
 #: seconds: host launches, the device-host synchronisation of the tokens-per-expert counts,
 #: small kernels the inventory does not list (Megatron-LM deepseek-v3-gb200-optimization: the
 #: MoE step is host-bound without CUDA graphs). Fitted on the fit split with
 #: :data:`TRAINING_EFFICIENCY`; ``default`` is the mean of the fitted ones.
-FRAMEWORK_OVERHEAD = {"GB200": 0.0, "GB300": 0.0, "H100": 2.344e-3, "default": 0.781e-3}
+FRAMEWORK_OVERHEAD = {"GB200": 0.0, "GB300": 0.0, "H100": 1.806e-3, "default": 0.602e-3}
 
 _KIND = {"embed": "embedding", "head": "lm_head", "dense": "dense", "moe": "moe", "mtp": "mtp"}
 
@@ -138,6 +139,7 @@ class LayerTimes:
     attn_fwd_s: float
     attn_bwd_s: float
     model_flops: float
+    tensor_core_s: float = 0.0  # the GEMM and attention part of fwd + bwd + wgrad (what the clock factor scales)
 
     @property
     def total_s(self) -> float:
@@ -147,6 +149,8 @@ class LayerTimes:
 #: Ops Megatron-Core recomputes under ``selective`` (``--recompute-modules layernorm moe_act
 #: mla_up_proj``): norms, activation functions, the MLA up-projections.
 _SELECTIVE = ("norm", "_act", "mla_q_b", "mla_kv_b")
+#: Ops recomputed in the backward per ``--recompute`` value (besides ``full``).
+_RECOMPUTED = {"selective": _SELECTIVE, "mla_up_proj": ("mla_q_b", "mla_kv_b")}
 
 
 #: GPUs whose MXFP8 recipes of MLA models run attention in FP8: the Megatron-Bridge DeepSeek-V3
@@ -154,6 +158,14 @@ _SELECTIVE = ("norm", "_act", "mla_q_b", "mla_kv_b")
 #: (scripts/performance/configs/deepseek/deepseek_workload_base_configs.py); the Llama 3.1 recipes
 #: (llama31_workload_base_configs.py) do not.
 FP8_ATTENTION_GPUS = ("GB300", "B300")
+#: GPUs whose published MoE recipes dispatch with HybridEP, which fuses the token permute (and the
+#: padding copy) into its dispatch kernel: the Megatron-Bridge DeepSeek-V3 and Qwen3 GB300 / GB200 recipes
+#: (``moe_flex_dispatcher_backend="hybridep"``; qwen3_workload_base_configs.py), Megatron-LM
+#: docs/discussions/deepseek-v3-gb200-optimization ("HybridEP (+fused D2D copy/permute/pad)", +113.6
+#: TFLOPs/GPU). Hopper recipes use DeepEP or the all-to-all dispatcher with a separate permute.
+FUSED_PERMUTE_GPUS = ("GB200", "GB300")
+#: ``--attention-precision`` choices (``auto``: see :func:`attention_precision_for`).
+ATTENTION_PRECISIONS = ("auto", "bf16", "fp8")
 
 
 def attention_precision_for(gpu: str, precision: str, choice: str = "auto", attention: str = "mla") -> str:
@@ -166,7 +178,7 @@ def attention_precision_for(gpu: str, precision: str, choice: str = "auto", atte
     >>> attention_precision_for("GB300", "mxfp8", attention="gqa")
     'bf16'
     """
-    if choice not in ("auto", "bf16", "fp8"):
+    if choice not in ATTENTION_PRECISIONS:
         raise SpecError(f"--attention-precision: {choice!r} must be auto, bf16 or fp8")
     if choice != "auto":
         return choice
@@ -183,8 +195,12 @@ def training_efficiency(gpu: str) -> float:
     return TRAINING_EFFICIENCY.get(gpu, TRAINING_EFFICIENCY["default"])
 
 
-def layer_times(spec, lay: Layout, gpu: str, kind: str, *, attention_precision: str = "bf16") -> LayerTimes:
-    """Time the inventory of one layer kind (``embed``, ``dense``, ``moe``, ``mtp``, ``head``)."""
+def layer_times(spec, lay: Layout, gpu: str, kind: str, *, attention_precision: str = "bf16",
+                fused_permute: bool | None = None) -> LayerTimes:
+    """Time the inventory of one layer kind (``embed``, ``dense``, ``moe``, ``mtp``, ``head``).
+
+    ``fused_permute`` (default: the GPU is one of :data:`FUSED_PERMUTE_GPUS`) drops the token permute,
+    which HybridEP's dispatch kernel does on the way (the copy into the expert-major buffer)."""
     ops = layer_ops(spec, _KIND[kind], micro_batch=lay.micro_batch, seq_len=lay.seq_len,
                     split=Split(tp=lay.tp, sp=True, cp=lay.cp, ep=lay.ep, etp=lay.etp))
     t = np.zeros(len(ops))
@@ -208,21 +224,28 @@ def layer_times(spec, lay: Layout, gpu: str, kind: str, *, attention_precision: 
     mem = [i for i, o in enumerate(ops) if o.kind == "memory"]
     if mem:
         t[mem] = np.atleast_1d(cm.memory_time_s(gpu, np.array([ops[i].bytes_moved for i in mem], float)))
-    t = t / training_efficiency(gpu)
+    if (gpu in FUSED_PERMUTE_GPUS if fused_permute is None else fused_permute) and lay.ep > 1:
+        t[[i for i, o in enumerate(ops) if o.name.startswith("permute:")]] = 0.0
     phase = np.array([o.phase for o in ops])
     is_gemm = np.array([o.kind in ("gemm", "grouped_gemm") for o in ops])
     is_attn = np.array([o.kind == "attention" for o in ops])
+    # the sustained-clock factor slows the tensor-core kernels; HBM-bound ops keep their bandwidth
+    t = np.where(is_gemm | is_attn, t / training_efficiency(gpu), t)
     fwd = float(t[phase == "fwd"].sum())
     bwd = float(t[(phase == "dgrad") | (phase == "bwd")].sum())
     wgrad = float(t[phase == "wgrad"].sum())
+    tc = float(t[is_gemm | is_attn].sum())
     if lay.recompute == "full" and kind not in ("embed", "head"):
         bwd += fwd
-    elif lay.recompute == "selective":
-        bwd += float(sum(t[i] for i, o in enumerate(ops) if o.phase == "fwd" and any(s in o.name for s in _SELECTIVE)))
+        tc += float(t[(phase == "fwd") & (is_gemm | is_attn)].sum())
+    elif lay.recompute in _RECOMPUTED:
+        again = np.array([o.phase == "fwd" and any(s in o.name for s in _RECOMPUTED[lay.recompute]) for o in ops])
+        bwd += float(t[again].sum())
+        tc += float(t[again & (is_gemm | is_attn)].sum())
     return LayerTimes(kind, fwd, bwd, wgrad,
                       float(t[(phase == "fwd") & is_gemm].sum()), float(t[(phase != "fwd") & is_gemm].sum()),
                       float(t[(phase == "fwd") & is_attn].sum()), float(t[(phase == "bwd") & is_attn].sum()),
-                      float(sum(o.model_flops for o in ops)))
+                      float(sum(o.model_flops for o in ops)), tc)
 
 
 @dataclass(frozen=True)
@@ -252,15 +275,18 @@ class StepResult:
     routing: str = "balanced"
     policy: str = "spray"
     timeline: object = field(default=None, repr=False)
-    tail_s: tuple = (0.0, 0.0)        # exposed DP and optimizer after the pipeline
+    tail_s: tuple = (0.0, 0.0, 0.0)   # EP slowed by DP traffic, exposed DP and optimizer after the pipeline
 
     def trace(self) -> dict:
         """The step as Chrome trace-event JSON: the pipeline timeline of every stage, then the
         exposed data-parallel traffic and the optimizer step."""
         t0 = self.pipeline["makespan_s"]
-        dp, opt = self.tail_s
+        ep, dp, opt = self.tail_s if len(self.tail_s) == 3 else (0.0, *self.tail_s)
         spans = []
+        t0 += ep
         for s in range(self.layout.pp):
+            if ep > 0:
+                spans.append(Span(s, "ep", "EP all-to-all slowed by DP traffic (exposed)", t0 - ep, t0))
             if dp > 0:
                 spans.append(Span(s, "dp", "dp reduce-scatter/all-gather (exposed)", t0, t0 + dp))
             spans.append(Span(s, "optimizer", "optimizer step", t0 + dp, t0 + dp + opt))
@@ -377,15 +403,18 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
     stage_params = params_per_gpu(spec, lay, stages)
     traffic = step_traffic(router, spec, lay, pl, stage_params, routing=routing, seed=seed, policy=pol,
                            report=report, progress=(lambda n, k, m: progress(f"simulating {n} traffic [{k}/{m}]"))
-                           if progress else None)
+                           if progress else None,
+                           # EP and DP meet only when the DP traffic runs under the compute (ZeRO-1 overlap)
+                           concurrent=lay.optimizer != "fsdp" and (ov.dp_grad or ov.dp_param))
     c = {k: traffic.time(k) for k in ("tp_ag", "tp_rs", "etp_ag", "etp_rs", "cp_ag", "ep_dispatch", "ep_combine",
-                                       "pp_send", "dp_rs", "dp_ag", "edp_rs", "edp_ag")}
+                                       "pp_send", "dp_rs", "dp_ag", "edp_rs", "edp_ag", "ep_dispatch_dp", "ep_combine_dp",
+                                       "dp_rs_ep", "edp_rs_ep")}
     tp_pass = 2 * (c["tp_ag"] + c["tp_rs"])           # attention + MLP, one pass of one layer
     etp_pass = c["etp_ag"] + c["etp_rs"]
     ep_pass = c["ep_dispatch"] + c["ep_combine"]      # one pass (fwd or bwd) of one MoE layer
     # Megatron's EP A2A overlap pairs forward and backward: with PP it needs the interleaved schedule
     a2a = ov.ep and spec.is_moe and lay.ep > 1 and (lay.schedule != "1f1b" or lay.pp == 1)
-    parts = {k: np.zeros(lay.pp) for k in ("compute", "tp", "cp", "framework", "dense_passes", "moe_passes")}
+    parts = {k: np.zeros(lay.pp) for k in ("compute", "compute_tc", "tp", "cp", "framework", "dense_passes", "moe_passes")}
     shape = (lay.pp, lay.chunks)
     cost = {k: np.zeros(shape) for k in ("F", "B", "W", "cF", "cB", "xF", "xB")}
     for v, layer_kinds in enumerate(stages):
@@ -394,6 +423,7 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
             t = lt[k]
             f, b, w = t.fwd_s, t.bwd_s, t.wgrad_s
             parts["compute"][p] += f + b + w
+            parts["compute_tc"][p] += t.tensor_core_s
             if k in ("dense", "moe", "mtp"):
                 is_moe = k == "moe" or (k == "mtp" and spec.mtp_layer_is_moe)
                 overhead = framework_overhead_s(gpu) if is_moe else 0.0
@@ -435,6 +465,29 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
     rank_bwd = max(r[1] + r[2] for r in per_rank)
     t_rs = max(c["dp_rs"], c["edp_rs"])
     t_ag = max(c["dp_ag"], c["edp_ag"])
+    # DP and EP traffic together (the ``ep+dp`` phase): the reduce-scatter runs under the last backward
+    # (the all-gather under the first forward), whose MoE layers dispatch and combine meanwhile. The joint
+    # simulation gives one pass's interference (``slow`` on the DP collective, the EP pass's own slow-down);
+    # a DP collective of ``t`` seconds meets the passes of its own lifetime, one every ``period`` seconds
+    # (the window's compute over its MoE passes): ``t' = t + slow t' / period``, at most every pass of the window.
+    n_win = float(parts["moe_passes"][crit]) / 2
+    ep_extra = 0.0
+    if traffic.phase("ep+dp") is not None and lay.optimizer != "fsdp" and n_win > 0:
+        ep_dp = c["ep_dispatch_dp"] + c["ep_combine_dp"]
+        # a pass holding shared links for ep_dp seconds delays a fair-shared collective by at most that
+        slow = min(ep_dp, max(max(0.0, c["dp_rs_ep"] - c["dp_rs"]), max(0.0, c["edp_rs_ep"] - c["edp_rs"])))
+        hide = max(ep_pass, lt["moe"].total_s / 2) if a2a and "moe" in lt else ep_pass
+        for on, window in ((ov.dp_grad, rank_bwd), (ov.dp_param, rank_fwd)):
+            if not on:
+                continue
+            period = window / n_win
+            t_dp = t_rs if window is rank_bwd else t_ag
+            met = n_win if slow >= period else min(n_win, t_dp / (1 - slow / period) / period)
+            if window is rank_bwd:
+                t_rs += met * slow
+            else:
+                t_ag += met * slow
+            ep_extra += met * max(0.0, ep_dp - hide)
     if lay.optimizer == "fsdp":  # per micro-batch: gather for forward and backward, reduce-scatter gradients
         per_mb = 2 * t_ag + t_rs
         busy = rank_fwd + rank_bwd
@@ -447,19 +500,21 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
     dense, expert = max(stage_params, key=lambda x: x[0] + x[1])
     shard = dense / (lay.dp * lay.cp) + expert / lay.edp if lay.optimizer != "none" else dense + expert
     opt_s = float(cm.memory_time_s(gpu, shard * _ADAM_BYTES_PER_PARAM))
-    step_s = pipe_res.makespan_s + dp_exposed + opt_s
+    step_s = pipe_res.makespan_s + ep_extra + dp_exposed + opt_s
     compute = m * parts["compute"][crit]
     framework = m * parts["framework"][crit]
     tp_x, cp_x = m * parts["tp"][crit], m * parts["cp"][crit]
     # what the stage waited for beyond its compute and never-hidden communication: EP all-to-all not
     # hidden (and the SMs its kernels held), pipeline sends it waited for inside the busy time
     ep_x = max(0.0, float(pipe_res.busy_s[crit]) - compute - framework - tp_x - cp_x)
+    ep_x = ep_x + ep_extra if spec.is_moe else ep_x
     breakdown = {"compute": compute, "tp_exposed": tp_x, "ep_exposed": ep_x if spec.is_moe else 0.0,
                  "cp_exposed": cp_x, "pp_exposed": 0.0 if spec.is_moe else ep_x, "framework": framework,
                  "bubble": float(pipe_res.bubble_s), "dp_exposed": dp_exposed, "optimizer": opt_s}
     pipe = {"schedule": lay.schedule, "makespan_s": float(pipe_res.makespan_s),
             "bubble_s": float(pipe_res.bubble_s), "bubble_fraction": float(pipe_res.bubble_s / step_s),
             "microbatches": m, "critical_rank": crit, "overlap": pipe_res.overlap,
+            "tensor_core_s": m * float(parts["compute_tc"][crit]),
             "layer_passes": {"dense": m * parts["dense_passes"][crit], "moe": m * parts["moe_passes"][crit]}}
     tokens_s_gpu = lay.tokens_per_step / step_s / lay.gpus
     fpt = flops_per_token(spec, lay.seq_len, convention="megatron", mtp=spec.mtp_layers > 0)
@@ -473,7 +528,7 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
         memory=mem, placement=pl.as_dict() | {"fabric_overrides": {k: str(v) for k, v in overrides.items()}},
         fabric=cf.name, comm_s={k: v for k, v in c.items() if v}, stage_times_s=tuple(tuple(r) for r in per_rank),
         pipeline=pipe, overlap=tuple(ov.names()), traffic=traffic, routing=routing, policy=pol,
-        timeline=pipe_res.timeline, tail_s=(dp_exposed, opt_s))
+        timeline=pipe_res.timeline, tail_s=(ep_extra, dp_exposed, opt_s))
 
 
 #: Adam step bytes per parameter of the shard: read fp32 master, gradient, two moments; write the

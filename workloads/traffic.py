@@ -29,7 +29,12 @@ Phases (tasks of one :func:`schedule` call each):
   together; the all-gather of the updated parameters (ZeRO-1) moves the same
   bytes over the same rings (NCCL's ring all-gather and reduce-scatter send
   ``(n - 1) / n`` of the buffer in ``n - 1`` steps alike), so it takes the
-  reduce-scatter's time scaled by its bytes.
+  reduce-scatter's time scaled by its bytes;
+* ``ep+dp``: the traffic kinds that overlap in time, together: the DP reduce-scatter runs under
+  the last backward (the all-gather under the first forward) while its MoE layers dispatch and
+  combine, so every DP / expert-DP reduce-scatter runs with one EP pass of every group, started
+  half-way through the DP collectives (their ``dp`` time); the step composition carries the
+  interference to the window's passes (:func:`workloads.step.estimate_step`).
 
 Examples
 --------
@@ -39,7 +44,7 @@ Examples
 >>> pl = place(lay, gpus_per_domain=8)
 >>> ph = phase_tasks(get_model("qwen3-30b-a3b"), lay, pl, [(1e9, 2e9)])
 >>> sorted(ph), len(ph["ep"])
-(['dp', 'ep', 'tp'], 4)
+(['dp', 'ep', 'ep+dp', 'tp'], 4)
 """
 
 from __future__ import annotations
@@ -53,7 +58,8 @@ from collectives.ops import Collective
 from collectives.schedule import CollectiveTask, PlanCache, SendTask, schedule
 from collectives.runner import planner_for
 
-__all__ = ["ROUTINGS", "GRAD_BYTES", "PARAM_BYTES", "PhaseResult", "StepTraffic", "phase_tasks", "step_traffic",
+__all__ = ["ROUTINGS", "GRAD_BYTES", "PARAM_BYTES", "JOINT_EPSILON", "PhaseResult", "StepTraffic", "phase_tasks",
+           "step_traffic",
            "routing_for"]
 
 #: Token routings of the step's EP traffic: ``balanced`` (force-balanced benchmarks, the expected
@@ -64,6 +70,10 @@ ROUTINGS = ("balanced", "uniform", "model", "skewed")
 #: Megatron-Bridge performance recipes) and parameters gathered in BF16.
 GRAD_BYTES = 2.0
 PARAM_BYTES = 2.0
+#: Epoch tolerance of the joint ``ep+dp`` simulation: the EP pass's effect on a DP collective is about
+#: 1 % of it, under the default tolerance (0.02): the ``dp`` and ``ep+dp`` phases both run at 0.002
+#: (docs/steptime.md).
+JOINT_EPSILON = 0.002
 
 
 def routing_for(spec, routing: str, tokens: int, seed: int = 0) -> TokenRouting:
@@ -76,11 +86,15 @@ def routing_for(spec, routing: str, tokens: int, seed: int = 0) -> TokenRouting:
                         seed=seed)
 
 
-def phase_tasks(spec, lay, pl, stage_params, *, routing: str = "balanced", seed: int = 0) -> dict:
+def phase_tasks(spec, lay, pl, stage_params, *, routing: str = "balanced", seed: int = 0,
+                concurrent: bool = True) -> dict:
     """The tasks of every phase (see the module docstring), by phase name.
 
     ``stage_params[p]`` is (dense, expert) parameters per GPU of pipeline rank ``p``.
     Each value is a list of ``(kind, task)``; a phase with nothing to send is left out.
+    ``concurrent`` adds the ``ep+dp`` phase (EP dispatch and combine of every group during the
+    DP reduce-scatters of every group: kinds ``ep_dispatch_dp``, ``ep_combine_dp``, ``dp_rs_ep``,
+    ``edp_rs_ep``).
     """
     h = spec.hidden
     tokens = lay.micro_batch * lay.seq_len // lay.cp          # tokens of one micro-batch on one CP rank
@@ -144,6 +158,14 @@ def phase_tasks(spec, lay, pl, stage_params, *, routing: str = "balanced", seed:
                                                 label=f"edp-rs[stage {p}, {i}]")))
     if dp:
         out["dp"] = dp
+    if dp and "ep" in out and concurrent:
+        # the gradient reduce-scatter runs under the last backward, whose MoE layers dispatch and combine
+        # meanwhile: one pass of every EP group together with every DP / expert-DP reduce-scatter
+        both, twin = [], {}
+        for kind, t in out["ep"] + dp:
+            twin[id(t)] = CollectiveTask(t.op, after=tuple(twin[id(a)] for a in t.after), label=t.label + "+dp")
+            both.append((kind + ("_ep" if kind in ("dp_rs", "edp_rs") else "_dp"), twin[id(t)]))
+        out["ep+dp"] = both
     return out
 
 
@@ -180,6 +202,23 @@ def _bucketable(size: float, n: int) -> int:
     """A reduce-scatter buffer of ``size`` bytes, rounded up to a multiple of the group size."""
     s = int(np.ceil(size / n)) * n
     return max(s, 0)
+
+
+def _mid_collective(items, done):
+    """The ``ep+dp`` tasks with the EP pass started half-way through the DP collectives (their alone
+    time, from the ``dp`` phase): the pass meets the DP traffic in its steady state, not its start-up
+    (where every hop of a ring starts at once)."""
+    dp = next((ph for ph in done if ph.name == "dp"), None)
+    delay = 0.5 * max((dp.times_s.get(k, 0.0) for k in ("dp_rs", "edp_rs")), default=0.0) if dp else 0.0
+    twin, out = {}, []
+    for kind, t in items:
+        if kind.startswith("ep_"):
+            t2 = CollectiveTask(t.op, after=tuple(twin[id(a)] for a in t.after), label=t.label,
+                                delay_s=0.0 if t.after else delay)
+            twin[id(t)] = t2
+            t = t2
+        out.append((kind, t))
+    return out
 
 
 @dataclass(frozen=True)
@@ -220,9 +259,10 @@ class StepTraffic:
 
 
 def step_traffic(router, spec, lay, pl, stage_params, *, routing: str = "balanced", seed: int = 0,
-                 policy: str = "ecmp", report: bool = False, epsilon: float = 0.02, progress=None) -> StepTraffic:
+                 policy: str = "ecmp", report: bool = False, epsilon: float = 0.02, progress=None,
+                 concurrent: bool = True) -> StepTraffic:
     """Simulate every phase of the step's traffic once (all of its groups together)."""
-    phases = phase_tasks(spec, lay, pl, stage_params, routing=routing, seed=seed)
+    phases = phase_tasks(spec, lay, pl, stage_params, routing=routing, seed=seed, concurrent=concurrent)
     cache = PlanCache(planner_for(router, policy=policy, seed=seed))
     out = []
     for k, (name, items) in enumerate(phases.items()):
@@ -233,7 +273,13 @@ def step_traffic(router, spec, lay, pl, stage_params, *, routing: str = "balance
             t, rep = _simulate_sends(router, cache.planner, sends, epsilon=epsilon, report=report)
             out.append(PhaseResult(name, {"pp_send": t}, t, len(sends.pairs), rep))
             continue
-        res = schedule(router, [t for _, t in items], cache=cache, mode="auto", epsilon=epsilon, report=report)
+        eps = epsilon
+        if name == "dp" and "ep+dp" in phases or name == "ep+dp":
+            # the interference is a small difference of long collectives: both sides at a finer tolerance
+            eps = min(epsilon, JOINT_EPSILON)
+        if name == "ep+dp":
+            items = _mid_collective(items, out)
+        res = schedule(router, [t for _, t in items], cache=cache, mode="auto", epsilon=eps, report=report)
         times: dict = {}
         for (kind, task) in items:
             times[kind] = max(times.get(kind, 0.0), res[task].duration_s)
