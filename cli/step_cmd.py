@@ -111,25 +111,35 @@ def placement_table(res) -> Table:
 
 
 def training_table(rep) -> Table:
+    """Training points, predicted vs published; fits 100 columns (ids whole, the model note under the id)."""
+    from rich import box
     from rich.table import Table
     from rich.text import Text
 
-    t = Table(title="training points (step-time estimator)", title_justify="left")
-    for name, just in (("point", "left"), ("split", "left"), ("quantity", "left"), ("predicted", "right"),
-                       ("measured", "right"), ("error", "right"), ("tol", "right"), ("", "left"), ("model", "left")):
-        t.add_column(name, justify=just, no_wrap=name == "point")
-    for r in rep.rows:
-        if r.quantity == "tokens/s/GPU":
-            continue
-        pred = "-" if r.predicted is None else f"{r.predicted:,.3f}" if r.quantity == "retained" else f"{r.predicted:,.0f}"
-        meas = f"{r.measured:,.3f}" if r.quantity == "retained" else f"{r.measured:,.0f}"
-        err = "-" if r.rel_error is None else (f"{r.rel_error:+.3f}" if r.quantity == "retained" else f"{r.rel_error:+.1%}")
-        tol = f"±{r.tolerance:.2f}" if r.quantity == "retained" else f"{r.tolerance:.0%}"
+    t = Table(title="training points (step-time estimator)", title_justify="left", box=box.SIMPLE_HEAD,
+              padding=(0, 1), pad_edge=False, show_edge=False)
+    rows = [r for r in rep.rows if r.quantity != "tokens/s/GPU"]
+    id_width = max([len(r.id) for r in rows] + [len("point / model")])
+    for name, just in (("point / model", "left"), ("set", "left"), ("qty", "left"), ("predicted", "right"),
+                       ("measured", "right"), ("error", "right"), ("tol", "right"), ("", "left")):
+        t.add_column(name, justify=just, no_wrap=name != "point / model",
+                     min_width=id_width if name == "point / model" else None)
+    short = {"fit": "fit", "held-out": "held", "heldout": "held", "spotcheck": "spot"}
+    for r in rows:
+        retained = r.quantity == "retained"
+        pred = "-" if r.predicted is None else f"{r.predicted:,.3f}" if retained else f"{r.predicted:,.0f}"
+        meas = f"{r.measured:,.3f}" if retained else f"{r.measured:,.0f}"
+        err = "-" if r.rel_error is None else (f"{r.rel_error:+.3f}" if retained else f"{r.rel_error:+.1%}")
+        tol = "-" if r.tolerance is None else f"±{r.tolerance:.2f}" if retained else f"{r.tolerance:.0%}"
         mark = {True: Text("pass", "green"), False: Text("FAIL", "bold red"), None: Text("n/a", "dim")}[r.passed]
-        t.add_row(r.id, r.split, r.quantity, pred, meas, err, tol, mark, r.note)
+        qty = "retained" if retained else "TFLOPs" if "TFLOP" in r.quantity else r.quantity.split()[0]
+        point = Text(r.id)
+        if r.note:
+            point.append("\n" + r.note, style="dim")
+        t.add_row(point, short.get(r.split, r.split), qty, pred, meas, err, tol, mark)
     s = rep.summary()
-    t.caption = "  ".join(f"{k}: {v['points']} points, mean |error| {v['mean_abs_error']:.1%}, max {v['max_abs_error']:.1%}"
-                          for k, v in s.items() if v["points"])
+    t.caption = "\n".join(f"{k}: {v['points']} points, mean |error| {v['mean_abs_error']:.1%}, "
+                           f"max {v['max_abs_error']:.1%}" for k, v in s.items() if v["points"])
     return t
 
 
