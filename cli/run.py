@@ -37,17 +37,10 @@ def _flag(name: str) -> str:
 
 def make_groups(n_total: int, ranks: str, groups: int, layout: str) -> list[tuple[int, ...]]:
     """The rank groups: the first N ranks (or all), split into ``groups`` contiguous or strided groups."""
-    from topologies.errors import SpecError, brief
+    from collectives.groups import rank_groups
 
-    n = n_total if ranks == "all" else _ranks(ranks)
-    if n > n_total:
-        raise SpecError(f"--ranks: {n} exceeds the topology's {n_total} GPUs")
-    if groups < 1 or n % groups or n // groups < 2:
-        raise SpecError(f"--groups: {brief(groups)} must divide {n} ranks into groups of at least 2")
-    m = n // groups
-    if layout == "contiguous":
-        return [tuple(range(g * m, (g + 1) * m)) for g in range(groups)]
-    return [tuple(range(g, n, groups)) for g in range(groups)]
+    n = "all" if ranks == "all" else _ranks(ranks)
+    return rank_groups(n_total, n, groups, layout, ranks_field="--ranks", groups_field="--groups")
 
 
 def _ranks(ranks: str) -> int:
@@ -208,7 +201,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
 @click.option("--groups", "groups", default=1, show_default=True, type=AsciiInt(min=1, max=1 << 20),
               help="Split the ranks into this many groups that run the collective at the same time.")
 @click.option("--layout", "layout", default="contiguous", show_default=True,
-              type=click.Choice(["contiguous", "strided"]), help="How --groups split the ranks.")
+              type=VocabularyChoice("collectives.LAYOUTS"), help="How --groups split the ranks.")
 @click.option("--pxn/--no-pxn", "pxn", default=None, help="Force NCCL's PXN forwarding on or off.")
 @click.option("--moe-routing", "moe_routing", default=None, type=VocabularyChoice("collectives.ROUTING_KINDS"),
               help="MoE token routing (default: node_limited across domains, uniform inside one).")

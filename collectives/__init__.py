@@ -2,6 +2,7 @@
 
 from collectives.algorithms import NCCL_TO_OURS, Plan, Planner
 from collectives.calibration import Calibration, calibration
+from collectives.groups import LAYOUTS, rank_groups
 from collectives.moe import ROUTING_KINDS, TokenRouting, route_tokens
 from collectives.ops import ALGORITHMS, COLLECTIVES, Collective, Options, busbw_factor
 from collectives.runner import CollectiveResult, planner_for, run, sweep
@@ -11,6 +12,8 @@ from collectives.schedule import (TASK_TYPES, CollectiveTask, ComputeTask, PlanC
 __fabric_emu__ = True
 
 __all__ = [
+    "LAYOUTS",
+    "rank_groups",
     "NCCL_TO_OURS",
     "Plan",
     "Planner",

@@ -30,7 +30,7 @@ from collections import OrderedDict
 from topologies.errors import FabricEmuError, SpecError
 from workloads.sweep.params import Point
 
-__all__ = ["evaluate", "evaluate_batch", "rank_groups", "base_fabric", "step_fabric", "cache_info", "CACHE_SIZE"]
+__all__ = ["evaluate", "evaluate_batch", "base_fabric", "step_fabric", "cache_info", "CACHE_SIZE"]
 
 #: Entries kept per cache (built topologies, failed fabrics with routers, planners) in a process.
 CACHE_SIZE = 8
@@ -88,25 +88,6 @@ def _router(topo: str, sets: dict, fail: tuple, degrade: tuple):
     return _cached(_ROUTERS, (topo, _freeze(sets), fail, degrade), make, "router_builds")
 
 
-def rank_groups(n_total: int, ranks, groups: int, layout: str) -> list[tuple[int, ...]]:
-    """The first ``ranks`` GPUs (or ``'all'``) split into ``groups`` contiguous or strided groups.
-
-    Examples
-    --------
-    >>> rank_groups(8, "all", 2, "strided")
-    [(0, 2, 4, 6), (1, 3, 5, 7)]
-    """
-    n = n_total if ranks == "all" else int(ranks)
-    if n > n_total:
-        raise SpecError(f"ranks: {n} exceeds the topology's {n_total} GPUs")
-    if groups < 1 or n % groups or n // groups < 2:
-        raise SpecError(f"groups: {groups} must divide {n} ranks into groups of at least 2")
-    m = n // groups
-    if layout == "contiguous":
-        return [tuple(range(g * m, (g + 1) * m)) for g in range(groups)]
-    return [tuple(range(g, n, groups)) for g in range(groups)]
-
-
 def _collective(p: Point) -> dict:
     from collectives.moe import TokenRouting
     from collectives.runner import planner_for, sweep
@@ -117,6 +98,8 @@ def _collective(p: Point) -> dict:
     key = (x["topo"], _freeze(p.sets), p.fail, p.degrade, x["routing"], x["seed"])
     planner = _cached(_PLANNERS, key, lambda: planner_for(router, policy=x["routing"], seed=x["seed"]),
                       "planner_builds")
+    from collectives.groups import rank_groups
+
     groups = rank_groups(cf.n_gpus, x["ranks"], x["groups"], x["layout"])
     options: dict = {}
     if x["pxn"] is not None:
