@@ -6,9 +6,7 @@ and the units module, which every other layer uses.
 
 from __future__ import annotations
 
-import importlib
-import sys
-import types
+from topologies.lazy import install_lazy_exports
 
 #: public name -> (module, attribute); imported on first use, so that importing the package
 #: (e.g. for ``fabric-emu --help``) does not load numpy, scipy or networkx
@@ -91,35 +89,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    try:
-        mod, attr = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module 'topologies' has no attribute {name!r}") from None
-    module = importlib.import_module(mod)
-    value = module if attr is None else getattr(module, attr)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
-
-
-class _Package(types.ModuleType):
-    """Keeps an exported function whose name is also a submodule's (``presets``, ``bisection``, ``congestion``).
-
-    Importing a submodule sets it as an attribute of the package; when an export
-    of the same name is a function of that submodule, the function is stored instead,
-    as the eager ``from ... import`` lines used to leave it.
-    """
-
-    def __setattr__(self, name, value):
-        spec = _EXPORTS.get(name)
-        if (spec is not None and spec[1] is not None and isinstance(value, types.ModuleType)
-                and value.__name__ == f"{self.__name__}.{name}"):
-            value = getattr(value, spec[1])
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
+install_lazy_exports(__name__, _EXPORTS)
