@@ -255,7 +255,7 @@ def validate_cmd(path, split, ids, as_json) -> None:
                                   progress=lambda pid, k, n: err.print(f"[training {k}/{n}] {clean(pid)}"))
         if split:
             train = dataclasses.replace(train, rows=tuple(r for r in train.rows
-                                                          if r.split.replace("-", "") == split))
+                                                          if r.split == split))
         if not train.rows:
             train = None
     if as_json:

@@ -124,7 +124,7 @@ def training_table(rep) -> Table:
                        ("measured", "right"), ("error", "right"), ("tol", "right"), ("", "left")):
         t.add_column(name, justify=just, no_wrap=name != "point / model",
                      min_width=id_width if name == "point / model" else None)
-    short = {"fit": "fit", "held-out": "held", "heldout": "held", "spotcheck": "spot"}
+    short = {"fit": "fit", "heldout": "held", "spotcheck": "spot"}
     for r in rows:
         retained = r.quantity == "retained"
         pred = "-" if r.predicted is None else f"{r.predicted:,.3f}" if retained else f"{r.predicted:,.0f}"

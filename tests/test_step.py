@@ -127,7 +127,7 @@ def test_cli_json_report_and_trace(tmp_path):
 def test_reference_scenario_within_ten_percent():
     rep = validate_training(ids=["dsv3-gb300-256"])
     row = next(r for r in rep.rows if r.quantity == "TFLOPs/GPU")
-    assert row.split == "held-out" and abs(row.rel_error) <= TOLERANCE["reference"], row
+    assert row.split == "heldout" and abs(row.rel_error) <= TOLERANCE["reference"], row
 
 
 def test_system_spec_file(repo):
@@ -168,7 +168,7 @@ def test_spotcheck_rows_are_reported_apart():
     rep = validate_training(ids=["mb2511-gb200-llama3-8b-fp8"])
     row = next(r for r in rep.rows if r.quantity == "TFLOPs/GPU")
     assert row.split == "spotcheck" and row.passed is None and row.rel_error is not None
-    assert set(rep.summary()) == {"fit", "held-out", "spotcheck"} and rep.summary()["spotcheck"]["points"] == 1
+    assert set(rep.summary()) == {"fit", "heldout", "spotcheck"} and rep.summary()["spotcheck"]["points"] == 1
 
 
 def test_hybridep_fuses_the_permute():

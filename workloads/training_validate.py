@@ -7,7 +7,7 @@ Two sources, one calibration:
   256 GB300, within 10 %), the other points (within 15 %), and the 256 -> 1,024 GPU
   scaling point (per-GPU throughput retained within 2 points of the published value);
 * the published points collected in ``workloads/data/training_points.toml``, each marked
-  ``fit`` or ``held-out`` by a rule fixed before any comparison (see the file's header);
+  ``fit`` or ``heldout`` by a rule fixed before any comparison (see the file's header);
   their errors are reported per split.
 
 Every point is predicted by :func:`workloads.step.estimate_step` with the same constants;
@@ -17,7 +17,7 @@ Examples
 --------
 >>> pts = load_points()
 >>> sorted({p["split"] for p in pts}), any(p["id"] == "dsv3-gb300-256" for p in pts)
-(['fit', 'held-out', 'spotcheck'], True)
+(['fit', 'heldout', 'spotcheck'], True)
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ __all__ = ["fit_constants", "SPLITS", "TOLERANCE", "TrainingRow", "TrainingRepor
 #: 15 %; the scaling point: retained per-GPU throughput within 0.02 (absolute).
 TOLERANCE = {"reference": 0.10, "training": 0.15, "scaling": 0.02}
 REFERENCE_ID = "dsv3-gb300-256"
-#: Splits of the training points: ``fit`` (the calibration uses these only), ``held-out`` (same
+#: Splits of the training points: ``fit`` (the calibration uses these only), ``heldout`` (same
 #: software stack, never fitted), ``spotcheck`` (older published stacks, reported apart).
-SPLITS = ("fit", "held-out", "spotcheck")
+SPLITS = ("fit", "heldout", "spotcheck")
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def _shared_points() -> list[dict]:
     out = []
     for p in tomllib.loads(text).get("training", []):
         q = dict(p) | _RECIPES.get(p.get("id"), {})
-        q["split"] = "fit" if q.get("model") in _FIT_MODELS else "held-out"
+        q["split"] = "fit" if q.get("model") in _FIT_MODELS else "heldout"
         q["source_file"] = "collectives/data/reference_points.toml"
         out.append(q)
     return out
