@@ -445,24 +445,34 @@ class Planner:
         Every flow of one point-to-point operation is one connection (one queue pair in
         NCCL and DeepEP); a NIC port's count is the number of flows that cross it, in
         its direction (sender side ``nic-up``, receiver side ``nic-down``: incast).
+        One bincount and one gather per hop column (no F x h temporaries): the count of
+        every resource, kept on the NIC ports only, then each flow's maximum over its hops.
         """
-        nic = self._on_nic(res)
-        if not nic.any():
-            return np.zeros(len(res), np.int64)
-        counts = np.zeros(len(self._resource_tier()) + 1, np.int64)  # flows per resource, slot 0: none
-        for j in range(res.shape[1]):  # one hop column at a time (no F x h temporaries)
-            counts += np.bincount(np.where(nic[:, j], res[:, j] + 1, 0), minlength=len(counts))
-        counts[0] = 0
-        per = np.zeros(len(res), np.int64)
+        F = len(res)
+        if F == 0 or res.ndim != 2 or not self._nic_lut_of().any():
+            return np.zeros(F, np.int64)
+        R1 = len(self._resource_tier()) + 1
+        keys = np.empty(F, np.intp)  # one buffer for every column
+        counts = np.zeros(R1, np.int64)  # entries per resource, slot 0: the padding
         for j in range(res.shape[1]):
-            np.maximum(per, counts[np.where(nic[:, j], res[:, j] + 1, 0)], out=per)
+            counts += np.bincount(np.add(res[:, j], 1, out=keys, casting="unsafe"), minlength=R1)
+        per_res = np.zeros(R1, np.int64)  # index -1 (the padding) lands on the last slot: 0
+        per_res[:-1] = np.where(self._nic_lut, counts[1:], 0)
+        per = np.zeros(F, np.int64)
+        for j in range(res.shape[1]):
+            np.maximum(per, per_res[res[:, j]], out=per)
         return per
 
-    def _on_nic(self, res: np.ndarray) -> np.ndarray:
-        """[flow, hop]: the hop is a NIC port (a resource of a NIC tier)."""
+    def _nic_lut_of(self) -> np.ndarray:
+        """bool[R]: the resource is a NIC port (a resource of a NIC tier)."""
         lut = getattr(self, "_nic_lut", None)
         if lut is None:
             lut = self._nic_lut = np.isin(self._resource_tier(), self._nic_tiers)
+        return lut
+
+    def _on_nic(self, res: np.ndarray) -> np.ndarray:
+        """[flow, hop]: the hop is a NIC port (a resource of a NIC tier)."""
+        lut = self._nic_lut_of()
         return lut[np.maximum(res, 0)] & (res >= 0)
 
     def direct(self, op: Collective, src, dst, sizes, *, pxn: bool = True, label=None,
@@ -484,16 +494,23 @@ class Planner:
         fs = self.routed(src, dst, sizes, kind="p2p", protocol="Simple", latency_s=0.0, label=label or op.label,
                          pxn=pxn, salt=np.zeros(len(src), np.int64))
         w = fs.weight
-        k = self.nic_connections(fs.res) * connections_per_flow if inter.any() else np.zeros(len(src), np.int64)
-        f = nic_p2p_factor(k, kernel)
-        if (f < 1.0).any():
-            on_nic = self._on_nic(fs.res)
-            fn = f[on_nic.any(axis=1)]
+        conn = self.nic_connections(fs.res) if inter.any() else None  # > 0 exactly on flows crossing a NIC port
+        # the factor is monotone in k (and so is its correctly rounded evaluation): its extremes over a set of
+        # flows are its values at the extreme k, so the uniform case needs no per-flow factor array
+        k_all = (0, 0) if conn is None else (int(conn.min(initial=0)) * connections_per_flow,
+                                             int(conn.max(initial=0)) * connections_per_flow)
+        if float(np.min(nic_p2p_factor(np.array(k_all), kernel))) < 1.0:
+            crossing = conn > 0
+            k_nic = np.array([int(conn.min(where=crossing, initial=np.iinfo(np.int64).max)),
+                              int(conn.max(where=crossing, initial=0))]) * connections_per_flow
+            fn = nic_p2p_factor(k_nic, kernel) if crossing.any() else np.zeros(0)
             if w is None and fs.resource_scale is not None and len(fn) and fn.min() == fn.max():
                 # every flow on a NIC port has the same factor (a uniform all-to-all): one factor per
                 # resource, no F x h array (the engine folds it into capacities: the same coefficients)
-                rs = fs.resource_scale * np.where(self._nic_lut, 1.0 / fn[0], 1.0)
+                rs = fs.resource_scale * np.where(self._nic_lut_of(), 1.0 / fn[0], 1.0)
                 return FlowSet(**{**fs.__dict__, "resource_scale": rs, "latency_s": fs.latency_s + lat})
+            f = nic_p2p_factor(conn * connections_per_flow, kernel)
+            on_nic = self._on_nic(fs.res)
             fac = np.where(on_nic, (1.0 / f)[:, None], 1.0)  # one F x h array (1 x w = w exactly)
             del on_nic
             if w is not None:

@@ -1,0 +1,64 @@
+"""Large-run speed-ups give the same results as the algorithms they replace (references kept here)."""
+
+import numpy as np
+import pytest
+
+from collectives import Collective, planner_for
+from collectives.calibration import nic_p2p_factor
+from fabric import Router, compile_with_failures
+from topologies import load_topology
+
+
+def _planner(topo="fat-tree", sets=None, policy="ecmp"):
+    sets = sets or {"hosts": "32", "radix": "8", "link": "400Gb/s"}
+    cf = compile_with_failures(load_topology(topo, sets), (), ())
+    return planner_for(Router(cf), policy=policy, seed=1), cf
+
+
+def _nic_connections_reference(planner, res):
+    """The previous computation: the F x h NIC mask, per-hop bincounts and maxima."""
+    nic = planner._on_nic(res)
+    counts = np.zeros(len(planner._resource_tier()) + 1, np.int64)
+    for j in range(res.shape[1]):
+        counts += np.bincount(np.where(nic[:, j], res[:, j] + 1, 0), minlength=len(counts))
+    counts[0] = 0
+    per = np.zeros(len(res), np.int64)
+    for j in range(res.shape[1]):
+        np.maximum(per, counts[np.where(nic[:, j], res[:, j] + 1, 0)], out=per)
+    return per
+
+
+@pytest.mark.parametrize("topo,sets,policy", [
+    ("fat-tree", None, "ecmp"),
+    ("fat-tree", None, "spray"),
+    ("gb300-nvl72", {"domains": "2", "scaleout": "quantum-x800"}, "spray"),
+])
+def test_nic_connections_match_the_masked_reference(topo, sets, policy):
+    planner, cf = _planner(topo, sets, policy)
+    rng = np.random.default_rng(3)
+    n = cf.n_gpus
+    src, dst = rng.integers(0, n, 3000), rng.integers(0, n, 3000)
+    keep = src != dst
+    routed = planner.routed(src[keep], dst[keep], 1e6, kind="p2p", protocol="Simple", latency_s=0.0,
+                            label="x", pxn=True, salt=np.zeros(keep.sum(), np.int64))
+    got = planner.nic_connections(routed.res)
+    want = _nic_connections_reference(planner, routed.res)
+    np.testing.assert_array_equal(got, want)
+    assert (got > 0).any() and (got == 0).any() == (~planner._on_nic(routed.res).any(axis=1)).any()
+
+
+def test_direct_non_uniform_factor_matches_the_per_flow_factor():
+    planner, cf = _planner()
+    rng = np.random.default_rng(7)
+    n = cf.n_gpus
+    src, dst = rng.integers(0, n, 700), rng.integers(0, n, 700)
+    keep = src != dst
+    op = Collective("all_to_all", tuple(range(n)), 1 << 20)
+    fs = planner.direct(op, src[keep], dst[keep], 1e6)
+    routed = planner.routed(src[keep], dst[keep], 1e6, kind="p2p", protocol="Simple", latency_s=0.0,
+                            label="x", pxn=True, salt=np.zeros(keep.sum(), np.int64))
+    f = nic_p2p_factor(_nic_connections_reference(planner, routed.res), "nccl")
+    assert f.min() < f.max()  # random pairs: unequal connection counts (the per-entry weight path)
+    want = np.where(planner._on_nic(routed.res), 1.0 / f[:, None], 1.0) * routed.effective_weight()
+    np.testing.assert_array_equal(fs.res, routed.res)
+    np.testing.assert_array_equal(fs.effective_weight(), want)
