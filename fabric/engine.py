@@ -173,7 +173,9 @@ def _one_solve_ok(pr: _Prob) -> bool:
     if pr.F == 0:
         return True
     hi = float(pr.size.max())
-    lo = float(np.where(pr.size > 0, pr.size, hi).min())
+    lo = float(pr.size.min())
+    if lo <= 0.0:  # empty flows do not count (no F-sized temporary when every size is positive)
+        lo = float(pr.size.min(where=pr.size > 0, initial=hi))
     return lo == hi
 
 

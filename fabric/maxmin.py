@@ -166,7 +166,7 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
         cj = counts[j]
         # destination of the k-th entry of column j: start of its slot's run + its rank in the run
         dest = np.repeat((start[j] - np.cumsum(cj) + cj).astype(idx_t), cj)
-        dest += np.arange(n, dtype=idx_t)
+        dest += iptr[:-1]  # 0 .. n - 1
         indices[dest] = by_slot
         if ecoef is not None:
             ecoef[dest] = coef2d[by_slot, j]
