@@ -508,7 +508,7 @@ class Planner:
                 # every flow on a NIC port has the same factor (a uniform all-to-all): one factor per
                 # resource, no F x h array (the engine folds it into capacities: the same coefficients)
                 rs = fs.resource_scale * np.where(self._nic_lut_of(), 1.0 / fn[0], 1.0)
-                return FlowSet(**{**fs.__dict__, "resource_scale": rs, "latency_s": fs.latency_s + lat})
+                return FlowSet(**{**fs.__dict__, "resource_scale": rs, "latency_s": np.add(fs.latency_s, lat, out=lat)})
             f = nic_p2p_factor(conn * connections_per_flow, kernel)
             on_nic = self._on_nic(fs.res)
             fac = np.where(on_nic, (1.0 / f)[:, None], 1.0)  # one F x h array (1 x w = w exactly)
@@ -516,7 +516,7 @@ class Planner:
             if w is not None:
                 fac *= w
             w = fac
-        return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": fs.latency_s + lat})
+        return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": np.add(fs.latency_s, lat, out=lat)})
 
     def all_to_all_aggregated(self, op: Collective) -> FlowSet:
         """All-to-all with node-level forwarding (PXN), flows aggregated per node pair and rail.
@@ -567,9 +567,12 @@ class Planner:
                             notes="PXN stages aggregated per node pair and rail")
             if agg not in (None, "none"):
                 raise SpecError(f"all_to_all aggregate: {agg!r} must be 'node' or 'none'")
-            s, d = np.meshgrid(ranks, ranks, indexing="ij")
-            m = s != d
-            fs = self.direct(op, s[m], d[m], size / n, pxn=op.options.get("pxn", True))
+            # every ordered pair, row by row (as meshgrid + mask would give), from broadcast views: no n x n copies
+            m = ranks[:, None] != ranks[None, :]
+            s = np.broadcast_to(ranks[:, None], m.shape)[m]
+            d = np.broadcast_to(ranks[None, :], m.shape)[m]
+            del m
+            fs = self.direct(op, s, d, size / n, pxn=op.options.get("pxn", True))
             return Plan(op, fs, "direct", "Simple", None, float(fs.latency_s.max(initial=0)))
         if coll == "send_recv":
             fs = self.direct(op, ranks, np.roll(ranks, -1), float(size), pxn=op.options.get("pxn", False))
