@@ -438,8 +438,17 @@ class Router(_TablesMixin, _SprayMixin):
         """Weighted sum of the latencies of every resource a flow crosses (the mean path latency)."""
         if "latency_ext" not in self._cache:
             self._cache["latency_ext"] = np.append(self.resource_latency_s(), 0.0)  # index -1 -> 0
-        lat = self._cache["latency_ext"][res]
-        return (lat if w is None else lat * w).sum(axis=1)
+        ext = self._cache["latency_ext"]
+        h = res.shape[1]
+        if not 0 < h <= 7:
+            lat = ext[res]
+            return (lat if w is None else lat * w).sum(axis=1)
+        # one hop column at a time, added left to right: numpy's row sum over fewer than 8 columns adds in
+        # the same order, so the result is bit-identical, without the F x h temporaries
+        lat = ext[res[:, 0]] if w is None else ext[res[:, 0]] * w[:, 0]
+        for j in range(1, h):
+            lat += ext[res[:, j]] if w is None else ext[res[:, j]] * w[:, j]
+        return lat
 
     def _route_chunk(self, src, dst, salt, policy, seed, pxn):
         cf = self.cf

@@ -62,3 +62,23 @@ def test_direct_non_uniform_factor_matches_the_per_flow_factor():
     want = np.where(planner._on_nic(routed.res), 1.0 / f[:, None], 1.0) * routed.effective_weight()
     np.testing.assert_array_equal(fs.res, routed.res)
     np.testing.assert_array_equal(fs.effective_weight(), want)
+
+
+@pytest.mark.parametrize("topo,sets,policy", [
+    ("fat-tree", None, "ecmp"), ("fat-tree", None, "spray"),
+    ("gb300-nvl72", {"domains": "2", "scaleout": "quantum-x800"}, "spray"),
+    ("gb300-nvl72", {"domains": "2", "scaleout": "quantum-x800"}, "ecmp"),  # 8 columns: the row sum itself
+])
+def test_path_latency_by_column_is_bit_identical_to_the_row_sum(topo, sets, policy):
+    planner, cf = _planner(topo, sets, policy)
+    router = planner.router
+    rng = np.random.default_rng(11)
+    n = cf.n_gpus
+    src, dst = rng.integers(0, n, 2000), rng.integers(0, n, 2000)
+    routes = router.route(src, dst, policy=policy, seed=1, pxn=True)
+    ext = np.append(router.resource_latency_s(), 0.0)
+    for res, w in ((routes.res, routes.weight), (routes.res, None),
+                   (routes.res[:, :3], rng.random((len(src), 3))), (routes.res[:, :1], None)):
+        lat = ext[res]
+        want = (lat if w is None else lat * w).sum(axis=1)  # the previous computation
+        np.testing.assert_array_equal(router._path_latency(res, w), want)
