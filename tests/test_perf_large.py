@@ -82,3 +82,15 @@ def test_path_latency_by_column_is_bit_identical_to_the_row_sum(topo, sets, poli
         lat = ext[res]
         want = (lat if w is None else lat * w).sum(axis=1)  # the previous computation
         np.testing.assert_array_equal(router._path_latency(res, w), want)
+
+
+@pytest.mark.parametrize("dtype,n_res", [(np.int16, 3000), (np.int32, 70000)])
+def test_csc_radix_path_equals_scipy_counting_sort(monkeypatch, dtype, n_res):
+    from fabric import maxmin
+    rng = np.random.default_rng(8)
+    rows = rng.integers(-1, n_res, (90_000, 4)).astype(dtype)  # above the previous 65,536-flow threshold
+    got = maxmin._csc(rows, n_res)
+    monkeypatch.setattr(maxmin, "_SMALL_SORT", 0)
+    ref = maxmin._csc(rows, n_res)
+    for g, r in zip(got, ref):
+        np.testing.assert_array_equal(g, r)
