@@ -170,13 +170,24 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
             by_slot = sp.csr_array((ones, keys, iptr), shape=(n, r1)).tocsc().indices
         del keys
         cj = counts[j]
-        # destination of the k-th entry of column j: start of its slot's run + its rank in the run
-        dest = np.repeat((start[j] - np.cumsum(cj) + cj).astype(idx_t), cj)
-        dest += iptr[:-1]  # 0 .. n - 1
-        indices[dest] = by_slot
-        if ecoef is not None:
-            ecoef[dest] = coef2d[by_slot, j]
-        del by_slot, dest
+        cv = None if ecoef is None else coef2d[by_slot, j]
+        nz = np.flatnonzero(cj)
+        if nz.shape[0] * 64 <= n:
+            # few runs: copy each slot's run of column j to its place (slices; no n-sized destination array)
+            run0 = np.cumsum(cj) - cj
+            for a, b, c in zip(start[j][nz].tolist(), run0[nz].tolist(), cj[nz].tolist()):
+                indices[a:a + c] = by_slot[b:b + c]
+                if cv is not None:
+                    ecoef[a:a + c] = cv[b:b + c]
+        else:
+            # destination of the k-th entry of column j: start of its slot's run + its rank in the run
+            dest = np.repeat((start[j] - np.cumsum(cj) + cj).astype(np.intp), cj)
+            dest += np.arange(n, dtype=np.intp)
+            indices[dest] = by_slot
+            if cv is not None:
+                ecoef[dest] = cv
+            del dest
+        del by_slot, cv
     return (indptr, indices) if coef2d is None else (indptr, indices, ecoef)
 
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fabric.allocator import reuse_freed_memory
 from fabric.compiled import CompiledFabric
 from fabric.hashing import dmodk_keys, ecmp_pick, flow_hash, splitmix64
 from fabric.routes import Routes, _Rows
@@ -398,6 +399,7 @@ class Router(_TablesMixin, _SprayMixin):
                 bad = int(arr[(arr < 0) | (arr >= cf.n_gpus)][0])
                 raise RoutingError(f"{name}: rank {bad} is not a GPU of {cf.name!r} (ranks 0..{cf.n_gpus - 1})")
         F = len(src)
+        reuse_freed_memory(entries=4 * F)  # large runs: freed temporaries are reused, not faulted in again
         salt = np.arange(F, dtype=np.int64) if salt is None else np.broadcast_to(np.asarray(salt, np.int64), (F,))
         res = w = None
         used_pxn = np.zeros(F, bool)

@@ -110,3 +110,35 @@ def test_slot_max_from_the_index_equals_the_per_column_maximum(block):
     want = _slot_max(rows, vals, R)
     np.testing.assert_array_equal(got[1:], want[1:])
     assert np.isneginf(got[1:]).any()
+
+
+def test_allocator_switch_is_opt_out_and_only_for_large_problems(monkeypatch):
+    import subprocess
+    import sys
+
+    from fabric import allocator
+    assert allocator.reuse_freed_memory(entries=allocator.MIN_ENTRIES - 1) is False or allocator._STATE.get("on")
+    code = ("from fabric.allocator import reuse_freed_memory as r, MIN_ENTRIES as m; "
+            "print(r(entries=m - 1), r(entries=m), r(entries=0))")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "FABRIC_EMU_MALLOC"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    on = sys.platform.startswith("linux") and __import__("platform").libc_ver()[0] == "glibc"
+    assert out.split() == ["False", str(on), str(on)]  # once on, it stays on
+    env["FABRIC_EMU_MALLOC"] = "system"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.split() == ["False", "False", "False"]
+
+
+@pytest.mark.parametrize("n,n_res", [(20_000, 50), (3_000, 2_500)])  # few long runs (slices), many short ones
+def test_csc_run_copies_equal_the_stable_sort_reference(n, n_res):
+    from fabric import maxmin
+    rng = np.random.default_rng(9)
+    rows = rng.integers(-1, n_res, (n, 3)).astype(np.int16)
+    coef = rng.random((n, 3))
+    indptr, indices, ecoef = maxmin._csc(rows, n_res, coef)
+    # reference: entries ordered by (slot, column, flow), i.e. a stable sort of the column-major keys
+    keys = (rows.T.astype(np.int64) + 1).ravel()
+    order = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(indices, order % n)
+    np.testing.assert_array_equal(ecoef, coef.T.ravel()[order])
+    np.testing.assert_array_equal(indptr, np.r_[0, np.cumsum(np.bincount(keys, minlength=n_res + 1))])
