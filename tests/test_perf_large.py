@@ -142,3 +142,26 @@ def test_csc_run_copies_equal_the_stable_sort_reference(n, n_res):
     np.testing.assert_array_equal(indices, order % n)
     np.testing.assert_array_equal(ecoef, coef.T.ravel()[order])
     np.testing.assert_array_equal(indptr, np.r_[0, np.cumsum(np.bincount(keys, minlength=n_res + 1))])
+
+
+def test_grouping_first_last_column_prefilter_keeps_the_classes():
+    from fabric import FlowProblem
+    from fabric.decompose import _row_keys, group_identical_flows
+    rng = np.random.default_rng(12)
+    for trial in range(30):
+        F = int(rng.integers(3, 80))
+        res = rng.integers(-1, 6, (F, 4))
+        res[:, 0], res[:, 3] = 1, 2  # every row agrees on its first and last hop: the full hash decides
+        if trial % 3 == 0:
+            res[:, 0] = np.arange(F)  # unique first hop: dismissed by the prefilter
+        size = rng.choice([1.0, 2.0], F)
+        p = FlowProblem(capacity_Bps=np.full(F + 6, 1e9), res=res, size_bytes=size)
+        got = group_identical_flows(p)
+        _, first, inv = np.unique(_row_keys(p), return_index=True, return_inverse=True)
+        if len(first) == F:
+            assert got is None
+            continue
+        reduced, cls = got
+        # flows share a class exactly when their full rows are equal
+        np.testing.assert_array_equal(cls[:, None] == cls[None, :], inv.ravel()[:, None] == inv.ravel()[None, :])
+        np.testing.assert_array_equal(reduced.multiplicity, np.bincount(cls).astype(float))
