@@ -492,7 +492,7 @@ class Planner:
         # the net plugin's latencyInter belongs to NCCL's proxy path; MoE kernels carry their own fits
         lat = np.where(inter, self.p2p_latency_s(True, plugin=kernel == "nccl"), self.p2p_latency_s(False))
         fs = self.routed(src, dst, sizes, kind="p2p", protocol="Simple", latency_s=0.0, label=label or op.label,
-                         pxn=pxn, salt=np.zeros(len(src), np.int64))
+                         pxn=pxn, salt=0)  # one salt for every flow (a broadcast, no F-sized array)
         w = fs.weight
         conn = self.nic_connections(fs.res) if inter.any() else None  # > 0 exactly on flows crossing a NIC port
         # the factor is monotone in k (and so is its correctly rounded evaluation): its extremes over a set of

@@ -165,3 +165,24 @@ def test_grouping_first_last_column_prefilter_keeps_the_classes():
         # flows share a class exactly when their full rows are equal
         np.testing.assert_array_equal(cls[:, None] == cls[None, :], inv.ravel()[:, None] == inv.ravel()[None, :])
         np.testing.assert_array_equal(reduced.multiplicity, np.bincount(cls).astype(float))
+
+
+def test_two_tier_spray_without_the_empty_pod_columns_routes_the_same():
+    planner, cf = _planner(policy="spray")
+    router = planner.router
+    rng = np.random.default_rng(13)
+    n = cf.n_gpus
+    src, dst = rng.integers(0, n, 3000), rng.integers(0, n, 3000)
+    got = router.route(src, dst, policy="spray", pxn=True)
+    look = router._clos_lookup()
+    assert not look["pod_tier"]
+    look["pod_tier"] = True  # the previous path: the spine-up / core-down columns written as -1, dropped later
+    try:
+        want = router.route(src, dst, policy="spray", pxn=True)
+    finally:
+        look["pod_tier"] = False
+    np.testing.assert_array_equal(got.res, want.res)
+    assert (got.weight is None) == (want.weight is None)
+    if got.weight is not None:
+        np.testing.assert_array_equal(got.weight, want.weight)
+    np.testing.assert_allclose(got.latency_s, want.latency_s, rtol=1e-15)
