@@ -277,7 +277,14 @@ def to_problem(fs: FlowSet, router: Router, *, multiplicity: np.ndarray | None =
     ids = np.int16 if len(used) < np.iinfo(np.int16).max else np.int32  # half the memory on most problems
     lookup = np.full(R + 1, -1, ids)
     lookup[used] = np.arange(len(used), dtype=ids)
-    local = lookup[res]
+    if res.ndim == 2 and res.dtype != np.intp:  # one hop column at a time through an intp buffer (faster gathers)
+        local = np.empty(res.shape, ids)
+        buf = np.empty(res.shape[0], np.intp)
+        for j in range(res.shape[1]):
+            np.copyto(buf, res[:, j], casting="unsafe")
+            local[:, j] = lookup[buf]
+    else:
+        local = lookup[res]
     cap = router.resource_capacity_Bps()[used]
     if len(cap) and cap.min() <= 0:
         bad = used[np.argmin(cap)]
