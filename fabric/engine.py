@@ -44,7 +44,7 @@ from fabric import maxmin as _mm
 from fabric.allocator import reuse_freed_memory
 from fabric.eventloop import _EventLoop
 from fabric.problem import FlowProblem, FlowResult, _Prob
-from fabric.reductions import _expand, _reduce_columns, _resource_bytes, _slot_max_csc, _unfold
+from fabric.reductions import _expand, _reduce_columns, _resource_bytes, _slot_max, _unfold
 from topologies.errors import FlowError, ProblemTooLargeError
 
 __all__ = ["FlowProblem", "FlowResult", "simulate", "estimate_memory_bytes"]
@@ -204,7 +204,7 @@ def _one_solve(pr: _Prob, rbytes, lb) -> FlowResult:
     busy = np.zeros(pr.R)
     if ix.size:
         np.copyto(dur, 0.0, where=~np.isfinite(dur))
-        busy = _slot_max_csc(ix.indptr, ix.indices, dur, pr.R)[1:]
+        busy = _slot_max(ix.res, dur, pr.R)[1:]
         np.maximum(busy, 0.0, out=busy)
     del ix, out, dur
     fin = tend if pr.lat is None else tend + pr.lat

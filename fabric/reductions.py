@@ -54,30 +54,6 @@ def _slot_max(res: np.ndarray, per_flow: np.ndarray, n_res: int) -> np.ndarray:
     return out
 
 
-def _slot_max_csc(indptr: np.ndarray, indices: np.ndarray, per_flow: np.ndarray, n_res: int,
-                  block: int = 1 << 22) -> np.ndarray:
-    """:func:`_slot_max` from a slot -> flow index (CSC ``indptr``, ``indices``), padding slot 0 skipped.
-
-    The same maxima (a maximum is exact, whatever the order), by one gather and one ``maximum.reduceat``
-    per block of about ``block`` entries instead of ``maximum.at`` per hop column (several times faster);
-    slot 0 (the padding) is left at -inf.
-    """
-    r1 = n_res + 1
-    out = np.full(r1, -_INF)
-    s0 = 1
-    while s0 < r1:
-        e0 = int(indptr[s0])
-        s1 = max(int(np.searchsorted(indptr, e0 + block, side="right")) - 1, s0 + 1)
-        s1 = min(s1, r1)
-        starts = indptr[s0:s1]
-        nonempty = starts < indptr[s0 + 1:s1 + 1]
-        if nonempty.any():
-            vals = per_flow[indices[e0:int(indptr[s1])]]
-            out[s0:s1][nonempty] = np.maximum.reduceat(vals, (starts[nonempty] - e0).astype(np.intp))
-        s0 = s1
-    return out
-
-
 def _resource_bytes(pr: _Prob) -> np.ndarray:
     """sum_f m_f * w_fl * size_f per resource (padding dropped)."""
     w = pr.size if pr.mult is None else pr.size * pr.mult

@@ -96,22 +96,6 @@ def test_csc_radix_path_equals_scipy_counting_sort(monkeypatch, dtype, n_res):
         np.testing.assert_array_equal(g, r)
 
 
-@pytest.mark.parametrize("block", [1 << 22, 7, 1])
-def test_slot_max_from_the_index_equals_the_per_column_maximum(block):
-    from fabric import maxmin
-    from fabric.reductions import _slot_max, _slot_max_csc
-    rng = np.random.default_rng(5)
-    R = 300
-    rows = np.stack([rng.choice(R - 40, 4, replace=False) for _ in range(5000)])  # the last 40: no flow
-    rows[rng.random(rows.shape) < 0.3] = -1
-    vals = rng.random(5000) * 1e-3
-    indptr, indices = maxmin._csc(rows, R)
-    got = _slot_max_csc(indptr, indices, vals, R, block=block)
-    want = _slot_max(rows, vals, R)
-    np.testing.assert_array_equal(got[1:], want[1:])
-    assert np.isneginf(got[1:]).any()
-
-
 def test_allocator_switch_is_opt_out_and_only_for_large_problems(monkeypatch):
     import subprocess
     import sys
