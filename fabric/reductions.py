@@ -120,6 +120,8 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
             continue
         if (pa & pb).any():
             continue
+        if not _function_on_prefix(cols[a], cols[b], R):
+            continue  # a counterexample among the first flows: not a function u -> v (no full-column pass)
         u, v = _wide(cols[a], bufs[0]), _wide(cols[b], bufs[1])
         if pad[a]:
             if not np.array_equal(u < 0, v < 0):
@@ -151,6 +153,19 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
     res2 = np.take(res, keep, axis=1)
     w2 = None if w is None else np.take(w, keep, axis=1)
     return _Reduced(res2, w2, cap_eff, rep)
+
+
+def _function_on_prefix(ca: np.ndarray, cb: np.ndarray, R: int, k: int = 1 << 14) -> bool:
+    """False when the first ``k`` flows already show that ``ca -> cb`` is not a function (or that their
+    padding differs); True means "maybe" (the caller checks every flow)."""
+    u, v = ca[:k].astype(np.intp), cb[:k].astype(np.intp)
+    if not np.array_equal(u < 0, v < 0):
+        return False
+    m = u >= 0
+    u, v = u[m], v[m]
+    v_of = np.full(R, -1, dtype=np.intp)
+    v_of[u] = v
+    return bool(np.array_equal(v_of[u], v))
 
 
 def _wide(col: np.ndarray, buf: np.ndarray) -> np.ndarray:

@@ -170,3 +170,28 @@ def test_two_tier_spray_without_the_empty_pod_columns_routes_the_same():
     if got.weight is not None:
         np.testing.assert_array_equal(got.weight, want.weight)
     np.testing.assert_allclose(got.latency_s, want.latency_s, rtol=1e-15)
+
+
+def test_column_merge_prefix_rejection_keeps_the_merges(monkeypatch):
+    from fabric import FlowProblem, reductions, to_problem
+    from fabric.problem import _Prob
+    planner, cf = _planner()
+    n = cf.n_gpus
+    src, dst = np.divmod(np.arange(n * n), n)
+    keep = src != dst
+    op = Collective("all_to_all", tuple(range(n)), 1 << 20)
+    routed, _ = to_problem(planner.direct(op, src[keep], dst[keep], 1e6), planner.router)
+    rng = np.random.default_rng(14)
+    base = rng.integers(0, 50, 40_000)
+    chain = np.stack([base, base + 50, (base * 7) % 50 + 100, (base * 7) % 50 + 150], axis=1)
+    chain[30_000:, 3] = rng.integers(150, 200, 10_000)  # a function on the prefix only: the full check rejects it
+    problems = [routed, FlowProblem(capacity_Bps=rng.uniform(1, 2, 250), res=chain, size_bytes=np.ones(40_000))]
+    for p in problems:
+        got = reductions._reduce_columns(_Prob(p))
+        with monkeypatch.context() as m:
+            m.setattr(reductions, "_function_on_prefix", lambda *a, **k: True)
+            want = reductions._reduce_columns(_Prob(p))
+        np.testing.assert_array_equal(got.res, want.res)
+        np.testing.assert_array_equal(got.cap, want.cap)
+        np.testing.assert_array_equal(got.rep, want.rep)
+    assert got.res.shape[1] == 2  # columns 0, 1, 2 merged; 3 kept
