@@ -196,16 +196,18 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
         if same.any():
             self._route_nvlink(np.flatnonzero(same), ga, gb, rows)
         if inter.any():
-            idx = np.flatnonzero(inter) if not inter.all() else np.arange(F)
+            everyone = bool(inter.all())
+            idx = np.arange(F) if everyone else np.flatnonzero(inter)
+            sub = _subset(idx, everyone)
             send = ga
-            reach = self._reachable(self.nic_of[ga[idx]], self.nic_of[gb[idx]])
+            reach = self._reachable(self.nic_of[sub(ga)], self.nic_of[sub(gb)])
             if pxn or not reach.all():
-                loc_b = cf.node_local[gb[idx]]
-                dom_a = da[idx]
+                loc_b = cf.node_local[sub(gb)]
+                dom_a = sub(da)
                 ok = (loc_b < self._rank_at.shape[1]) & (dom_a >= 0)
                 prox = np.where(ok, self._rank_at[np.maximum(dom_a, 0), np.minimum(loc_b, self._rank_at.shape[1] - 1)],
                                 -1)
-                use = (prox >= 0) & (prox != src[idx]) & self.domain_has_nvlink[np.maximum(dom_a, 0)]
+                use = (prox >= 0) & (prox != sub(src)) & self.domain_has_nvlink[np.maximum(dom_a, 0)]
                 if not pxn:
                     use &= ~reach
                 if use.any():
@@ -276,8 +278,9 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
         cf = self.cf
         n = len(send)
         everyone = len(idx) == n
-        a_nic = self.nic_of[send[idx]]
-        b_nic = self.nic_of[gb[idx]]
+        sub = _subset(idx, everyone)
+        a_nic = self.nic_of[sub(send)]
+        b_nic = self.nic_of[sub(gb)]
         if (a_nic < 0).any() or (b_nic < 0).any():
             i = int(np.flatnonzero((a_nic < 0) | (b_nic < 0))[0])
             a, b = int(send[idx][i]), int(gb[idx][i])
@@ -301,15 +304,15 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
             out[idx] = vals_sub
             return out
 
-        up_host = self.host_up[send[idx]]
-        down_host = self.host_down[gb[idx]]
+        up_host = self.host_up[sub(send)]
+        down_host = self.host_down[sub(gb)]
         rows.add(col(up_host))
         if policy == "spray" and self.clos_pristine:
             self._spray_trunks(idx, a_nic, b_nic, rows, col)
         elif policy == "spray":
             self._spray_explicit(idx, a_nic, b_nic, self.group_of[b_nic], rows)
         else:
-            self._walk(idx, a_nic, b_nic, self.group_of[b_nic], policy, seed, salt[idx], src[idx], dst[idx], rows,
+            self._walk(idx, a_nic, b_nic, self.group_of[b_nic], policy, seed, sub(salt), sub(src), sub(dst), rows,
                        col)
         rows.add(col(down_host))
 
@@ -408,3 +411,8 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
             last = np.take_along_axis(downs, order, axis=1)[np.arange(F), k]
         cols.append(last)
         return cols
+
+
+def _subset(idx: np.ndarray, everyone: bool):
+    """``a -> a[idx]``, or the array itself when ``idx`` is every flow of the chunk (no gathered copies)."""
+    return (lambda a: a) if everyone else (lambda a: a[idx])
