@@ -144,6 +144,10 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
                 keep = np.r_[keep, np.zeros(res.shape[1] - len(keep), bool)]
             part_w = w[a:b] if w is not None else None
             rows.write(res[a:b], part_w)
+            if rows.width < res.shape[1]:  # the table is not pre-filled: pad this chunk's unused columns
+                res[a:b, rows.width:] = -1
+                if part_w is not None:
+                    part_w[:, rows.width:] = 0.0
             lat[a:b] = self._path_latency(res[a:b], part_w)   # chunk by chunk: small temporaries
             keep |= (res[a:b] >= 0).any(axis=0)
         if not keep.any():
@@ -157,10 +161,13 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
 
     @staticmethod
     def _grow(res, w, F, width, weighted):
-        new_res = np.full((F, width), -1, np.int32)
+        """A wider (or weighted) table; rows of chunks not routed yet are left unset (their chunk writes every
+        column), so the F x h table is written once instead of being pre-filled with -1 first."""
+        new_res = np.empty((F, width), np.int32)
         new_w = np.zeros((F, width)) if (weighted or w is not None) else None
         if res is not None:
             new_res[:, :res.shape[1]] = res
+            new_res[:, res.shape[1]:] = -1
             if new_w is not None:
                 new_w[:, :res.shape[1]] = w if w is not None else np.where(res >= 0, 1.0, 0.0)
         return new_res, new_w

@@ -195,3 +195,38 @@ def test_column_merge_prefix_rejection_keeps_the_merges(monkeypatch):
         np.testing.assert_array_equal(got.cap, want.cap)
         np.testing.assert_array_equal(got.rep, want.rep)
     assert got.res.shape[1] == 2  # columns 0, 1, 2 merged; 3 kept
+
+
+@pytest.mark.parametrize("policy", ["ecmp", "spray"])
+def test_route_table_without_prefill_equals_the_prefilled_one(monkeypatch, policy):
+    from fabric.routing import Router
+
+    def prefilled_grow(res, w, F, width, weighted):  # the previous table growth: every row pre-filled with -1
+        new_res = np.full((F, width), -1, np.int32)
+        new_w = np.zeros((F, width)) if (weighted or w is not None) else None
+        if res is not None:
+            new_res[:, :res.shape[1]] = res
+            if new_w is not None:
+                new_w[:, :res.shape[1]] = w if w is not None else np.where(res >= 0, 1.0, 0.0)
+        return new_res, new_w
+
+    # a failed spine: spraying lists weighted links (weighted chunks); chunks of NVLink-only, empty and
+    # network flows have different widths, so the table grows and narrower chunks are padded
+    cf = compile_with_failures(load_topology("gb300-nvl72", {"domains": "2", "scaleout": "quantum-x800"}),
+                               fail=["spine 0"])
+    rng = np.random.default_rng(15)
+    n = cf.n_gpus
+    half = n // 2
+    nv = rng.integers(0, half - 1, 200)
+    net = rng.integers(0, half, 300)
+    src = np.concatenate([nv, net, nv, net[:100]])
+    dst = np.concatenate([nv + 1, net + half, nv, net[:100] + half])  # NVLink, network, empty, network
+    kw = dict(policy=policy, seed=1, pxn=policy == "ecmp")
+    got = Router(cf, chunk_flows=100).route(src, dst, **kw)
+    monkeypatch.setattr(Router, "_grow", staticmethod(prefilled_grow))
+    want = Router(cf, chunk_flows=100).route(src, dst, **kw)
+    np.testing.assert_array_equal(got.res, want.res)
+    assert (got.weight is None) == (want.weight is None)
+    if got.weight is not None:
+        np.testing.assert_array_equal(got.weight, want.weight)
+    np.testing.assert_array_equal(got.latency_s, want.latency_s)
