@@ -22,10 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-import networkx as nx
 import numpy as np
 
 from topologies.errors import TopologyError
+from topologies.fabricgraph import FabricGraph
 from topologies.graph import ROLES, TIERS
 
 __all__ = ["CompiledFabric", "compile_fabric", "KINDS", "REDUCE_KINDS"]
@@ -148,16 +148,22 @@ def _is_int(x) -> bool:
         return False
 
 
-def compile_fabric(G: nx.MultiDiGraph) -> CompiledFabric:
+def compile_fabric(G) -> CompiledFabric:
     """Compile fabric graph ``G`` into a :class:`CompiledFabric`.
 
-    Node ids follow the graph's node order; links are sorted by source node.
+    ``G`` is a builder's :class:`topologies.fabricgraph.FabricGraph` (compiled
+    from its lists, without networkx) or a :class:`networkx.MultiDiGraph`
+    (e.g. read from a file). Node ids follow the graph's node order; links are
+    sorted by source node, parallel links in insertion (key) order: both kinds
+    of graph give identical arrays.
 
     Raises
     ------
     TopologyError
         If a node lacks ``kind``/``role`` or an edge lacks ``capacity_Bps``.
     """
+    if isinstance(G, FabricGraph) and not G.is_networkx:
+        return _compile_lists(G)
     names = tuple(G.nodes)
     index = {n: i for i, n in enumerate(names)}
     attrs = [G.nodes[n] for n in names]
@@ -200,6 +206,41 @@ def compile_fabric(G: nx.MultiDiGraph) -> CompiledFabric:
     except (TypeError, ValueError):
         raise TopologyError(f"edge {u!r} -> {v!r}: capacity_Bps, latency_s, plane and cable must be numbers, got "
                             f"{ {k: d.get(k) for k in ('capacity_Bps', 'latency_s', 'plane', 'cable')} }") from None
+    return _assemble(G, names, index, kinds, roles, ints, reduce, models,
+                     (src, dst, cap, lat, plane, cable, cables), tiers)
+
+
+def _compile_lists(G: FabricGraph) -> CompiledFabric:
+    """The FabricGraph path of :func:`compile_fabric`: its lists straight into arrays."""
+    names, ncols, src_l, dst_l, ecols = G.columns()
+    names = tuple(names)
+    n = len(names)
+    kinds = _codes(ncols["kind"], KINDS, "node kind")
+    roles = _codes(ncols["role"], ROLES, "node role")
+    ints = {}
+    for k in ("domain", "local", "rail", "plane", "pod"):
+        try:
+            ints[k] = np.fromiter(map(int, ncols[k]), dtype=np.int32, count=n)
+        except (TypeError, ValueError):
+            i = next(i for i, x in enumerate(ncols[k]) if not _is_int(x))
+            raise TopologyError(f"node {names[i]!r}: attribute {k}={ncols[k][i]!r} must be an integer") from None
+    reduce = _codes([r or "" for r in ncols["reduce"]], REDUCE_KINDS, "node reduce")
+    models = tuple(ncols["model"])
+    try:
+        arrays = (np.array(src_l, dtype=np.int32), np.array(dst_l, dtype=np.int32),
+                  np.array(ecols["capacity_Bps"], dtype=np.float64), np.array(ecols["latency_s"], dtype=np.float64),
+                  np.array(ecols["plane"], dtype=np.int32), np.array(ecols["cable"], dtype=np.int32),
+                  np.array(ecols["cables"], dtype=np.int32))
+    except (TypeError, ValueError):
+        raise TopologyError("edge attributes: capacity_Bps, latency_s, plane and cable must be numbers") from None
+    index = dict(zip(names, range(n)))
+    return _assemble(G, names, index, kinds, roles, ints, reduce, models, arrays, ecols["tier"])
+
+
+def _assemble(G, names, index, kinds, roles, ints, reduce, models, arrays, tiers) -> CompiledFabric:
+    """Check capacities, sort links by source and build the :class:`CompiledFabric` (both paths)."""
+    src, dst, cap, lat, plane, cable, cables = arrays
+    m = len(src)
     if m and (not np.all(np.isfinite(cap)) or cap.min() <= 0):
         bad = int(np.argmin(np.where(np.isfinite(cap), cap, -1)))
         raise TopologyError(f"capacity_Bps: edge {names[src[bad]]!r} -> {names[dst[bad]]!r} has {cap[bad]!r}; "
