@@ -21,7 +21,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from topologies.errors import SpecError, brief
@@ -157,6 +156,8 @@ def read(path: str | Path):
 
     Returns a :class:`networkx.MultiDiGraph`.
     """
+    import xml.etree.ElementTree as ET
+
     import networkx as nx
 
     path = Path(path)

@@ -217,13 +217,15 @@ def load_topology(topo: str, overrides: dict | None = None, *, memory_limit=None
 
     ``overrides`` (``--set key=value``) apply to presets only.
     """
-    from topologies.export import read
-
     suffix = Path(_check_topo(topo)).suffix.lower()
     if suffix in _FILE_SUFFIXES:
         if overrides:
             raise SpecError(f"--set: overrides apply to presets, not to the file {brief(topo)}; edit the file instead")
-        return load(topo, memory_limit=memory_limit) if suffix == ".toml" else read(topo)
+        if suffix == ".toml":
+            return load(topo, memory_limit=memory_limit)
+        from topologies.export import read
+
+        return read(topo)
     return build(topo, overrides or {}, memory_limit=memory_limit)
 
 
