@@ -124,12 +124,8 @@ def add_cable(G, u: str, v: str, *, capacity_Bps: float, tier_up: str, tier_down
         reps, cap, per = count, capacity_Bps, 1
     cid = G.graph["next_cable"]
     G.graph["next_cable"] = cid + reps
-    if isinstance(G, FabricGraph):  # the same edges, in the same order, as the networkx branch below
-        rows = []
-        for i in range(reps):
-            rows.append((True, (cap, plane, cid + i, per, tier_up, latency_uv_s)))
-            rows.append((False, (cap, plane, cid + i, per, tier_down, latency_vu_s)))
-        G.add_fabric_edges(u, v, rows)
+    if isinstance(G, FabricGraph):  # one record for the same edges, in the same order, as below
+        G.add_fabric_cables(u, v, cap, plane, cid, per, reps, tier_up, tier_down, latency_uv_s, latency_vu_s)
         return
     edges = []
     for i in range(reps):
