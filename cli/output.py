@@ -57,15 +57,19 @@ class LazyConsole:
     """A rich console made on first use: ``--json`` runs, which print no table, never import rich.
 
     A quiet console (progress when stderr is not a terminal) swallows ``print`` without being made.
-    Every other attribute is the real console's.
+    Every other attribute (read or set, e.g. ``console.file = buffer``) is the real console's.
     """
 
+    _OWN = ("_make", "_quiet", "_real")
+
     def __init__(self, make, *, quiet: bool = False) -> None:
-        self._make, self._quiet, self._real = make, quiet, None
+        object.__setattr__(self, "_make", make)
+        object.__setattr__(self, "_quiet", quiet)
+        object.__setattr__(self, "_real", None)
 
     def _console(self):
         if self._real is None:
-            self._real = self._make()
+            object.__setattr__(self, "_real", self._make())
         return self._real
 
     def print(self, *objects, **kwargs) -> None:
@@ -73,9 +77,12 @@ class LazyConsole:
             self._console().print(*objects, **kwargs)
 
     def __getattr__(self, name):
-        if name.startswith("__") or name in ("_make", "_quiet", "_real"):
+        if name.startswith("__") or name in self._OWN:
             raise AttributeError(name)
         return getattr(self._console(), name)
+
+    def __setattr__(self, name, value) -> None:
+        setattr(self._console(), name, value)
 
 
 def stdout_console(min_width: int = 100):

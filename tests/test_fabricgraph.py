@@ -122,6 +122,6 @@ def test_run_path_does_not_import_networkx():
     code = ("import sys; from cli.main import main\n"
             "try:\n    main(['run', 'all_to_all', '--topo', 'fat-tree', '--set', 'hosts=8', '--set', 'radix=4', "
             "'--size', '1MiB', '--json'])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-            "print(sorted(m for m in ('networkx', 'numpy.ma', 'scipy') if m in sys.modules), file=sys.stderr)")
+            "print(sorted(m for m in ('networkx', 'numpy.ma', 'scipy', 'rich', 'collectives.schedule', 'tomllib') if m in sys.modules), file=sys.stderr)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stderr.strip().splitlines()[-1] == "[]"
