@@ -38,7 +38,7 @@ import subprocess
 import sys
 import time
 
-from benchmarks._util import machine, print_table
+from benchmarks._util import print_table
 
 __all__ = ["CASES", "cli_args", "measure", "stages", "import_profile", "main"]
 
@@ -175,7 +175,11 @@ def main(argv=None) -> int:
     if args.imports:
         _print_imports(args.imports, max(1, args.repeat))
         return 0
-    print(machine())
+    # the machine line imports numpy, scipy and networkx: not in this process, whose size would be the floor of
+    # every child's peak RSS (Linux counts the forking parent's resident pages into a child's ru_maxrss)
+    line = subprocess.run([sys.executable, "-c", "from benchmarks._util import machine; print(machine())"],
+                          capture_output=True, text=True, check=False).stdout.strip()
+    print(line or "machine: unknown")
     rows = []
     for case in args.cases:
         runs = [measure(cli_args(case)) for _ in range(max(1, args.repeat))]
