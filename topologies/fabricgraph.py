@@ -7,7 +7,7 @@ keeps one tuple per node and one per :func:`~topologies.graph.add_cable` call
 (a bundle of ``reps`` cables, each two directed edges), which
 :func:`fabric.compiled.compile_fabric` expands into numpy arrays with a few
 vectorised operations: a run (``fabric-emu run``) never imports networkx, and
-a 16,384-GPU cluster builds and compiles in a quarter of the time the
+a 16,384-GPU cluster builds and compiles in about a tenth of the time the
 networkx graph took (docs/performance.md).
 
 The graph is still a networkx graph for whoever asks for one:
