@@ -177,6 +177,11 @@ def cable_counts(G) -> Counter:
     Aggregated edges count for the cables they stand for.
     """
     counts: Counter = Counter()
+    if isinstance(G, FabricGraph) and not G.is_networkx:  # the same cables, without an attribute dict per edge
+        for tier, _, per in G.cable_items():
+            name = tier.rsplit("-", 1)[0] if tier.endswith(("-up", "-down")) else tier
+            counts[name] += per
+        return counts
     seen = set()
     for _, _, d in _edge_items(G):
         cid = d.get("cable")
