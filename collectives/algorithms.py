@@ -171,7 +171,8 @@ class Planner:
                              nvls_capable=bool(nvls and has_nvlink and self.nvls_domain[self.domain[groups[0][0]]]),
                              nics_per_node=ppn if nnodes > 1 else 0, nic_Bps=nic_Bps if nnodes > 1 else 0.0,
                              collnet=self.has_sharp, latency_inter_us=self.calib.net_latency_s * 1e6,
-                             nccl_version=nm.parse_nccl_version(nccl_version))
+                             nccl_version=nm.parse_nccl_version(nccl_version),
+                             protocols=self.calib.net_protocols if nnodes > 1 else None)
 
     def system_for(self, op: Collective) -> nm.NcclSystem:
         """:meth:`system` of ``op``'s ranks with its options ``nvls`` and ``nccl_version``."""

@@ -51,7 +51,7 @@ from collectives import nccl_model as nm
 from topologies import catalog
 from topologies.errors import SpecError
 
-__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes", "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "nic_p2p_factor",
+__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes", "NET_LATENCY_US", "net_latency_us", "NET_PROTOCOLS", "net_protocols", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "nic_p2p_factor",
            "Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
            "p2p_nvlink_efficiency", "Calibration", "calibration", "PROTOCOL_EFFICIENCY"]
 
@@ -229,6 +229,32 @@ def net_latency_us(nic_name: str | None) -> float:
     return next((v for k, v in NET_LATENCY_US.items() if name.startswith(k)), 0.0)
 
 
+#: Protocols a net plugin leaves NCCL (``NCCL_PROTO`` it sets), by NIC; NICs not listed: all three.
+#: aws-ofi-nccl forces ``NCCL_PROTO=simple`` when the EFA endpoint does not guarantee 128-byte in-order
+#: delivery, which LL / LL128 need (src/platform-aws.cpp ``platform_config_endpoint``: "force the simple
+#: protocol as the LL/LL128 protocols can lead to data corruption without data delivery ordering"; the
+#: same check since v1.7.3-aws). On p4d / p4de (EFA v1, SENDRECV protocol) the option is not supported:
+#: aws/aws-ofi-nccl issue #715, p4d.24xlarge log, 1.11.0-aws: "Setting
+#: FI_OPT_EFA_SENDRECV_IN_ORDER_ALIGNED_128_BYTES not supported. / Setting NCCL_PROTO to "simple""; AWS in
+#: issue #76 (2021): "EFA doesn't support LL and LL128 variants". P5 reports the ordering (commit
+#: ece41f0c, 2024: "EFA now reports WRITE_IN_ORDER_ALIGNED_128_BYTES for this platform"), P5en skips the
+#: check (ef08e658): LL / LL128 stay on there.
+NET_PROTOCOLS: dict[str, tuple[str, ...]] = {"EFA-v1-100G": ("Simple",)}
+
+
+def net_protocols(nic_name: str | None) -> tuple[str, ...] | None:
+    """Protocols the NIC's net plugin leaves NCCL, or None (all).
+
+    Examples
+    --------
+    >>> net_protocols("EFA-v1-100G"), net_protocols("EFA-v2-100G")
+    (('Simple',), None)
+    """
+    if not nic_name:
+        return None
+    return NET_PROTOCOLS.get(catalog.nic(nic_name).name)
+
+
 def nic_p2p_factor(k, kernel: str = "nccl"):
     """Fraction of the single-stream NIC goodput left with ``k`` concurrent connections.
 
@@ -258,6 +284,7 @@ class Calibration:
     network: float
     host: float = 1.0
     net_latency_s: float = 0.0  #: the net plugin's latencyInter (:data:`NET_LATENCY_US`)
+    net_protocols: tuple[str, ...] | None = None  #: protocols the net plugin leaves NCCL (:data:`NET_PROTOCOLS`)
 
     def efficiency(self, kind: str) -> tuple[float, float, float]:
         """(nvlink, host, network) efficiency for kernel ``kind`` (collective, nvls, p2p)."""
@@ -284,4 +311,4 @@ def calibration(gpu_name: str, nic_name: str | None = None) -> Calibration:
                        nvlink_p2p=p2p_nvlink_efficiency(gpu.name), network=net,
                        # a fabric without a catalog NIC has placeholder host links at the port rate
                        host=host_link_efficiency() if nic_name else 1.0,
-                       net_latency_s=net_latency_us(nic_name) * 1e-6)
+                       net_latency_s=net_latency_us(nic_name) * 1e-6, net_protocols=net_protocols(nic_name))

@@ -11,6 +11,7 @@ from collectives import Collective, run
 from collectives import nccl_model as nm
 from collectives.runner import planner_for
 from collectives.validate import _collective_options, _Point, _router
+from topologies.errors import SpecError
 
 
 def test_blackwell_tree_caps_follow_the_nccl_release():
@@ -67,3 +68,21 @@ def test_nvls_enable_0_keeps_auto_off_nvls(enable, nvls_used):
     r = _router("gb300-nvl72", {"domains": 2, "gpus_per_domain": 4, "scaleout": "quantum-x800-nosharp"})
     [res] = run(r, [Collective("all_reduce", tuple(range(8)), 8 << 30, "auto", options=opts)])
     assert ("nvls" in res.algorithm) == nvls_used
+
+
+def test_efa_v1_leaves_nccl_only_the_simple_protocol():
+    """aws-ofi-nccl sets NCCL_PROTO=simple when EFA does not guarantee 128-byte in-order delivery (p4d /
+    p4de, aws-ofi-nccl #715); NCCL then never picks LL or LL128 across 2 x p4de, while over EFA v2 (p5,
+    which reports the ordering) LL128 stays NCCL's choice at mid sizes."""
+    from collectives.calibration import net_protocols
+    assert net_protocols("EFA-v1-100G") == ("Simple",) and net_protocols("EFA-v2-100G") is None
+    p4de = planner_for(_router("hgx-a100", {"domains": 2, "scaleout": "aws-efa-v1", "nic": "EFA-v1-100G"}))
+    p5 = planner_for(_router("hgx-h100", {"domains": 2, "scaleout": "aws-efa-v2", "nic": "EFA-v2-100G"}))
+    ranks = tuple(range(16))
+    for size in (1 << 20, 16 << 20, 256 << 20):
+        assert nm.choose(p4de.system(ranks), "all_reduce", size).protocol == "Simple"
+        ll = [e for e in nm.algo_times(p4de.system(ranks), "all_reduce", size) if e.protocol != "Simple"]
+        assert ll and not any(e.enabled for e in ll)
+    assert nm.choose(p5.system(ranks), "all_reduce", 4 << 20).protocol == "LL128"
+    with pytest.raises(SpecError, match="protocols"):
+        nm.NcclSystem(arch_sm=90, gpus_per_node=8, protocols=("LL256",))

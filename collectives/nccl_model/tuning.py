@@ -289,6 +289,8 @@ def _tune(system: NcclSystem) -> _Model:
                     continue
                 if algo_reason is not None:
                     why[coll][a][p] = algo_reason
+                elif system.protocols is not None and PROTOCOLS[p] not in system.protocols:
+                    why[coll][a][p] = f"NCCL_PROTO={','.join(system.protocols)} (set by the net plugin)"
                 elif p == _LL128 and not ll128_ok:
                     why[coll][a][p] = "LL128 is enabled only over NVLink (SM >= 70) and PIX/PXB (PXN on Hopper+) NICs"
                 elif bw[coll][a][p] <= 0.0:
