@@ -76,6 +76,7 @@ def test_efa_v1_leaves_nccl_only_the_simple_protocol():
     which reports the ordering) LL128 stays NCCL's choice at mid sizes."""
     from collectives.calibration import net_protocols
     assert net_protocols("EFA-v1-100G") == ("Simple",) and net_protocols("EFA-v2-100G") is None
+    assert net_protocols("TCPXO-200G") == ("Simple",)  # GCP's nccl-env-profile.sh (LL128 is opt-in)
     p4de = planner_for(_router("hgx-a100", {"domains": 2, "scaleout": "aws-efa-v1", "nic": "EFA-v1-100G"}))
     p5 = planner_for(_router("hgx-h100", {"domains": 2, "scaleout": "aws-efa-v2", "nic": "EFA-v2-100G"}))
     ranks = tuple(range(16))
