@@ -48,7 +48,7 @@ def test_catalog_contents():
                          "EFA-v4-400G", "TCPXO-200G"}
     assert set(SWITCHES) == {"NVSwitch2", "NVSwitch3", "NVLink5-switch", "QM9700", "Q3400", "SN5600", "QM8700",
                              "QM9700-noSHARP", "Q3400-noSHARP", "EFA-fabric-100G", "EFA-fabric-200G", "EFA-fabric-400G",
-                             "GCP-TCPXO-fabric"}
+                             "GCP-TCPXO-fabric", "GCP-RDMA-fabric"}
 
 
 @pytest.mark.parametrize(
@@ -193,7 +193,7 @@ def test_scaleout_switch():
         assert (got[0].name, got[1].name) == (sw, n)
     with pytest.raises(SpecError, match=r"^fabric: 'omnipath' .*known: quantum-2, quantum-x800, spectrum-x, "
                                         r"quantum-2-nosharp, quantum-x800-nosharp, quantum-hdr, aws-efa-v1, aws-efa-v2, aws-efa-v3, "
-                                        r"aws-efa-v4, gcp-tcpxo$"):
+                                        r"aws-efa-v4, gcp-tcpxo, gcp-rdma$"):
         scaleout_switch("omnipath")
 
 

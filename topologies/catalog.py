@@ -450,6 +450,11 @@ _SWITCH_LIST = (
            sources=_src("S1-net", "S38"),
            notes="GCP A3 Mega's network as seen from one 200G NIC: a non-blocking Clos is an ASSUMPTION; "
                  "hop_latency_s is an UNVERIFIED PARAMETER, as Ethernet [S38]."),
+    Switch("GCP-RDMA-fabric", "ethernet", 64, 400e9 / 8, 500e-9, None, True,
+           sources=_src("S1-net", "S38"),
+           notes="GCP A3 Ultra's GPU RDMA network (RoCE) as seen from one 400G ConnectX-7: a non-blocking "
+                 "Clos of 64-port switches is an ASSUMPTION, as for the other cloud fabrics; NCCL runs over "
+                 "Google's gIB plugin (IB verbs). hop_latency_s is an UNVERIFIED PARAMETER, as Ethernet [S38]."),
     Switch("SN5600", "ethernet", 64, 800e9 / 8, 500e-9, None, True,
            sources=_src("S17", "S30", "S46", "S38", "S31"),
            notes="Spectrum-4: 64 x 800GbE at 100 Gb/s per lane (or 128 x 400G / 256 x 200G), 51.2 Tb/s "
@@ -493,6 +498,7 @@ SCALEOUT_FABRICS: Mapping[str, tuple[str, str]] = types.MappingProxyType({
     "aws-efa-v3": ("EFA-fabric-400G", "EFA-v3-200G"),
     "aws-efa-v4": ("EFA-fabric-400G", "EFA-v4-400G"),
     "gcp-tcpxo": ("GCP-TCPXO-fabric", "TCPXO-200G"),
+    "gcp-rdma": ("GCP-RDMA-fabric", "ConnectX-7"),
 })
 
 # hardware.md section 3.1: DGX H100/H200/B200 8 x CX-7 [S9][S6], GB200 tray 4 x CX-7 [S16],
