@@ -160,6 +160,9 @@ class Planner:
         """NCCL's view of the group: ranks per domain, domains, NVLink, NICs, SHARP (``nvls=False``:
         ``NCCL_NVLS_ENABLE=0``, NCCL's NVLS and NVLSTree are off; ``nccl_version``: the release whose
         cap tables apply, e.g. "2.27.3")."""
+        version = nm.parse_nccl_version(nccl_version)
+        if nccl_version is not None and version is None:
+            raise SpecError(f"options nccl_version: {nccl_version!r} is not an NCCL release such as '2.27.3'")
         groups = self.groups_by_domain(ranks)
         ppn = max(len(g) for g in groups)
         nnodes = len(groups)
@@ -171,7 +174,7 @@ class Planner:
                              nvls_capable=bool(nvls and has_nvlink and self.nvls_domain[self.domain[groups[0][0]]]),
                              nics_per_node=ppn if nnodes > 1 else 0, nic_Bps=nic_Bps if nnodes > 1 else 0.0,
                              collnet=self.has_sharp, latency_inter_us=self.calib.net_latency_s * 1e6,
-                             nccl_version=nm.parse_nccl_version(nccl_version),
+                             nccl_version=version,
                              protocols=self.calib.net_protocols if nnodes > 1 else None)
 
     def system_for(self, op: Collective) -> nm.NcclSystem:

@@ -87,3 +87,9 @@ def test_efa_v1_leaves_nccl_only_the_simple_protocol():
     assert nm.choose(p5.system(ranks), "all_reduce", 4 << 20).protocol == "LL128"
     with pytest.raises(SpecError, match="protocols"):
         nm.NcclSystem(arch_sm=90, gpus_per_node=8, protocols=("LL256",))
+
+
+def test_an_unparsable_nccl_version_option_is_refused():
+    r = _router("hgx-h100", {"domains": 2, "scaleout": "quantum-2"})
+    with pytest.raises(SpecError, match="nccl_version"):
+        run(r, [Collective("all_reduce", tuple(range(16)), 1 << 20, "auto", options={"nccl_version": "latest"})])
