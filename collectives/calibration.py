@@ -51,7 +51,7 @@ from collectives import nccl_model as nm
 from topologies import catalog
 from topologies.errors import SpecError
 
-__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes", "NET_LATENCY_US", "net_latency_us", "NET_PROTOCOLS", "net_protocols", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "nic_p2p_factor",
+__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes", "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "nic_p2p_factor",
            "Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
            "p2p_nvlink_efficiency", "Calibration", "calibration", "PROTOCOL_EFFICIENCY"]
 
@@ -248,6 +248,9 @@ def net_latency_us(nic_name: str | None) -> float:
 #: Google's own A3 Mega container env sets ``NCCL_PROTO=Simple`` (cluster-toolkit
 #: examples/machine-learning/a3-megagpu-8g/nemo-framework/Dockerfile, b7607b0 .. e4da724).
 NET_PROTOCOLS: dict[str, tuple[str, ...]] = {"EFA-v1-100G": ("Simple",), "TCPXO-200G": ("Simple",)}
+
+
+__all__ += ["NET_PROTOCOLS", "net_protocols"]  # kept apart from the shared list above (merge-friendly)
 
 
 def net_protocols(nic_name: str | None) -> tuple[str, ...] | None:
