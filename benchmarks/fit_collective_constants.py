@@ -75,7 +75,8 @@ def net_latency() -> None:
                      ("TCPXO", ["gcp-a3mega-2node-tcpxo-allreduce-by-size"])):
         old = cal.NET_LATENCY_US[fam]
         print(fam)
-        _grid(ids, lambda x: cal.NET_LATENCY_US.__setitem__(fam, float(x)), (0, 20, 40, 80, 160, 320))
+        _grid(ids, lambda x: cal.NET_LATENCY_US.__setitem__(fam, float(x)),
+              (0, 20, 40, 80, 160, 320) if fam == "EFA" else (120, 160, 200, 240, 320))
         cal.NET_LATENCY_US[fam] = old
 
 

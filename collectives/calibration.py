@@ -218,7 +218,9 @@ def nvls_domain_terms(n: int) -> tuple[float, float]:
 #: of their fabrics (EFA: aws-p5-2node-efa-allreduce-by-size, mle-p6b200-4node-efa-allreduce-auto-by-size;
 #: TCPXO: gcp-a3mega-2node-tcpxo-allreduce-by-size): EFA 80 us (grid 0-160 step 20: mean error 94 % at 0,
 #: 13 % at 80), TCPXO 320 us (grid to 640: 177 % at 0, 21 % at 320); docs/collectives.md, "Fits".
-NET_LATENCY_US = {"EFA": 80.0, "TCPXO": 320.0}
+#: Round 3: with TCPXO's Simple-only profile (:data:`NET_PROTOCOLS`) the same grid on the same fit sweep
+#: (120-320 us) gives 200 us (mean 19.7 %; 320 us: 33 %); with LL128 allowed it had been 320 us (21 %).
+NET_LATENCY_US = {"EFA": 80.0, "TCPXO": 200.0}
 
 
 def net_latency_us(nic_name: str | None) -> float:
@@ -227,6 +229,41 @@ def net_latency_us(nic_name: str | None) -> float:
         return 0.0
     name = catalog.nic(nic_name).name
     return next((v for k, v in NET_LATENCY_US.items() if name.startswith(k)), 0.0)
+
+
+#: Protocols a net plugin leaves NCCL (``NCCL_PROTO`` it sets), by NIC; NICs not listed: all three.
+#: aws-ofi-nccl forces ``NCCL_PROTO=simple`` when the EFA endpoint does not guarantee 128-byte in-order
+#: delivery, which LL / LL128 need (src/platform-aws.cpp ``platform_config_endpoint``: "force the simple
+#: protocol as the LL/LL128 protocols can lead to data corruption without data delivery ordering"; the
+#: same check since v1.7.3-aws). On p4d / p4de (EFA v1, SENDRECV protocol) the option is not supported:
+#: aws/aws-ofi-nccl issue #715, p4d.24xlarge log, 1.11.0-aws: "Setting
+#: FI_OPT_EFA_SENDRECV_IN_ORDER_ALIGNED_128_BYTES not supported. / Setting NCCL_PROTO to "simple""; AWS in
+#: issue #76 (2021): "EFA doesn't support LL and LL128 variants". P5 reports the ordering (commit
+#: ece41f0c, 2024: "EFA now reports WRITE_IN_ORDER_ALIGNED_128_BYTES for this platform"), P5en skips the
+#: check (ef08e658): LL / LL128 stay on there.
+#: GPUDirect-TCPXO (GCP A3 Mega): Google's NCCL environment profile for the FasTrak plugin
+#: (``nccl-env-profile.sh``, which the TCPXO test recipes source) runs Simple only; LL128 is an opt-in
+#: profile of plugin images from 2025-02-06 on (container-engine-accelerators gpudirect-tcpxo
+#: best-practice.md, "Enable LL128": ``nccl-env-profile-ll128.sh`` differs by ``NCCL_PROTO=Simple,LL128``);
+#: Google's own A3 Mega container env sets ``NCCL_PROTO=Simple`` (cluster-toolkit
+#: examples/machine-learning/a3-megagpu-8g/nemo-framework/Dockerfile, b7607b0 .. e4da724).
+NET_PROTOCOLS: dict[str, tuple[str, ...]] = {"EFA-v1-100G": ("Simple",), "TCPXO-200G": ("Simple",)}
+
+
+__all__ += ["NET_PROTOCOLS", "net_protocols"]  # kept apart from the shared list above (merge-friendly)
+
+
+def net_protocols(nic_name: str | None) -> tuple[str, ...] | None:
+    """Protocols the NIC's net plugin leaves NCCL, or None (all).
+
+    Examples
+    --------
+    >>> net_protocols("EFA-v1-100G"), net_protocols("EFA-v2-100G")
+    (('Simple',), None)
+    """
+    if not nic_name:
+        return None
+    return NET_PROTOCOLS.get(catalog.nic(nic_name).name)
 
 
 def nic_p2p_factor(k, kernel: str = "nccl"):
@@ -258,6 +295,7 @@ class Calibration:
     network: float
     host: float = 1.0
     net_latency_s: float = 0.0  #: the net plugin's latencyInter (:data:`NET_LATENCY_US`)
+    net_protocols: tuple[str, ...] | None = None  #: protocols the net plugin leaves NCCL (:data:`NET_PROTOCOLS`)
 
     def efficiency(self, kind: str) -> tuple[float, float, float]:
         """(nvlink, host, network) efficiency for kernel ``kind`` (collective, nvls, p2p)."""
@@ -284,4 +322,4 @@ def calibration(gpu_name: str, nic_name: str | None = None) -> Calibration:
                        nvlink_p2p=p2p_nvlink_efficiency(gpu.name), network=net,
                        # a fabric without a catalog NIC has placeholder host links at the port rate
                        host=host_link_efficiency() if nic_name else 1.0,
-                       net_latency_s=net_latency_us(nic_name) * 1e-6)
+                       net_latency_s=net_latency_us(nic_name) * 1e-6, net_protocols=net_protocols(nic_name))

@@ -62,7 +62,7 @@ class PlanCache:
         if op.collective not in nm.MODELED_COLLECTIVES:
             return ()
         size = max(op.size_bytes, 1)
-        system = self.planner.system(op.ranks)
+        system = self.planner.system_for(op)  # NCCL_NVLS_ENABLE / release options included
         ests = nm.algo_times(system, op.collective, size)
         best: dict = {}
         for e in ests:

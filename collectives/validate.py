@@ -46,6 +46,7 @@ import numpy as np
 
 from collectives.moe import DISPATCH_DTYPES, TokenRouting
 from collectives.ops import Collective
+from collectives import nccl_model as nm
 from collectives.runner import planner_for, run
 from fabric import Router, compile_fabric
 from topologies import build
@@ -179,6 +180,10 @@ def _router(preset: str, overrides: dict | None = None) -> Router:
     return _ROUTERS[key]
 
 
+#: SHARP-capable scale-out fabric -> the same fabric with the in-network reduction off (catalog).
+_NOSHARP = {"quantum-2": "quantum-2-nosharp", "quantum-x800": "quantum-x800-nosharp"}
+
+
 class _Point:
     """One point's fields with its ``settings`` merged over the top-level keys."""
 
@@ -190,9 +195,9 @@ class _Point:
         self.s = {**{x: v for x, v in p.items() if x != "settings"}, **s}
         if "tokens" in self.s and "tokens_per_rank" not in self.s:
             self.s["tokens_per_rank"] = self.s["tokens"]
-        # Quantum-2 run without SHARP (NCCL_COLLNET_ENABLE=0): the same switches, reduction off
-        if str(self.s.get("sharp", "")).startswith("off") and self.s.get("scaleout") == "quantum-2":
-            self.s["scaleout"] = "quantum-2-nosharp"
+        # InfiniBand run without SHARP (NCCL_COLLNET_ENABLE=0, NCCL's default): the same switches, reduction off
+        if str(self.s.get("sharp", "")).startswith("off") and self.s.get("scaleout") in _NOSHARP:
+            self.s["scaleout"] = _NOSHARP[self.s["scaleout"]]
         self.id = str(p.get("id", f"#{k}"))
         split = {"held_out": "heldout"}.get(p.get("split", "unsplit"), p.get("split", "unsplit"))
         if split not in SPLITS:
@@ -285,7 +290,8 @@ def _collective_cases(p) -> list[tuple[int | None, int, str, float, str]]:
 
 
 def _collective_options(p) -> dict:
-    """Algorithm options named by a point: ``hier`` shapes (NCCL_ALGO=NVLSTree, SHARP on), ``pxn``."""
+    """Algorithm options named by a point: ``hier`` shapes (NCCL_ALGO=NVLSTree, SHARP on), ``pxn``, ``nvls``
+    (``NCCL_NVLS_ENABLE=0`` with NCCL's own choice)."""
     opts = {}
     if "hier" in p:
         opts["hier"] = dict(p["hier"])
@@ -297,6 +303,10 @@ def _collective_options(p) -> dict:
             opts["hier"] = {"intra": "nvls", "inter": "sharp"}
     if "pxn" in p:
         opts["pxn"] = bool(p["pxn"])
+    if nm.parse_nccl_version(p.get("nccl_version")) is not None:
+        opts["nccl_version"] = str(p["nccl_version"])  # that release's cap tables (nccl_model.tuning_tables)
+    if str(p.get("NCCL_NVLS_ENABLE", "")).strip() == "0" and p.get("algorithm", "auto") == "auto":
+        opts["nvls"] = False  # NCCL's choice without NVLS / NVLSTree
     return opts
 
 

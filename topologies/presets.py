@@ -295,7 +295,7 @@ def parse_overrides(name: str, overrides: dict[str, Any] | None = None) -> dict[
     >>> parse_overrides("hgx-h100", {"tiers": "3"})
     Traceback (most recent call last):
     ...
-    topologies.errors.SpecError: --set tiers: applies only with --set scaleout=... (one of none, aws-efa-v1, aws-efa-v2, aws-efa-v3, aws-efa-v4, gcp-tcpxo, quantum-2, quantum-2-nosharp, quantum-hdr, quantum-x800, spectrum-x); without a scale-out fabric it would be ignored
+    topologies.errors.SpecError: --set tiers: applies only with --set scaleout=... (one of none, aws-efa-v1, aws-efa-v2, aws-efa-v3, aws-efa-v4, gcp-rdma, gcp-tcpxo, quantum-2, quantum-2-nosharp, quantum-hdr, quantum-x800, quantum-x800-nosharp, spectrum-x); without a scale-out fabric it would be ignored
     """
     p = preset(name)
     if overrides is not None and not isinstance(overrides, dict):

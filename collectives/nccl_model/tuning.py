@@ -49,6 +49,7 @@ from collectives.nccl_model.constants import (  # noqa: F401
     _SIMPLE,
     _TREE,
     arch_index,
+    tuning_tables,
 )
 from collectives.nccl_model.system import (  # noqa: F401
     AlgoEstimate,
@@ -96,10 +97,11 @@ def _tune(system: NcclSystem) -> _Model:
     idx2 = n_nodes - 1 if n_nodes <= 2 else 2
     amd = system.cpu_vendor == "amd"
     idx1 = cc if n_nodes == 1 else (1 if amd else 0)
-    ll_max = LL_MAX_BWS_GBPS[idx1][idx2]
-    tree_max = PER_CH_MAX_TREE_GBPS[cc][idx2]
-    ring_ll128_max = PER_CH_MAX_RING_LL128_GBPS[cc][idx2]
-    tree_ll128_max = PER_CH_MAX_TREE_LL128_GBPS[cc][idx2]
+    caps = tuning_tables(system.nccl_version)  # the release's per-channel cap tables
+    ll_max = caps["ll_max"][idx1][idx2]
+    tree_max = caps["tree"][cc][idx2]
+    ring_ll128_max = caps["ring_ll128"][cc][idx2]
+    tree_ll128_max = caps["tree_ll128"][cc][idx2]
     nvlstree_max = PER_CH_MAX_NVLS_TREE_GBPS[cc][idx2]
     collnet_on = system.collnet and n_nodes >= _COLLNET_NODE_THRESHOLD
 
@@ -287,6 +289,8 @@ def _tune(system: NcclSystem) -> _Model:
                     continue
                 if algo_reason is not None:
                     why[coll][a][p] = algo_reason
+                elif system.protocols is not None and PROTOCOLS[p] not in system.protocols:
+                    why[coll][a][p] = f"NCCL_PROTO={','.join(system.protocols)} (set by the net plugin)"
                 elif p == _LL128 and not ll128_ok:
                     why[coll][a][p] = "LL128 is enabled only over NVLink (SM >= 70) and PIX/PXB (PXN on Hopper+) NICs"
                 elif bw[coll][a][p] <= 0.0:
