@@ -1,6 +1,7 @@
 """Re-run the fits of collectives/calibration.py on the fit split (docs/collectives.md, "Fits").
 
-Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer]
+Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
+       deepep-sms]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -15,6 +16,7 @@ import numpy as np
 
 import collectives.calibration  # noqa: F401  (the module, not the function of the same name)
 from collectives import Collective, TokenRouting, run
+from collectives.moe import route_tokens
 from collectives import validate as v
 
 cal = sys.modules["collectives.calibration"]
@@ -109,8 +111,34 @@ def per_peer() -> None:
     cal.PER_PEER_S["moe"] = old
 
 
+def deepep_sms() -> None:
+    """(t0, r) of DeepEP's SM-bound normal kernels: least squares of the relative bandwidth error of
+    ``max(t_link, t0 + X / (n r))`` over the B200 SM sweep (calibration.DEEPEP_SM_SWEEP)."""
+    from scipy.optimize import least_squares
+    r = v._router("hgx-b200", {})
+    tr = TokenRouting("uniform", tokens_per_rank=4096, experts=64)
+    for j, coll in ((1, "moe_dispatch"), (2, "moe_combine")):
+        [res] = run(r, [Collective(coll, tuple(range(8)), 0, options={"moe": tr, "metric": "logical"})],
+                    mode="epoch", epsilon=0.01)  # no ``sms``: the link-bound time
+        per_token = tr.dispatch_bytes_per_token if coll == "moe_dispatch" else tr.combine_bytes_per_token
+        t_link = res.time_s
+        X = float(route_tokens(tr, 8, [0] * 8).rank_counts.sum(axis=0).max()) * per_token  # the busiest rank
+        n = np.array([row[0] for row in cal.DEEPEP_SM_SWEEP], float)
+        bw = np.array([row[j] for row in cal.DEEPEP_SM_SWEEP], float) * 1e9
+
+        L = res.logical_bytes  # what the published GB/s counts (mean received bytes per rank)
+
+        def err(x):
+            t = np.maximum(t_link, x[0] * 1e-6 + X / (n * x[1] * 1e9))
+            return (L / t - bw) / bw
+        fit = least_squares(err, x0=[50.0, 15.0], bounds=([0.0, 1.0], [1000.0, 100.0]))
+        e = np.abs(err(fit.x))
+        print(f"  {coll}: t0 = {fit.x[0]:.0f} us, r = {fit.x[1]:.1f} GB/s per SM "
+              f"(link-bound {L / t_link / 1e9:.0f} GB/s); |error| mean {e.mean():.3f}, max {e.max():.3f}")
+
+
 FITS = {"nvls-domain": nvls_domain, "nvls-window": nvls_window, "ring-window": ring_window, "net-latency": net_latency,
-        "nic-drop": nic_drop, "per-peer": per_peer}
+        "nic-drop": nic_drop, "per-peer": per_peer, "deepep-sms": deepep_sms}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(FITS):

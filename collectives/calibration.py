@@ -52,6 +52,7 @@ from topologies import catalog
 from topologies.errors import SpecError
 
 __all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes", "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "nic_p2p_factor",
+           "DEEPEP_SM_RATE_BPS", "DEEPEP_SM_FIXED_S", "DEEPEP_TEST_SMS", "DEEPEP_SM_SWEEP", "deepep_sm_time_s",
            "Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
            "p2p_nvlink_efficiency", "Calibration", "calibration", "PROTOCOL_EFFICIENCY"]
 
@@ -144,6 +145,42 @@ NIC_PEER_DROP = {"nccl": 0.236, "moe": 0.0, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll
 #: UCCL-EP p5en normal dispatch rows (13.1 us; its combine times are not monotonic in EP and are left
 #: out) and p6-b200 low-latency dispatch and combine rows (9.07 us).
 PER_PEER_S = {"nccl": 0.0, "moe": 2.62e-6, "moe_ll": 0.0, "uccl": 13.1e-6, "uccl_ll": 9.07e-6}
+
+
+#: SM budget of DeepEP's normal (high-throughput) kernels (round 3). The kernels copy every token with
+#: their own SMs (a channel per SM pair, ``deep_ep.Config(num_sms, ...)``), so with ``n`` SMs a rank moves
+#: its bytes no faster than ``n x r``, and each call pays a fixed ``t0`` on that path (notify / barrier of
+#: the channels, the host API). Kernel time = ``max(t_link, t0 + X / (n r))``, ``X`` the rank's bytes as
+#: DeepEP's test counts them (received tokens incl. its own x bytes per token). Fitted by least squares
+#: (relative bandwidth error, the ``max`` form with the flow model's link time) on
+#: :data:`DEEPEP_SM_SWEEP` (``python benchmarks/fit_collective_constants.py deepep-sms``).
+#: Intranode only (the internode kernels split their SMs over RDMA and NVLink roles: not fitted).
+#: Keyed by kernel implementation; HybridEP (TMA copies, 16-32 SMs) has no SM-bound data and no entry.
+DEEPEP_SM_RATE_BPS = {"moe_dispatch": 18.6e9, "moe_combine": 27.1e9}
+DEEPEP_SM_FIXED_S = {"moe_dispatch": 101e-6, "moe_combine": 271e-6}
+#: DeepEP's intranode test runs its normal kernels with 24 SMs (tests/legacy/test_intranode.py @ dd758ca:
+#: ``for i in (24, ): test_main(args, i, ...)``; uccl ep/bench/test_intranode.py @ da914a2:
+#: ``num_sms = 24 if torch.version.cuda else 64``); ``deep_ep.Buffer.num_sms`` defaults to 20.
+DEEPEP_TEST_SMS = 24
+#: DeepEP V1 intranode normal kernels on 8 x B200 by SM count, Torch API (FP8 dispatch GB/s, combine GB/s;
+#: 4096 tokens, hidden 7168, top-8 of 64 experts, random uniform router): deepseek-ai/DeepEP branch
+#: hybrid-ep docs/README_Hybrid-EP.md @ 41cad94, "B200 Platform / Performance Comparison" (fit split,
+#: group hybridep-readme-b200-comparison; its 48-SM row is a published point).
+DEEPEP_SM_SWEEP = ((16, 246, 302), (24, 349, 420), (28, 397, 477), (32, 443, 524), (36, 482, 549),
+                   (40, 519, 570), (44, 544, 577), (48, 554, 586))
+
+
+def deepep_sm_time_s(collective: str, sms: int, rank_bytes: float) -> float:
+    """Time of the SM copy path of a DeepEP normal kernel: ``t0 + X / (sms x r)``.
+
+    Examples
+    --------
+    >>> round(deepep_sm_time_s("moe_dispatch", 24, 0.0) * 1e6)
+    101
+    """
+    if isinstance(sms, bool) or not isinstance(sms, int) or sms < 1:
+        raise SpecError(f"moe sms: {sms!r} must be an integer >= 1")
+    return DEEPEP_SM_FIXED_S[collective] + float(rank_bytes) / (sms * DEEPEP_SM_RATE_BPS[collective])
 
 
 #: Large NVLink domains (issue 8 item 3). NVLS all-reduce over ``n`` GPUs of one domain: the wire

@@ -370,6 +370,9 @@ def _moe_one(p: _Point, ep: int, coll: str, measured: float, rid: str, quantity:
         opts["form"] = "ll"  # per (token, expert) messages straight to the rank (pplx-kernels work so too)
     if "UCCL" in kernel:  # CPU-proxy kernels (settings.kernel names them)
         opts["kernel"] = "uccl_ll" if low_latency else "uccl"
+    # DeepEP V1 normal kernels (and UCCL-EP's DeepEP-compatible ones) are SM-bound with the SMs the row names
+    if "sms" in p and not low_latency and ("DeepEP V1" in kernel or "DeepEP-compatible" in kernel):
+        opts["sms"] = int(p["sms"])
     if metric not in (None, "latency"):
         opts["metric"] = metric
     # epoch mode (1 % tolerance): MoE flows all differ in size, exact re-solves at every finish are

@@ -1,0 +1,50 @@
+"""Expert-parallel kernel mechanisms (issue 8, round 3), each against a measurement or a source's rule."""
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from collectives import Collective, TokenRouting, run
+from collectives.calibration import DEEPEP_SM_SWEEP
+from collectives.validate import _router
+
+DATA = Path(__file__).resolve().parents[1] / "collectives" / "data"
+
+
+def test_deepep_normal_kernel_is_sm_bound_below_the_link():
+    """DeepEP's intranode normal kernels on 8 x B200 gain bandwidth with SMs until NVLink binds
+    (DeepEP Torch API, FP8 dispatch: 246 GB/s at 16 SMs, 554 at 48; README_Hybrid-EP.md B200 table)."""
+    r = _router("hgx-b200", {})
+    tr = TokenRouting("uniform", tokens_per_rank=4096, experts=64)
+    bw = {}
+    for sms in (16, 48, None):
+        opts = {"moe": tr, "metric": "logical"} | ({} if sms is None else {"sms": sms})
+        [res] = run(r, [Collective("moe_dispatch", tuple(range(8)), 0, options=opts)], mode="epoch")
+        bw[sms] = res.algbw_Bps / 1e9
+    measured = {n: d for n, d, _ in DEEPEP_SM_SWEEP}
+    assert bw[16] < 0.6 * bw[48]                        # today's model has no SM term: equal
+    assert bw[16] == pytest.approx(measured[16], rel=0.1)
+    assert bw[48] <= bw[None] * 1.001                   # the SM path never makes a kernel faster than its links
+
+
+def test_ep_rows_place_a_whole_number_of_experts_on_every_rank():
+    """DeepEP (tests assert ``num_experts % num_ranks == 0``), pplx-kernels (numExperts / worldSize local
+    experts), NCCL EP and UCCL-EP's copies of DeepEP's tests all need it: a row that names an expert count
+    the kernel could not run with was misread."""
+    bad = []
+    for name in ("published_points.toml", "reference_points.toml"):
+        doc = tomllib.loads((DATA / name).read_text())
+        for p in doc.get("moe_alltoall", []):
+            eps = [p["ep"]] if "ep" in p else [row[0] for row in p.get("ep_dispatch_combine_GBps", [])]
+            eps += [row[0] for row in p.get("ep_and_rdma_GBps", [])]
+            bad += [(p["id"], ep) for ep in eps if "experts" in p and p["experts"] % ep]
+    assert bad == []
+
+
+def test_hybridep_h100_rows_count_ib_bytes():
+    """HybridEP's H100 table is "IB Bandwidth": distinct (token, node) pairs incl. the local node
+    (tests/test_hybrid_ep.py count_rdma_send_from_routing_map), DeepEP's RDMA metric."""
+    doc = tomllib.loads((DATA / "published_points.toml").read_text())
+    rows = [p for p in doc["moe_alltoall"] if p.get("group") == "hybridep-h100-ib"]
+    assert rows and all(p["metric"] == "rdma" for p in rows)
