@@ -1,7 +1,7 @@
 """Re-run the fits of collectives/calibration.py on the fit split (docs/collectives.md, "Fits").
 
 Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
-       deepep-sms]
+       deepep-sms|uccl-pipeline]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -137,8 +137,37 @@ def deepep_sms() -> None:
               f"(link-bound {L / t_link / 1e9:.0f} GB/s); |error| mean {e.mean():.3f}, max {e.max():.3f}")
 
 
+def uccl_pipeline() -> None:
+    """R of UCCL-EP's internode pipeline: least squares of the relative error of ``max(t_link, X / R)``
+    (X the busiest rank's (token, node) pairs x bytes) on the fit-split p5en normal dispatch rows; the
+    per-peer term of the ``uccl`` family is off for the link time (the form it replaces)."""
+    from scipy.optimize import least_squares
+    old_pp, old_r = cal.PER_PEER_S["uccl"], cal.RDMA_PIPELINE_BPS.pop("uccl")
+    cal.PER_PEER_S["uccl"] = 0.0
+    L, X, T, bw = [], [], [], []
+    for ep, meas in ((16, 50.0), (24, 53.0), (32, 54.0)):
+        r = v._router("hgx-h200", {"domains": ep // 8, "scaleout": "aws-efa-v3", "nic": "EFA-v3-200G"})
+        tr = TokenRouting("node_limited", tokens_per_rank=4096, experts=288)
+        [res] = run(r, [Collective("moe_dispatch", tuple(range(ep)), 0,
+                                   options={"moe": tr, "metric": "rdma", "kernel": "uccl"})], mode="epoch", epsilon=0.01)
+        counts = route_tokens(tr, ep, np.arange(ep) // 8).node_counts.sum(axis=1)
+        L.append(res.logical_bytes)
+        X.append(float(counts.max()) * tr.dispatch_bytes_per_token)
+        T.append(res.time_s)
+        bw.append(meas * 1e9)
+    L, X, T, bw = map(np.array, (L, X, T, bw))
+
+    def err(x):
+        return (L / np.maximum(T, X / (x[0] * 1e9)) - bw) / bw
+    fit = least_squares(err, x0=[50.0], bounds=([1.0], [1000.0]))
+    print(f"  R = {fit.x[0]:.1f} GB/s; link-only {np.round(L / T / 1e9, 1)} GB/s; "
+          f"|error| {np.round(np.abs(err(fit.x)), 3)}")
+    cal.PER_PEER_S["uccl"], cal.RDMA_PIPELINE_BPS["uccl"] = old_pp, old_r
+
+
 FITS = {"nvls-domain": nvls_domain, "nvls-window": nvls_window, "ring-window": ring_window, "net-latency": net_latency,
-        "nic-drop": nic_drop, "per-peer": per_peer, "deepep-sms": deepep_sms}
+        "nic-drop": nic_drop, "per-peer": per_peer, "deepep-sms": deepep_sms,
+        "uccl-pipeline": uccl_pipeline}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(FITS):

@@ -52,7 +52,7 @@ from topologies import catalog
 from topologies.errors import SpecError
 
 __all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes", "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "nic_p2p_factor",
-           "DEEPEP_SM_RATE_BPS", "DEEPEP_SM_FIXED_S", "DEEPEP_TEST_SMS", "DEEPEP_SM_SWEEP", "deepep_sm_time_s",
+           "DEEPEP_SM_RATE_BPS", "DEEPEP_SM_FIXED_S", "DEEPEP_TEST_SMS", "RDMA_PIPELINE_BPS", "DEEPEP_SM_SWEEP", "deepep_sm_time_s",
            "Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
            "p2p_nvlink_efficiency", "Calibration", "calibration", "PROTOCOL_EFFICIENCY"]
 
@@ -140,11 +140,12 @@ NIC_PEER_DROP = {"nccl": 0.236, "moe": 0.0, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll
 #: the fit-split DeepEP LL rank sweep (EP 8-256, 128 tokens) confirms it (a per-peer cost would put
 #: EP256 at a third of the measured 39 GB/s). ``nccl``: 0, no fit-split NCCL all-to-all rank sweep
 #: exists (NCCL's per-peer step is inside the one-step p2p latency, an assumption in docs/collectives.md).
-#: ``uccl`` / ``uccl_ll`` (UCCL-EP: DeepEP-compatible kernels whose RDMA is posted by CPU proxy threads
-#: over EFA): least squares of (measured - modelled) kernel time against EP - 1 on the fit-split
-#: UCCL-EP p5en normal dispatch rows (13.1 us; its combine times are not monotonic in EP and are left
-#: out) and p6-b200 low-latency dispatch and combine rows (9.07 us).
-PER_PEER_S = {"nccl": 0.0, "moe": 2.62e-6, "moe_ll": 0.0, "uccl": 13.1e-6, "uccl_ll": 9.07e-6}
+#: ``uccl_ll`` (UCCL-EP low-latency kernels, RDMA posted by CPU proxy threads over EFA): least squares
+#: of (measured - modelled) kernel time against EP - 1 on the fit-split p6-b200 low-latency dispatch and
+#: combine rows (9.07 us). ``uccl`` (normal kernels): 0 since round 3; the 13.1 us per peer fitted on
+#: the p5en normal dispatch rows (round 2) is replaced by the pipeline rate :data:`RDMA_PIPELINE_BPS`,
+#: which the same rows choose (mean |error| 17 % per-peer form, 3 % pipeline form).
+PER_PEER_S = {"nccl": 0.0, "moe": 2.62e-6, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll": 9.07e-6}
 
 
 #: SM budget of DeepEP's normal (high-throughput) kernels (round 3). The kernels copy every token with
@@ -162,6 +163,20 @@ DEEPEP_SM_FIXED_S = {"moe_dispatch": 101e-6, "moe_combine": 271e-6}
 #: ``for i in (24, ): test_main(args, i, ...)``; uccl ep/bench/test_intranode.py @ da914a2:
 #: ``num_sms = 24 if torch.version.cuda else 64``); ``deep_ep.Buffer.num_sms`` defaults to 20.
 DEEPEP_TEST_SMS = 24
+
+#: Internode pipeline of the normal kernels (round 3), bytes/s per rank, by kernel family. DeepEP's
+#: internode dispatch (and UCCL-EP's copy of it) sends every (token, destination node) pair through the
+#: same RDMA-sender -> forwarder pipeline, the local node's pairs included (they are written to the local
+#: receive buffer: uccl ep/src/internode.cu @ da914a2 l.714 ``dst_rdma_rank == rdma_rank ?
+#: recv_buffer(...) : send_buffer(...)``; "Lighter fence for local RDMA rank"), so a pipeline slower
+#: than the NIC bounds the time by the rank's counted pairs (what the RDMA metric counts) over its rate.
+#: ``uccl`` (the RDMA writes are posted by CPU proxy threads): least squares of the relative error of
+#: ``max(t_link, pairs x bytes / R)`` on the fit-split UCCL-EP p5en normal dispatch rows (EP 16-32;
+#: published 50 / 53 / 54 GB/s, flat in EP while the NIC share of the counted pairs goes 1/2 -> 3/4):
+#: ``python benchmarks/fit_collective_constants.py uccl-pipeline``. It replaces the per-peer form
+#: (13.1 us per peer) fitted on the same rows. No entry for DeepEP / HybridEP (GPU-initiated): their
+#: fit rows show no such bound (DeepEP H800 EP32 reaches 58 GB/s).
+RDMA_PIPELINE_BPS = {"uccl": 52.4e9}
 #: DeepEP V1 intranode normal kernels on 8 x B200 by SM count, Torch API (FP8 dispatch GB/s, combine GB/s;
 #: 4096 tokens, hidden 7168, top-8 of 64 experts, random uniform router): deepseek-ai/DeepEP branch
 #: hybrid-ep docs/README_Hybrid-EP.md @ 41cad94, "B200 Platform / Performance Comparison" (fit split,

@@ -56,7 +56,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from collectives.calibration import DEEPEP_SM_RATE_BPS, PER_PEER_S, deepep_sm_time_s
+from collectives.calibration import DEEPEP_SM_RATE_BPS, PER_PEER_S, RDMA_PIPELINE_BPS, deepep_sm_time_s
 from topologies.errors import SpecError
 
 __all__ = ["ROUTING_KINDS", "DISPATCH_DTYPES", "FORMS", "METRICS", "LL_HEADER_BYTES", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
@@ -438,30 +438,10 @@ def moe_flows(traffic: TokenTraffic, local_of: np.ndarray, bytes_per_token: floa
     return src[keep], dst[keep], np.asarray(size)[keep], net[keep]
 
 
-def _sm_budget_s(planner, collective: str, sms: int, traffic: TokenTraffic, per_token: float, s, d, b,
-                 latency_s: float) -> float:
-    """Extra time of an SM-bound DeepEP normal kernel inside one NVLink domain (round 3).
-
-    The kernel takes ``max(t_link, t_sm)`` (:func:`collectives.calibration.deepep_sm_time_s`): ``t_sm``
-    of the busiest rank's bytes as DeepEP counts them (received tokens incl. its own); ``t_link`` the
-    idle-link time of the busiest NVLink port (bytes / (NVLink rate x point-to-point efficiency)) plus
-    the plan's latency, which is what the flow engine gives this symmetric pattern. Returns
-    ``max(0, t_sm - t_link)``, added to the latency.
-    """
-    n = len(traffic.node_of)
-    rank_bytes = float(traffic.rank_counts.sum(axis=0).max(initial=0)) * per_token
-    t_sm = deepep_sm_time_s(collective, sms, rank_bytes)
-    port = max(np.bincount(s, weights=b, minlength=n).max(initial=0.0),
-               np.bincount(d, weights=b, minlength=n).max(initial=0.0))
-    rate = planner.gpu.nvlink_Bps * planner.calib.nvlink_p2p
-    t_link = (port / rate if rate > 0 else 0.0) + latency_s
-    return max(0.0, t_sm - t_link)
-
-
 def plan_moe(planner, op, plan_type):
     """Plan of a MoE dispatch or combine (``op.options``: ``moe`` TokenRouting, ``form``, ``metric``,
     ``kernel`` family of :data:`collectives.calibration.PER_PEER_S`; ``sms``: the SMs of a DeepEP
-    normal kernel inside one NVLink domain (SM-bound floor, :func:`_sm_budget_s`);
+    normal kernel inside one NVLink domain (SM-bound floor on the time, ``Plan.min_time_s``);
     ``bytes_per_token`` overrides the payload per token copy).
 
     ``plan_type`` is the :class:`collectives.algorithms.Plan` class (passed in so that this
@@ -502,11 +482,14 @@ def plan_moe(planner, op, plan_type):
     fs = planner.direct(op, ranks[s], ranks[d], b, pxn=op.options.get("pxn", form == "direct"), kernel=family)
     if PER_PEER_S[family] > 0:  # the kernel serves the other EP ranks in turn (issue 8 item 2)
         fs = replace(fs, latency_s=fs.latency_s + PER_PEER_S[family] * (len(ranks) - 1))
+    floor = 0.0  # kernel-side pipelines slower than the links (round 3): the op takes the larger time
     sms = op.options.get("sms")
     if sms is not None and len(groups) == 1 and op.collective in DEEPEP_SM_RATE_BPS:
-        # DeepEP's normal kernels copy with their own SMs: an SM-bound floor on the kernel time (round 3)
-        fs = replace(fs, latency_s=fs.latency_s + _sm_budget_s(planner, op.collective, sms, traffic, per_token,
-                                                             s, d, b, float(fs.latency_s.max(initial=0))))
+        # DeepEP's intranode normal kernels copy with their own SMs: the busiest rank's tokens (own included)
+        floor = deepep_sm_time_s(op.collective, sms, float(traffic.rank_counts.sum(axis=0).max(initial=0)) * per_token)
+    if form == "hier" and family in RDMA_PIPELINE_BPS:
+        # internode normal kernels pass every (token, node) pair, the local node's too, through one pipeline
+        floor = max(floor, float(traffic.node_counts.sum(axis=1).max(initial=0)) * per_token / RDMA_PIPELINE_BPS[family])
     if metric == "nccl_ep":
         logical = traffic.copy_counts.sum(axis=1).mean() * 2.0 * tr.hidden
     elif metric == "rdma" and form == "ll":
@@ -517,5 +500,6 @@ def plan_moe(planner, op, plan_type):
         logical = traffic.node_counts.sum(axis=1).mean() * per_token
     return plan_type(op, fs, f"{form}", "Simple", None, float(fs.latency_s.max(initial=0)),
                      logical_bytes=float(logical),
+                     min_time_s=floor,
                      notes=f"routing={tr.kind}, tokens/rank={tr.tokens_per_rank}, topk={tr.topk}, "
                            f"network bytes={b[net].sum():.3e}")

@@ -48,3 +48,17 @@ def test_hybridep_h100_rows_count_ib_bytes():
     doc = tomllib.loads((DATA / "published_points.toml").read_text())
     rows = [p for p in doc["moe_alltoall"] if p.get("group") == "hybridep-h100-ib"]
     assert rows and all(p["metric"] == "rdma" for p in rows)
+
+
+def test_uccl_internode_dispatch_is_flat_in_rank_count():
+    """UCCL-EP's normal dispatch on AWS p5en reports 50 / 54 GB/s (RDMA metric) at 16 / 32 ranks although
+    the NIC carries 1/2 resp. 3/4 of the counted (token, node) pairs: every pair, the local node's too,
+    goes through its proxy pipeline (uccl ep/README.md @ da914a2; ep/src/internode.cu)."""
+    bw = {}
+    for ep in (16, 32):
+        r = _router("hgx-h200", {"domains": ep // 8, "scaleout": "aws-efa-v3", "nic": "EFA-v3-200G"})
+        tr = TokenRouting("node_limited", tokens_per_rank=1024, experts=288)
+        opts = {"moe": tr, "metric": "rdma", "kernel": "uccl"}
+        [res] = run(r, [Collective("moe_dispatch", tuple(range(ep)), 0, options=opts)], mode="epoch")
+        bw[ep] = res.algbw_Bps
+    assert 0.85 < bw[16] / bw[32] < 1.1   # measured 50 / 54 = 0.93; the link-only model gives 1.4
