@@ -1,7 +1,7 @@
 """Re-run the fits of collectives/calibration.py on the fit split (docs/collectives.md, "Fits").
 
 Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
-       deepep-sms|uccl-pipeline]
+       deepep-sms|uccl-pipeline|ll-fixed]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -165,9 +165,26 @@ def uccl_pipeline() -> None:
     cal.PER_PEER_S["uccl"], cal.RDMA_PIPELINE_BPS["uccl"] = old_pp, old_r
 
 
+def ll_fixed() -> None:
+    """Fixed time of the GPU-initiated LL kernels: mean of (measured - modelled) kernel time over the
+    fit-split DeepEP LL rows (the published latency; the model's time from the bandwidth ratio)."""
+    import tomllib
+    old = cal.LL_FIXED_S.pop("moe_ll")
+    path = next(p for p in v.default_points_paths() if p.name == "published_points.toml")
+    doc = tomllib.loads(path.read_text())
+    pts = {p["id"]: p for p in doc["moe_alltoall"] if p.get("group") == "deepep-v1-ll-h800" and p["split"] == "fit"}
+    v._ROUTERS.clear()
+    res = []
+    for r in v.validate(ids=list(pts), splits=("fit",)).rows:
+        pid, coll = r.id.split(":")
+        res.append(pts[pid][f"{coll}_latency_us"] * (1 - r.measured / r.predicted))
+    print(f"  residuals {np.round(res, 1)} us -> {np.mean(res):.1f} us")
+    cal.LL_FIXED_S["moe_ll"] = old
+
+
 FITS = {"nvls-domain": nvls_domain, "nvls-window": nvls_window, "ring-window": ring_window, "net-latency": net_latency,
         "nic-drop": nic_drop, "per-peer": per_peer, "deepep-sms": deepep_sms,
-        "uccl-pipeline": uccl_pipeline}
+        "uccl-pipeline": uccl_pipeline, "ll-fixed": ll_fixed}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(FITS):

@@ -56,7 +56,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from collectives.calibration import DEEPEP_SM_RATE_BPS, PER_PEER_S, RDMA_PIPELINE_BPS, deepep_sm_time_s
+from collectives.calibration import DEEPEP_SM_RATE_BPS, LL_FIXED_S, PER_PEER_S, RDMA_PIPELINE_BPS, deepep_sm_time_s
 from topologies.errors import SpecError
 
 __all__ = ["ROUTING_KINDS", "DISPATCH_DTYPES", "FORMS", "METRICS", "LL_HEADER_BYTES", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
@@ -482,6 +482,8 @@ def plan_moe(planner, op, plan_type):
     fs = planner.direct(op, ranks[s], ranks[d], b, pxn=op.options.get("pxn", form == "direct"), kernel=family)
     if PER_PEER_S[family] > 0:  # the kernel serves the other EP ranks in turn (issue 8 item 2)
         fs = replace(fs, latency_s=fs.latency_s + PER_PEER_S[family] * (len(ranks) - 1))
+    if LL_FIXED_S.get(family, 0.0) > 0:  # low-latency kernels: the count flag behind the data, the copy-out
+        fs = replace(fs, latency_s=fs.latency_s + LL_FIXED_S[family])
     floor = 0.0  # kernel-side pipelines slower than the links (round 3): the op takes the larger time
     sms = op.options.get("sms")
     if sms is not None and len(groups) == 1 and op.collective in DEEPEP_SM_RATE_BPS:

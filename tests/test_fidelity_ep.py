@@ -62,3 +62,13 @@ def test_uccl_internode_dispatch_is_flat_in_rank_count():
         [res] = run(r, [Collective("moe_dispatch", tuple(range(ep)), 0, options=opts)], mode="epoch")
         bw[ep] = res.algbw_Bps
     assert 0.85 < bw[16] / bw[32] < 1.1   # measured 50 / 54 = 0.93; the link-only model gives 1.4
+
+
+def test_deepep_ll_dispatch_on_one_node_pays_the_flag_and_copy_out():
+    """DeepEP LL dispatch on one H800 node, 128 tokens x top-8: 77 us measured (docs/legacy.md @ dd758ca);
+    the data alone over NVLink at the measured p2p rate takes ~63 us (the one-step model: -18 %)."""
+    r = _router("hgx-h800", {})
+    tr = TokenRouting("uniform", tokens_per_rank=128, experts=288)
+    [res] = run(r, [Collective("moe_dispatch", tuple(range(8)), 0, options={"moe": tr, "form": "ll"})],
+                mode="epoch")
+    assert res.time_s == pytest.approx(77e-6, rel=0.10)
