@@ -390,7 +390,7 @@ def _moe(p: _Point) -> list[ValidationRow]:
         for ep, d, c in p["ep_dispatch_combine_GBps"]:
             for coll, value in (("moe_dispatch", d), ("moe_combine", c)):
                 rows.append(_moe_one(p, int(ep), coll, value, f"{p.id}@EP{int(ep)}:{coll.split('_')[1]}",
-                                     "logical GB/s"))
+                                     f"{p.get('metric') or 'logical'} GB/s"))
         return rows
     for key in ("tokens_dispatch_combine_latency_us", "tokens_dispatch_combine_GBps"):
         if key in p and (lat == key.endswith("_us")):  # a batch-size sweep
@@ -405,7 +405,7 @@ def _moe(p: _Point) -> list[ValidationRow]:
         for coll, key in keys:
             if key in p:
                 rows.append(_moe_one(p, int(p["ep"]), coll, p[key], f"{p.id}:{coll.split('_')[1]}",
-                                     "logical GB/s"))
+                                     f"{p.get('metric') or 'logical'} GB/s"))
         if rows:
             return rows
     if "ep_and_rdma_GBps" in p:  # DeepEP internode dispatch, RDMA bottleneck bandwidth
