@@ -486,6 +486,8 @@ def plan_moe(planner, op, plan_type):
         fs = replace(fs, latency_s=fs.latency_s + LL_FIXED_S[family])
     floor = 0.0  # kernel-side pipelines slower than the links (round 3): the op takes the larger time
     sms = op.options.get("sms")
+    if sms is not None and (isinstance(sms, bool) or not isinstance(sms, int) or sms < 1):
+        raise SpecError(f"moe sms: {sms!r} must be an integer >= 1 (the SMs of a DeepEP normal kernel)")
     if sms is not None and len(groups) == 1 and op.collective in DEEPEP_SM_RATE_BPS:
         # DeepEP's intranode normal kernels copy with their own SMs: the busiest rank's tokens (own included)
         floor = deepep_sm_time_s(op.collective, sms, float(traffic.rank_counts.sum(axis=0).max(initial=0)) * per_token)

@@ -72,3 +72,12 @@ def test_deepep_ll_dispatch_on_one_node_pays_the_flag_and_copy_out():
     [res] = run(r, [Collective("moe_dispatch", tuple(range(8)), 0, options={"moe": tr, "form": "ll"})],
                 mode="epoch")
     assert res.time_s == pytest.approx(77e-6, rel=0.10)
+
+
+@pytest.mark.parametrize("sms", [0, 2.5, True])
+def test_bad_sm_count_is_one_clear_error(sms):
+    from topologies.errors import SpecError
+    r = _router("hgx-b200", {})
+    tr = TokenRouting("uniform", tokens_per_rank=64, experts=64)
+    with pytest.raises(SpecError, match="moe sms"):
+        run(r, [Collective("moe_dispatch", tuple(range(8)), 0, options={"moe": tr, "sms": sms})])
