@@ -97,7 +97,8 @@ def per_peer() -> None:
     cal.PER_PEER_S["moe"] = 0.0
     r = v._router("gb200-nvl72", {})
     X, Y = [], []
-    for dtype, pts in (("bf16", [(16, 650, 666), (36, 489, 597)]),
+    # README_Hybrid-EP.md GB200 table, 32 SMs, kernel only, FP8 dispatch (16 and 36 ranks: the reference points)
+    for dtype, pts in (("fp8", [(16, 650.48, 666.26), (36, 489.27, 596.99)]),
                        ("fp8", [(8, 713.98, 737.13), (24, 577.96, 639.8), (32, 538.86, 605.15)])):
         for ep, d, c in pts:
             for coll, meas in (("moe_dispatch", d), ("moe_combine", c)):

@@ -135,7 +135,8 @@ NIC_PEER_DROP = {"nccl": 0.236, "moe": 0.0, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll
 #: Per-peer cost of point-to-point kernels, seconds per peer a sender serves (issue 8 item 2),
 #: by kernel family. ``moe``: least squares (through the origin) of measured minus modelled kernel
 #: time against the peer count on the fit-split HybridEP NVL72 rank sweeps (EP 8-36, dispatch and
-#: combine; reference hybridep-gb200-nvlink, published hybridep-gb200-nvlink-bf16-by-ep): 2.62 us.
+#: combine; reference hybridep-gb200-nvlink, published hybridep-gb200-nvlink-bf16-by-ep, all FP8 dispatch): 1.91 us
+#: (round 3; 2.62 us in round 2, when the two reference rows were misread as BF16 dispatch).
 #: ``moe_ll`` (low-latency kernels: one warp group per expert, all peers served at once): 0, and
 #: the fit-split DeepEP LL rank sweep (EP 8-256, 128 tokens) confirms it (a per-peer cost would put
 #: EP256 at a third of the measured 39 GB/s). ``nccl``: 0, no fit-split NCCL all-to-all rank sweep
@@ -145,7 +146,7 @@ NIC_PEER_DROP = {"nccl": 0.236, "moe": 0.0, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll
 #: combine rows (9.07 us). ``uccl`` (normal kernels): 0 since round 3; the 13.1 us per peer fitted on
 #: the p5en normal dispatch rows (round 2) is replaced by the pipeline rate :data:`RDMA_PIPELINE_BPS`,
 #: which the same rows choose (mean |error| 17 % per-peer form, 3 % pipeline form).
-PER_PEER_S = {"nccl": 0.0, "moe": 2.62e-6, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll": 9.07e-6}
+PER_PEER_S = {"nccl": 0.0, "moe": 1.91e-6, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll": 9.07e-6}
 
 #: Fixed time of the GPU-initiated low-latency kernels (DeepEP LL, NCCL EP LL, pplx-kernels), seconds per
 #: call, on top of the one-step point-to-point latency (round 3). A receiver finishes only after the last
