@@ -51,7 +51,8 @@ from collectives import nccl_model as nm
 from topologies import catalog
 from topologies.errors import SpecError
 
-__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes", "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "nic_p2p_factor",
+__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes", "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "LL_FIXED_S", "nic_p2p_factor",
+           "DEEPEP_SM_RATE_BPS", "DEEPEP_SM_FIXED_S", "DEEPEP_TEST_SMS", "RDMA_PIPELINE_BPS", "DEEPEP_SM_SWEEP", "deepep_sm_time_s",
            "Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
            "p2p_nvlink_efficiency", "Calibration", "calibration", "PROTOCOL_EFFICIENCY"]
 
@@ -134,16 +135,78 @@ NIC_PEER_DROP = {"nccl": 0.236, "moe": 0.0, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll
 #: Per-peer cost of point-to-point kernels, seconds per peer a sender serves (issue 8 item 2),
 #: by kernel family. ``moe``: least squares (through the origin) of measured minus modelled kernel
 #: time against the peer count on the fit-split HybridEP NVL72 rank sweeps (EP 8-36, dispatch and
-#: combine; reference hybridep-gb200-nvlink, published hybridep-gb200-nvlink-bf16-by-ep): 2.62 us.
+#: combine; reference hybridep-gb200-nvlink, published hybridep-gb200-nvlink-bf16-by-ep, all FP8 dispatch): 1.91 us
+#: (round 3; 2.62 us in round 2, when the two reference rows were misread as BF16 dispatch).
 #: ``moe_ll`` (low-latency kernels: one warp group per expert, all peers served at once): 0, and
 #: the fit-split DeepEP LL rank sweep (EP 8-256, 128 tokens) confirms it (a per-peer cost would put
 #: EP256 at a third of the measured 39 GB/s). ``nccl``: 0, no fit-split NCCL all-to-all rank sweep
 #: exists (NCCL's per-peer step is inside the one-step p2p latency, an assumption in docs/collectives.md).
-#: ``uccl`` / ``uccl_ll`` (UCCL-EP: DeepEP-compatible kernels whose RDMA is posted by CPU proxy threads
-#: over EFA): least squares of (measured - modelled) kernel time against EP - 1 on the fit-split
-#: UCCL-EP p5en normal dispatch rows (13.1 us; its combine times are not monotonic in EP and are left
-#: out) and p6-b200 low-latency dispatch and combine rows (9.07 us).
-PER_PEER_S = {"nccl": 0.0, "moe": 2.62e-6, "moe_ll": 0.0, "uccl": 13.1e-6, "uccl_ll": 9.07e-6}
+#: ``uccl_ll`` (UCCL-EP low-latency kernels, RDMA posted by CPU proxy threads over EFA): least squares
+#: of (measured - modelled) kernel time against EP - 1 on the fit-split p6-b200 low-latency dispatch and
+#: combine rows (9.07 us). ``uccl`` (normal kernels): 0 since round 3; the 13.1 us per peer fitted on
+#: the p5en normal dispatch rows (round 2) is replaced by the pipeline rate :data:`RDMA_PIPELINE_BPS`,
+#: which the same rows choose (mean |error| 17 % per-peer form, 3 % pipeline form).
+PER_PEER_S = {"nccl": 0.0, "moe": 1.91e-6, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll": 9.07e-6}
+
+#: Fixed time of the GPU-initiated low-latency kernels (DeepEP LL, NCCL EP LL, pplx-kernels), seconds per
+#: call, on top of the one-step point-to-point latency (round 3). A receiver finishes only after the last
+#: (token, expert) message *and* the per-expert count flag written behind it (with a fence) have arrived,
+#: then copies the tokens out of its receive buffer: one more one-way latency and a local pass. Least
+#: squares (the mean) of measured - modelled kernel time over the 12 fit-split DeepEP LL rows (EP 8-256,
+#: dispatch and combine; ``python benchmarks/fit_collective_constants.py ll-fixed``): 8.3 us; mean |error|
+#: of those rows 5.6 % -> 3.4 %, max 21.7 % -> 7.6 %. ``uccl_ll`` has none (its per-peer fit absorbs its
+#: fixed costs; adding this term moved its fit rows from 10.0 % to 10.2 %).
+LL_FIXED_S = {"moe_ll": 8.3e-6}
+
+
+#: SM budget of DeepEP's normal (high-throughput) kernels (round 3). The kernels copy every token with
+#: their own SMs (a channel per SM pair, ``deep_ep.Config(num_sms, ...)``), so with ``n`` SMs a rank moves
+#: its bytes no faster than ``n x r``, and each call pays a fixed ``t0`` on that path (notify / barrier of
+#: the channels, the host API). Kernel time = ``max(t_link, t0 + X / (n r))``, ``X`` the rank's bytes as
+#: DeepEP's test counts them (received tokens incl. its own x bytes per token). Fitted by least squares
+#: (relative bandwidth error, the ``max`` form with the flow model's link time) on
+#: :data:`DEEPEP_SM_SWEEP` (``python benchmarks/fit_collective_constants.py deepep-sms``).
+#: Intranode only (the internode kernels split their SMs over RDMA and NVLink roles: not fitted).
+#: Keyed by kernel implementation; HybridEP (TMA copies, 16-32 SMs) has no SM-bound data and no entry.
+DEEPEP_SM_RATE_BPS = {"moe_dispatch": 18.6e9, "moe_combine": 27.1e9}
+DEEPEP_SM_FIXED_S = {"moe_dispatch": 101e-6, "moe_combine": 271e-6}
+#: DeepEP's intranode test runs its normal kernels with 24 SMs (tests/legacy/test_intranode.py @ dd758ca:
+#: ``for i in (24, ): test_main(args, i, ...)``; uccl ep/bench/test_intranode.py @ da914a2:
+#: ``num_sms = 24 if torch.version.cuda else 64``); ``deep_ep.Buffer.num_sms`` defaults to 20.
+DEEPEP_TEST_SMS = 24
+
+#: Internode pipeline of the normal kernels (round 3), bytes/s per rank, by kernel family. DeepEP's
+#: internode dispatch (and UCCL-EP's copy of it) sends every (token, destination node) pair through the
+#: same RDMA-sender -> forwarder pipeline, the local node's pairs included (they are written to the local
+#: receive buffer: uccl ep/src/internode.cu @ da914a2 l.714 ``dst_rdma_rank == rdma_rank ?
+#: recv_buffer(...) : send_buffer(...)``; "Lighter fence for local RDMA rank"), so a pipeline slower
+#: than the NIC bounds the time by the rank's counted pairs (what the RDMA metric counts) over its rate.
+#: ``uccl`` (the RDMA writes are posted by CPU proxy threads): least squares of the relative error of
+#: ``max(t_link, pairs x bytes / R)`` on the fit-split UCCL-EP p5en normal dispatch rows (EP 16-32;
+#: published 50 / 53 / 54 GB/s, flat in EP while the NIC share of the counted pairs goes 1/2 -> 3/4):
+#: ``python benchmarks/fit_collective_constants.py uccl-pipeline``. It replaces the per-peer form
+#: (13.1 us per peer) fitted on the same rows. No entry for DeepEP / HybridEP (GPU-initiated): their
+#: fit rows show no such bound (DeepEP H800 EP32 reaches 58 GB/s).
+RDMA_PIPELINE_BPS = {"uccl": 52.4e9}
+#: DeepEP V1 intranode normal kernels on 8 x B200 by SM count, Torch API (FP8 dispatch GB/s, combine GB/s;
+#: 4096 tokens, hidden 7168, top-8 of 64 experts, random uniform router): deepseek-ai/DeepEP branch
+#: hybrid-ep docs/README_Hybrid-EP.md @ 41cad94, "B200 Platform / Performance Comparison" (fit split,
+#: group hybridep-readme-b200-comparison; its 48-SM row is a published point).
+DEEPEP_SM_SWEEP = ((16, 246, 302), (24, 349, 420), (28, 397, 477), (32, 443, 524), (36, 482, 549),
+                   (40, 519, 570), (44, 544, 577), (48, 554, 586))
+
+
+def deepep_sm_time_s(collective: str, sms: int, rank_bytes: float) -> float:
+    """Time of the SM copy path of a DeepEP normal kernel: ``t0 + X / (sms x r)``.
+
+    Examples
+    --------
+    >>> round(deepep_sm_time_s("moe_dispatch", 24, 0.0) * 1e6)
+    101
+    """
+    if isinstance(sms, bool) or not isinstance(sms, int) or sms < 1:
+        raise SpecError(f"moe sms: {sms!r} must be an integer >= 1")
+    return DEEPEP_SM_FIXED_S[collective] + float(rank_bytes) / (sms * DEEPEP_SM_RATE_BPS[collective])
 
 
 #: Large NVLink domains (issue 8 item 3). NVLS all-reduce over ``n`` GPUs of one domain: the wire

@@ -56,7 +56,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from collectives.calibration import PER_PEER_S
+from collectives.calibration import DEEPEP_SM_RATE_BPS, LL_FIXED_S, PER_PEER_S, RDMA_PIPELINE_BPS, deepep_sm_time_s
 from topologies.errors import SpecError
 
 __all__ = ["ROUTING_KINDS", "DISPATCH_DTYPES", "FORMS", "METRICS", "LL_HEADER_BYTES", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
@@ -440,7 +440,8 @@ def moe_flows(traffic: TokenTraffic, local_of: np.ndarray, bytes_per_token: floa
 
 def plan_moe(planner, op, plan_type):
     """Plan of a MoE dispatch or combine (``op.options``: ``moe`` TokenRouting, ``form``, ``metric``,
-    ``kernel`` family of :data:`collectives.calibration.PER_PEER_S`;
+    ``kernel`` family of :data:`collectives.calibration.PER_PEER_S`; ``sms``: the SMs of a DeepEP
+    normal kernel inside one NVLink domain (SM-bound floor on the time, ``Plan.min_time_s``);
     ``bytes_per_token`` overrides the payload per token copy).
 
     ``plan_type`` is the :class:`collectives.algorithms.Plan` class (passed in so that this
@@ -481,6 +482,18 @@ def plan_moe(planner, op, plan_type):
     fs = planner.direct(op, ranks[s], ranks[d], b, pxn=op.options.get("pxn", form == "direct"), kernel=family)
     if PER_PEER_S[family] > 0:  # the kernel serves the other EP ranks in turn (issue 8 item 2)
         fs = replace(fs, latency_s=fs.latency_s + PER_PEER_S[family] * (len(ranks) - 1))
+    if LL_FIXED_S.get(family, 0.0) > 0:  # low-latency kernels: the count flag behind the data, the copy-out
+        fs = replace(fs, latency_s=fs.latency_s + LL_FIXED_S[family])
+    floor = 0.0  # kernel-side pipelines slower than the links (round 3): the op takes the larger time
+    sms = op.options.get("sms")
+    if sms is not None and (isinstance(sms, bool) or not isinstance(sms, int) or sms < 1):
+        raise SpecError(f"moe sms: {sms!r} must be an integer >= 1 (the SMs of a DeepEP normal kernel)")
+    if sms is not None and len(groups) == 1 and op.collective in DEEPEP_SM_RATE_BPS:
+        # DeepEP's intranode normal kernels copy with their own SMs: the busiest rank's tokens (own included)
+        floor = deepep_sm_time_s(op.collective, sms, float(traffic.rank_counts.sum(axis=0).max(initial=0)) * per_token)
+    if form == "hier" and family in RDMA_PIPELINE_BPS:
+        # internode normal kernels pass every (token, node) pair, the local node's too, through one pipeline
+        floor = max(floor, float(traffic.node_counts.sum(axis=1).max(initial=0)) * per_token / RDMA_PIPELINE_BPS[family])
     if metric == "nccl_ep":
         logical = traffic.copy_counts.sum(axis=1).mean() * 2.0 * tr.hidden
     elif metric == "rdma" and form == "ll":
@@ -491,5 +504,6 @@ def plan_moe(planner, op, plan_type):
         logical = traffic.node_counts.sum(axis=1).mean() * per_token
     return plan_type(op, fs, f"{form}", "Simple", None, float(fs.latency_s.max(initial=0)),
                      logical_bytes=float(logical),
+                     min_time_s=floor,
                      notes=f"routing={tr.kind}, tokens/rank={tr.tokens_per_rank}, topk={tr.topk}, "
                            f"network bytes={b[net].sum():.3e}")

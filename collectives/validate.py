@@ -380,6 +380,9 @@ def _moe_one(p: _Point, ep: int, coll: str, measured: float, rid: str, quantity:
         opts["form"] = "ll"  # per (token, expert) messages straight to the rank (pplx-kernels work so too)
     if "UCCL" in kernel:  # CPU-proxy kernels (settings.kernel names them)
         opts["kernel"] = "uccl_ll" if low_latency else "uccl"
+    # DeepEP V1 normal kernels (and UCCL-EP's DeepEP-compatible ones) are SM-bound with the SMs the row names
+    if "sms" in p and not low_latency and ("DeepEP V1" in kernel or "DeepEP-compatible" in kernel):
+        opts["sms"] = int(p["sms"])
     if metric not in (None, "latency"):
         opts["metric"] = metric
     # epoch mode (1 % tolerance): MoE flows all differ in size, exact re-solves at every finish are
@@ -397,7 +400,7 @@ def _moe(p: _Point) -> list[ValidationRow]:
         for ep, d, c in p["ep_dispatch_combine_GBps"]:
             for coll, value in (("moe_dispatch", d), ("moe_combine", c)):
                 rows.append(_moe_one(p, int(ep), coll, value, f"{p.id}@EP{int(ep)}:{coll.split('_')[1]}",
-                                     "logical GB/s"))
+                                     f"{p.get('metric') or 'logical'} GB/s"))
         return rows
     for key in ("tokens_dispatch_combine_latency_us", "tokens_dispatch_combine_GBps"):
         if key in p and (lat == key.endswith("_us")):  # a batch-size sweep
@@ -412,7 +415,7 @@ def _moe(p: _Point) -> list[ValidationRow]:
         for coll, key in keys:
             if key in p:
                 rows.append(_moe_one(p, int(p["ep"]), coll, p[key], f"{p.id}:{coll.split('_')[1]}",
-                                     "logical GB/s"))
+                                     f"{p.get('metric') or 'logical'} GB/s"))
         if rows:
             return rows
     if "ep_and_rdma_GBps" in p:  # DeepEP internode dispatch, RDMA bottleneck bandwidth

@@ -41,7 +41,7 @@ def test_ep_dispatch_falls_with_rank_count_on_nvl72():
     r = _router("gb200-nvl72", {})
     bw = {}
     for ep in (16, 36):
-        tr = TokenRouting("uniform", tokens_per_rank=1024, experts=8 * ep, dispatch_dtype="bf16")
+        tr = TokenRouting("uniform", tokens_per_rank=1024, experts=8 * ep)  # FP8 dispatch, as measured
         [res] = run(r, [Collective("moe_dispatch", tuple(range(ep)), 0, options={"moe": tr})], mode="epoch")
         bw[ep] = res.algbw_Bps
     assert bw[36] < 0.9 * bw[16]
