@@ -437,6 +437,8 @@ def _host_copy(p: _Point) -> list[ValidationRow]:
         raise _Unmodelled(f"{p.get('link', 'host link')} rate or copy figures not in the point")
     if not str(p.get("link", "pcie")).startswith("pcie"):
         raise _Unmodelled(f"{p['link']}: the measured efficiency is PCIe's")
+    if str(p.get("engine", "copy engine")).lower() == "sm":  # nvbandwidth *_memcpy_sm: a kernel's stores, not DMA
+        raise _Unmodelled("SM copy kernels: the host-link efficiency is the copy engines'")
     eta = host_link_efficiency()
     return [p.row(f"{p.id}:{key[:3]}", "host copy GB/s", float(p["raw_GBps"]) * eta, float(p[key]),
                   f"raw x {eta:.3f}") for key in ("h2d_GBps", "d2h_GBps") if key in p]
