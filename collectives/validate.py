@@ -162,19 +162,24 @@ _ROUTERS: dict = {}
 #: one planner per router (its per-fabric tables are built once) and one result per distinct
 #: (router, collective, engine mode): sweeps of different sources on the same preset repeat
 #: configurations (8 x H100 NVLS at 8 GiB appears in five groups), and a repeat is a lookup
-_PLANNERS: dict = {}
-_RESULTS: dict = {}
+_MEMO: dict = {}
 
 
 def _run_once(router: Router, op: Collective, **kw):
-    """:func:`collectives.runner.run` of one op, memoised on (router, op, engine settings): results identical."""
-    key = (id(router), op, tuple(sorted(kw.items())))
-    if key not in _RESULTS:
-        planner = _PLANNERS.get(id(router))
-        if planner is None:
-            planner = _PLANNERS[id(router)] = planner_for(router)
-        [_RESULTS[key]] = run(router, [op], planner=planner, **kw)
-    return _RESULTS[key]
+    """:func:`collectives.runner.run` of one op, memoised per router on (op, engine settings): results
+    identical. An entry holds its router, so an id is never reused while its entry exists; routers no
+    longer in ``_ROUTERS`` (a fit grid clears it after patching a constant) are dropped."""
+    entry = _MEMO.get(id(router))
+    if entry is None or entry[0] is not router:
+        live = {id(x) for x in _ROUTERS.values()}
+        for k in [k for k in _MEMO if k not in live]:
+            del _MEMO[k]
+        entry = _MEMO[id(router)] = (router, planner_for(router), {})
+    _, planner, memo = entry
+    key = (op, tuple(sorted(kw.items())))
+    if key not in memo:
+        [memo[key]] = run(router, [op], planner=planner, **kw)
+    return memo[key]
 
 
 class _Unmodelled(Exception):
