@@ -19,7 +19,9 @@ File format (TOML): arrays of tables ``[[collective]]``, ``[[moe_alltoall]]`` an
   token-routing keys (``routing``, ``experts``, ``experts_per_rank``, ``tokens_per_rank``,
   ``hidden``, ``topk``, ``dispatch_dtype``, ``form``), ``gpus_per_node`` (EP sweeps
   spanning ``ep / gpus_per_node`` domains), and crossover windows
-  (``crossover_window_bytes``, ``crossover_algorithms``). Top-level keys of the
+  (``crossover_window_bytes``, ``crossover_algorithms``); ``concurrent_load`` (the collective was
+  timed while the GPUs also computed, e.g. a soak test: listed as not modelled, the model's GPU is
+  idle). Top-level keys of the
   same names are read too (the shared ``reference_points.toml`` format).
 
 ``[[training]]`` points belong to the step-time estimator: they are accepted and
@@ -322,6 +324,8 @@ def _collective_options(p) -> dict:
 
 
 def _collective(p: _Point) -> list[ValidationRow]:
+    if "concurrent_load" in p:  # timed while the GPUs also compute (a soak test): the model's GPU is idle
+        raise _Unmodelled("timed under a concurrent compute load (settings.concurrent_load)")
     r = _router(p["system"], _fabric_overrides(p))
     if "crossover_window_bytes" in p:
         lo, hi = (int(x) for x in p["crossover_window_bytes"])

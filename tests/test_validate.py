@@ -85,3 +85,17 @@ def test_sm_copy_kernels_are_not_predicted_with_the_copy_engine_efficiency(tmp_p
     rows = {r.id: r for r in validate(f).rows}
     assert rows["sm"].predicted is None and rows["sm"].note.startswith("not modelled: SM copy")
     assert rows["ce:h2d"].predicted == pytest.approx(31.5 * 0.880, rel=1e-3)
+
+
+def test_collective_timed_under_a_concurrent_compute_load_is_not_predicted(tmp_path):
+    """A soak test times its all-reduce while every rank runs a matmul loop and fills HBM (nebius
+    gpu-soak-test): the flow model predicts an idle GPU, so such a row is listed, not compared."""
+    f = tmp_path / "p.toml"
+    f.write_text('[[collective]]\nid = "soak"\nsystem = "gb300-nvl72"\ngpus_per_domain = 4\nranks = 4\n'
+                 'collective = "all_reduce"\nbusbw_GBps = 556\n'
+                 'settings = { concurrent_load = "FP16 matmul loop, 75 % HBM fill" }\n\n'
+                 '[[collective]]\nid = "idle"\nsystem = "gb300-nvl72"\ngpus_per_domain = 4\nranks = 4\n'
+                 'collective = "all_reduce"\nbusbw_GBps = 556\n')
+    rows = {r.id: r for r in validate(f).rows}
+    assert rows["soak"].predicted is None and "concurrent compute load" in rows["soak"].note
+    assert rows["idle"].predicted > 0
