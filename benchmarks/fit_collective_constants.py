@@ -1,7 +1,7 @@
 """Re-run the fits of collectives/calibration.py on the fit split (docs/collectives.md, "Fits").
 
 Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
-       deepep-sms|uccl-pipeline|ll-fixed]
+       deepep-sms|uccl-pipeline|ll-fixed|ring-kernel]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -184,9 +184,28 @@ def ll_fixed() -> None:
     cal.LL_FIXED_S["moe_ll"] = old
 
 
+def ring_kernel() -> None:
+    """Measured / modelled busbw of the fit-split single-domain Blackwell rings (>= 4 GiB) with the ring
+    kernel efficiency at 1 -> its value: the mean over sources of the per-source means."""
+    ids = {"ml-engineering": ["mle-p6b200-allreduce-by-ranks", "b200-allreduce-by-ranks"],
+           "GTC25 S72583": ["gtc25-b200x8-allreduce-ring-nvls"], "nccl #2140": ["nccl2140-b300x8-allreduce-ring-nvls"]}
+    old = dict(cal.RING_NVLINK_KERNEL_EFFICIENCY)
+    cal.RING_NVLINK_KERNEL_EFFICIENCY[3] = 1.0
+    v._ROUTERS.clear()
+    per = {}
+    for src, pids in ids.items():
+        rows = [r for r in v.validate(ids=pids, splits=("fit",)).rows
+                if r.rel_error is not None and r.note == "ring/Simple" and (":ring" in r.id or "@ring" in r.id)]
+        per[src] = float(np.mean([r.measured / r.predicted for r in rows]))
+        print(f"  {src}: {len(rows)} rows, measured / modelled {per[src]:.3f}")
+    print(f"  mean over sources {np.mean(list(per.values())):.3f}")
+    cal.RING_NVLINK_KERNEL_EFFICIENCY.update(old)
+    v._ROUTERS.clear()
+
+
 FITS = {"nvls-domain": nvls_domain, "nvls-window": nvls_window, "ring-window": ring_window, "net-latency": net_latency,
         "nic-drop": nic_drop, "per-peer": per_peer, "deepep-sms": deepep_sms,
-        "uccl-pipeline": uccl_pipeline, "ll-fixed": ll_fixed}
+        "uccl-pipeline": uccl_pipeline, "ll-fixed": ll_fixed, "ring-kernel": ring_kernel}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(FITS):

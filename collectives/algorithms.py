@@ -41,7 +41,8 @@ import numpy as np
 
 from collectives import nccl_model as nm
 from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, nic_p2p_factor, nvls_domain_terms,
-                                     nvls_fill_s, ring_fill_s)
+                                     nvls_fill_s, ring_fill_s,
+                                     ring_nvlink_kernel_efficiency)
 from collectives.moe import plan_moe
 from collectives.ops import Collective
 from fabric import Router
@@ -619,6 +620,9 @@ class Planner:
         if algo == "ring":
             fill = ring_fill_s(size, est.bandwidth_Bps)  # the ring's pipeline fill (calibration)
             est = replace(est, latency_s=est.latency_s + fill)
+            if len(groups) == 1:  # on NVLink only: the ring kernel's own limit (calibration, fitted)
+                keff = keff * ring_nvlink_kernel_efficiency(self.gpu.sm, est.protocol)
+                est = replace(est, kernel_efficiency=keff)
             lat += fill
             fs = self.ring(op, size, est, broadcast=coll == "broadcast")
         elif algo == "tree":

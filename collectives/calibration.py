@@ -51,8 +51,12 @@ from collectives import nccl_model as nm
 from topologies import catalog
 from topologies.errors import SpecError
 
-__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes", "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "LL_FIXED_S", "nic_p2p_factor",
-           "DEEPEP_SM_RATE_BPS", "DEEPEP_SM_FIXED_S", "DEEPEP_TEST_SMS", "RDMA_PIPELINE_BPS", "DEEPEP_SM_SWEEP", "deepep_sm_time_s",
+__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes",
+           "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms",
+           "RING_NVLINK_KERNEL_EFFICIENCY", "ring_nvlink_kernel_efficiency", "HOST_LINK_MEASURED",
+           "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "LL_FIXED_S", "nic_p2p_factor",
+           "DEEPEP_SM_RATE_BPS", "DEEPEP_SM_FIXED_S", "DEEPEP_TEST_SMS", "RDMA_PIPELINE_BPS", "DEEPEP_SM_SWEEP",
+           "deepep_sm_time_s",
            "Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
            "p2p_nvlink_efficiency", "Calibration", "calibration", "PROTOCOL_EFFICIENCY"]
 
@@ -266,6 +270,31 @@ def ring_fill_s(size_bytes: float, bandwidth_Bps: float) -> float:
     if size_bytes <= 0 or bandwidth_Bps <= 0:
         return 0.0
     return min(float(size_bytes), RING_PIPELINE_WINDOW_BYTES) / bandwidth_Bps
+
+
+#: Ring kernel efficiency inside one NVLink domain, Simple protocol, per NCCL architecture index
+#: (``nccl_model.arch_index``: 2 Hopper, 3 Blackwell): the measured ring busbw over NCCL's per-link
+#: NVLink nominal (topo.h), a kernel limit of the ring on NVLink only (a NIC-bound ring is paced by the
+#: NIC). Hopper: 1 (NCCL's constants reproduce 8 x H100 / H200 rings: 370/370, 363-366/370).
+#: Blackwell: the fit-split single-domain Blackwell rings at >= 4 GiB all fall 3-6.5 % below the
+#: nominal 722 GB/s (p6-b200 NVLS-off ranks sweep 4-8 GPUs 673.2-682.2 and reference 673.8, ml-engineering
+#: network/README.md @ 744d01e; GTC25 S72583 B200 ring 700; nccl #2140 B300 ring 695): measured /
+#: modelled 0.936-0.973, mean per source (ml-engineering 0.942, GTC25 0.973, nccl #2140 0.966) 0.960.
+RING_NVLINK_KERNEL_EFFICIENCY = {2: 1.0, 3: 0.960}
+
+
+def ring_nvlink_kernel_efficiency(sm: int, protocol: str) -> float:
+    """:data:`RING_NVLINK_KERNEL_EFFICIENCY` of SM ``sm`` for a single-domain ring (1 for LL / LL128,
+    whose own caps are in NCCL's model, and for architectures without a fit).
+
+    Examples
+    --------
+    >>> ring_nvlink_kernel_efficiency(100, "Simple"), ring_nvlink_kernel_efficiency(90, "Simple")
+    (0.96, 1.0)
+    """
+    if protocol != "Simple":
+        return 1.0
+    return RING_NVLINK_KERNEL_EFFICIENCY.get(nm.arch_index(sm), 1.0)
 
 
 def nvls_domain_terms(n: int) -> tuple[float, float]:

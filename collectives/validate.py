@@ -19,7 +19,9 @@ File format (TOML): arrays of tables ``[[collective]]``, ``[[moe_alltoall]]`` an
   token-routing keys (``routing``, ``experts``, ``experts_per_rank``, ``tokens_per_rank``,
   ``hidden``, ``topk``, ``dispatch_dtype``, ``form``), ``gpus_per_node`` (EP sweeps
   spanning ``ep / gpus_per_node`` domains), and crossover windows
-  (``crossover_window_bytes``, ``crossover_algorithms``). Top-level keys of the
+  (``crossover_window_bytes``, ``crossover_algorithms``); ``concurrent_load`` (the collective was
+  timed while the GPUs also computed, e.g. a soak test: listed as not modelled, the model's GPU is
+  idle). Top-level keys of the
   same names are read too (the shared ``reference_points.toml`` format).
 
 ``[[training]]`` points belong to the step-time estimator: they are accepted and
@@ -160,6 +162,27 @@ def default_points_paths() -> tuple[Path, ...]:
 
 
 _ROUTERS: dict = {}
+#: one planner per router (its per-fabric tables are built once) and one result per distinct
+#: (router, collective, engine mode): sweeps of different sources on the same preset repeat
+#: configurations (8 x H100 NVLS at 8 GiB appears in five groups), and a repeat is a lookup
+_MEMO: dict = {}
+
+
+def _run_once(router: Router, op: Collective, **kw):
+    """:func:`collectives.runner.run` of one op, memoised per router on (op, engine settings): results
+    identical. An entry holds its router, so an id is never reused while its entry exists; routers no
+    longer in ``_ROUTERS`` (a fit grid clears it after patching a constant) are dropped."""
+    entry = _MEMO.get(id(router))
+    if entry is None or entry[0] is not router:
+        live = {id(x) for x in _ROUTERS.values()}
+        for k in [k for k in _MEMO if k not in live]:
+            del _MEMO[k]
+        entry = _MEMO[id(router)] = (router, planner_for(router), {})
+    _, planner, memo = entry
+    key = (op, tuple(sorted(kw.items())))
+    if key not in memo:
+        [memo[key]] = run(router, [op], planner=planner, **kw)
+    return memo[key]
 
 
 class _Unmodelled(Exception):
@@ -311,6 +334,8 @@ def _collective_options(p) -> dict:
 
 
 def _collective(p: _Point) -> list[ValidationRow]:
+    if "concurrent_load" in p:  # timed while the GPUs also compute (a soak test): the model's GPU is idle
+        raise _Unmodelled("timed under a concurrent compute load (settings.concurrent_load)")
     r = _router(p["system"], _fabric_overrides(p))
     if "crossover_window_bytes" in p:
         lo, hi = (int(x) for x in p["crossover_window_bytes"])
@@ -327,7 +352,7 @@ def _collective(p: _Point) -> list[ValidationRow]:
         n = r.cf.n_gpus if n is None else n
         if not 2 <= n <= r.cf.n_gpus:
             raise SpecError(f"validation point {p.id!r}: ranks {n} must be in [2, {r.cf.n_gpus}]")
-        [res] = run(r, [Collective(p["collective"], tuple(range(int(n))), size, algo, options=dict(opts))])
+        res = _run_once(r, Collective(p["collective"], tuple(range(int(n))), size, algo, options=dict(opts)))
         rows.append(p.row(p.id + (suffix if len(cases) > 1 else ""), f"busbw GB/s ({n} ranks)",
                           res.busbw_Bps / 1e9, busbw, f"{res.algorithm}/{res.protocol}"))
     return rows
@@ -387,7 +412,7 @@ def _moe_one(p: _Point, ep: int, coll: str, measured: float, rid: str, quantity:
         opts["metric"] = metric
     # epoch mode (1 % tolerance): MoE flows all differ in size, exact re-solves at every finish are
     # 3x slower for < 1 % difference in the completion time
-    [res] = run(r, [Collective(coll, tuple(range(ep)), 0, options=opts)], mode="epoch", epsilon=0.01)
+    res = _run_once(r, Collective(coll, tuple(range(ep)), 0, options=opts), mode="epoch", epsilon=0.01)
     if metric == "latency":
         return p.row(rid, "latency us", res.time_s * 1e6, float(measured), res.algorithm)
     return p.row(rid, quantity, res.algbw_Bps / 1e9, float(measured), res.algorithm)
@@ -434,6 +459,8 @@ def _host_copy(p: _Point) -> list[ValidationRow]:
         raise _Unmodelled(f"{p.get('link', 'host link')} rate or copy figures not in the point")
     if not str(p.get("link", "pcie")).startswith("pcie"):
         raise _Unmodelled(f"{p['link']}: the measured efficiency is PCIe's")
+    if str(p.get("engine", "copy engine")).lower() == "sm":  # nvbandwidth *_memcpy_sm: a kernel's stores, not DMA
+        raise _Unmodelled("SM copy kernels: the host-link efficiency is the copy engines'")
     eta = host_link_efficiency()
     return [p.row(f"{p.id}:{key[:3]}", "host copy GB/s", float(p["raw_GBps"]) * eta, float(p[key]),
                   f"raw x {eta:.3f}") for key in ("h2d_GBps", "d2h_GBps") if key in p]
