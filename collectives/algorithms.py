@@ -610,7 +610,14 @@ class Planner:
             if nccl_name in ("NVLSTree", "NVLS", "CollNetDirect"):
                 est = replace(est, protocol="Simple")  # NCCL runs these with the Simple protocol only
             fs, name = self.hier(op, size, est, intra=intra, inter=inter)
-            return Plan(op, fs, name, est.protocol, nccl_name, est.latency_s)
+            floor = 0.0
+            if nccl_name == "NVLSTree" and coll == "all_reduce":
+                # the kernel's own ceiling, nChannels x perChMaxNVLSTreeBw, on the releases where it is
+                # absolute (nccl_model.NVLS_TREE_CAP_ABSOLUTE; issue 8 item 6)
+                cap = nm.nvlstree_ceiling_GBps(self.system(ranks, nccl_version=op.options.get("nccl_version")))
+                if cap:
+                    floor = est.latency_s + size * nm.busbw_factor(coll, op.n) / (cap * 1e9)
+            return Plan(op, fs, name, est.protocol, nccl_name, est.latency_s, min_time_s=floor)
         if algo == "sharp":
             nccl_name = "CollNetDirect"
             est = self.nccl_estimate(ranks, coll, size, nccl_name, op.options.get("nccl_version"))

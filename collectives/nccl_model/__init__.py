@@ -95,6 +95,7 @@ __all__ = [
     "NVLINK_BW_PER_LINK_GBPS",
     "NVLS_EFFICIENCY",
     "NVLS_NCHANNELS",
+    "NVLS_TREE_CAP_ABSOLUTE",
     "PATTERNS",
     "PCI_BW_GBPS",
     "PER_CH_MAX_NVLS_TREE_GBPS",
@@ -122,4 +123,5 @@ __all__ = [
     "nccl_graph",
     "algo_times",
     "choose",
+    "nvlstree_ceiling_GBps",
 ]

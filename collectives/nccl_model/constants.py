@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 
-__all__ = ["ALGORITHMS", "BASE_LATENCIES_US", "COLLECTIVES", "HW_LATENCIES_US", "LL_MAX_BWS_GBPS", "LOC_BW_GBPS", "MAXCHANNELS", "MODELED_COLLECTIVES", "NCCL_COMMIT", "NCCL_MAX_DIRECT_ARITY", "NCCL_MAX_NVLS_ARITY", "NCCL_VERSION", "NET_OVERHEAD_SIMPLE_FACTOR", "NET_OVERHEAD_US", "NVLINK_BW_PER_LINK_GBPS", "NVLS_EFFICIENCY", "NVLS_NCHANNELS", "PATTERNS", "PCI_BW_GBPS", "PER_CH_MAX_NVLS_TREE_GBPS", "PER_CH_MAX_RING_LL128_GBPS", "PER_CH_MAX_TREE_GBPS", "PER_CH_MAX_TREE_LL128_GBPS", "PROTOCOLS", "PROTOCOL_WIRE_EFFICIENCY", "RING_PLATEAU_FACTOR", "SM100_SPEED_ARRAY_INTER", "SM100_SPEED_ARRAY_INTRA", "SM90_SPEED_ARRAY_INTER", "SM90_SPEED_ARRAY_INTRA", "SPEED_ARRAY_INTER", "SPEED_ARRAY_INTRA", "TREE_CORRECTION_FACTOR", "TUNING_TABLE_HISTORY", "arch_index", "parse_nccl_version", "tuning_tables", "nvlink_bw_per_link_GBps"]
+__all__ = ["ALGORITHMS", "BASE_LATENCIES_US", "COLLECTIVES", "HW_LATENCIES_US", "LL_MAX_BWS_GBPS", "LOC_BW_GBPS", "MAXCHANNELS", "MODELED_COLLECTIVES", "NCCL_COMMIT", "NCCL_MAX_DIRECT_ARITY", "NCCL_MAX_NVLS_ARITY", "NCCL_VERSION", "NET_OVERHEAD_SIMPLE_FACTOR", "NET_OVERHEAD_US", "NVLINK_BW_PER_LINK_GBPS", "NVLS_EFFICIENCY", "NVLS_NCHANNELS", "NVLS_TREE_CAP_ABSOLUTE", "PATTERNS", "PCI_BW_GBPS", "PER_CH_MAX_NVLS_TREE_GBPS", "PER_CH_MAX_RING_LL128_GBPS", "PER_CH_MAX_TREE_GBPS", "PER_CH_MAX_TREE_LL128_GBPS", "PROTOCOLS", "PROTOCOL_WIRE_EFFICIENCY", "RING_PLATEAU_FACTOR", "SM100_SPEED_ARRAY_INTER", "SM100_SPEED_ARRAY_INTRA", "SM90_SPEED_ARRAY_INTER", "SM90_SPEED_ARRAY_INTRA", "SPEED_ARRAY_INTER", "SPEED_ARRAY_INTRA", "TREE_CORRECTION_FACTOR", "TUNING_TABLE_HISTORY", "arch_index", "parse_nccl_version", "tuning_tables", "nvlink_bw_per_link_GBps"]
 
 NCCL_VERSION = "2.30.7"
 NCCL_COMMIT = "5067397c2676d5aed50042fc39e5c8ee96eb0027"
@@ -96,6 +96,21 @@ PER_CH_MAX_TREE_GBPS: tuple[tuple[float, float, float], ...] = (
 PER_CH_MAX_NVLS_TREE_GBPS: tuple[tuple[float, float, float], ...] = (
     (26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5), (0.0, 96.0, 80.0),
 )
+#: Releases in which NVLSTree's per-channel cap is an absolute limit of the kernel (issue 8 item 6):
+#: arch index -> (first release, last release or None). Hopper: from v2.21.5-1 the NVLS buffers have
+#: their own step, ``NCCL_NVLS_CHUNKSIZE`` default 128 KiB (src/transport/nvls.cc @ v2.21.5-1 l.233 and
+#: l.310 ``nvlsStepSize = comm->nvlsChunkSize``; enqueue.cc NVLS_TREE ``chunkSize = comm->nvlsChunkSize``),
+#: unchanged up to v2.30.7 (nvls.cc ``ncclNvlsTuning``: the 128 KiB default for SM90); up to v2.20.5
+#: the NVLS buffer is ``buffSizes[SIMPLE]`` (nvls.cc @ v2.20.5-1 l.309) and NVLSTree's chunk one Simple
+#: step, ``NCCL_BUFFSIZE / NCCL_STEPS`` (512 KiB by default, 1 MiB with ``NCCL_BUFFSIZE=8388608``; enqueue.cc
+#: @ v2.20.5-1 ``computeCollChunkInfo``). The warp split of the kernel is the same in every release from
+#: v2.20.5 to v2.30.7 (src/device/all_reduce.h). The Hopper cap {0, 57.7, 45.5} NVIDIA wrote into the
+#: model from v2.28.3 (``perChMaxNVLSTreeBws``) is therefore the limit of the 128 KiB-chunk kernel every
+#: release since 2.21.5 runs. Blackwell: not listed (its cap moved 43.1 -> 43.8 -> 80.0 at N4 with the
+#: 2.30 SM100 NVLSTree retuning of chunk sizes and channels, ``ncclNvlsTreeSm100Tuning``).
+NVLS_TREE_CAP_ABSOLUTE: dict[int, tuple[tuple[int, int, int], tuple[int, int, int] | None]] = {
+    _HOPPER: ((2, 21, 5), None),
+}
 #: Rows of the per-channel cap tables that changed between NCCL releases, read from
 #: ``src/graph/tuning.cc`` at each release tag of NVIDIA/nccl: table -> ((first version, arch index,
 #: [N1, N2, N4+] row), ...), oldest first; a row holds from its version to the next entry of the same

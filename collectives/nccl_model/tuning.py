@@ -20,6 +20,7 @@ from collectives.nccl_model.constants import (  # noqa: F401
     NET_OVERHEAD_SIMPLE_FACTOR,
     NET_OVERHEAD_US,
     NVLS_EFFICIENCY,
+    NVLS_TREE_CAP_ABSOLUTE,
     PER_CH_MAX_NVLS_TREE_GBPS,
     PER_CH_MAX_RING_LL128_GBPS,
     PER_CH_MAX_TREE_GBPS,
@@ -68,7 +69,7 @@ from collectives.nccl_model.search import (  # noqa: F401
 )
 from topologies.errors import SpecError
 
-__all__ = ["algo_times", "choose"]
+__all__ = ["algo_times", "choose", "nvlstree_ceiling_GBps"]
 
 @dataclass(frozen=True)
 class _Model:
@@ -453,3 +454,36 @@ def choose(system: NcclSystem, collective: str, size_bytes: int) -> AlgoEstimate
     if best is None:
         raise SpecError(f"collective {collective!r} has no enabled algorithm/protocol on this system")
     return best
+
+
+def nvlstree_ceiling_GBps(system: NcclSystem) -> float | None:
+    """NVLSTree all-reduce bus bandwidth ceiling of the kernel, ``nChannels x perChMaxNVLSTreeBw``, in GB/s,
+    or None where the cap is not an absolute limit of the release's kernel (issue 8 item 6).
+
+    The cap holds on the architectures and releases of :data:`NVLS_TREE_CAP_ABSOLUTE` (Hopper from
+    2.21.5, whose NVLSTree runs 128 KiB NVLS chunks); ``nccl_version`` None is the 2.30.7 model.
+    Single-node systems have no NVLSTree (None).
+
+    Examples
+    --------
+    >>> from collectives.nccl_model.system import NcclSystem
+    >>> h100 = dict(arch_sm=90, gpus_per_node=8, nnodes=2, nics_per_node=8, nic_Bps=5e10)
+    >>> round(nvlstree_ceiling_GBps(NcclSystem(**h100)), 1)
+    461.6
+    >>> nvlstree_ceiling_GBps(NcclSystem(**h100, nccl_version=(2, 20, 3))) is None
+    True
+    """
+    if system.nnodes < 2:
+        return None
+    cc = arch_index(system.arch_sm)
+    span = NVLS_TREE_CAP_ABSOLUTE.get(cc)
+    if span is None:
+        return None
+    first, last = span
+    v = system.nccl_version
+    if v is not None and (v < first or (last is not None and v > last)):
+        return None
+    idx2 = system.nnodes - 1 if system.nnodes <= 2 else 2
+    nch = _tune(system).graphs[_NVLS_TREE].nchannels
+    cap = PER_CH_MAX_NVLS_TREE_GBPS[cc][idx2]
+    return nch * cap if nch >= 2 and cap > 0 else None
