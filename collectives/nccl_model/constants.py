@@ -102,8 +102,9 @@ PER_CH_MAX_NVLS_TREE_GBPS: tuple[tuple[float, float, float], ...] = (
 #: l.310 ``nvlsStepSize = comm->nvlsChunkSize``; enqueue.cc NVLS_TREE ``chunkSize = comm->nvlsChunkSize``),
 #: unchanged up to v2.30.7 (nvls.cc ``ncclNvlsTuning``: the 128 KiB default for SM90); up to v2.20.5
 #: the NVLS buffer is ``buffSizes[SIMPLE]`` (nvls.cc @ v2.20.5-1 l.309) and NVLSTree's chunk one Simple
-#: step, ``NCCL_BUFFSIZE / NCCL_STEPS`` (512 KiB by default, 1 MiB with ``NCCL_BUFFSIZE=8388608``; enqueue.cc
-#: @ v2.20.5-1 ``computeCollChunkInfo``). The warp split of the kernel is the same in every release from
+#: step, ``NCCL_BUFFSIZE / NCCL_STEPS`` (512 KiB by default, 1 MiB with ``NCCL_BUFFSIZE=8388608``), capped by
+#: ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` (512 KiB from aws-ofi-nccl v1.8.0) and reduced by size (enqueue.cc
+#: @ v2.20.5-1 ``computeCollChunkInfo``: on 2 x 8 H100 above 128 KiB only from 512 MiB). The warp split of the kernel is the same in every release from
 #: v2.20.5 to v2.30.7 (src/device/all_reduce.h). The Hopper cap {0, 57.7, 45.5} NVIDIA wrote into the
 #: model from v2.28.3 (``perChMaxNVLSTreeBws``) is therefore the limit of the 128 KiB-chunk kernel every
 #: release since 2.21.5 runs. Blackwell: not listed (its cap moved 43.1 -> 43.8 -> 80.0 at N4 with the
