@@ -123,6 +123,8 @@ NVLS_TREE_CAP_ABSOLUTE: dict[int, tuple[tuple[int, int, int], tuple[int, int, in
 #: formulas (up to 2.27.x ``min(bwIntra, bwInter)`` and ``bwInter/2`` beyond 2 nodes, no
 #: ``nvlsEfficiency``, no NVLSTree cap; up to 2.20.x a 5/6 ratio) and with them Hopper's single-node LL
 #: cap ``{87.7, 22.5, 19.0}`` of releases before v2.21.5, whose competitor at 1-2 MiB is NVLS.
+#: (The NVLSTree cap as a limit of the kernel's time, not of NCCL's choice, is release-keyed: see
+#: :data:`NVLS_TREE_CAP_ABSOLUTE`.)
 TUNING_TABLE_HISTORY: dict[str, tuple[tuple[tuple[int, int, int], int, tuple[float, float, float]], ...]] = {
     "ring_ll128": (((2, 0, 0), 3, (2 * 36.7, 2 * 36.7, 2 * 36.7)), ((2, 29, 0), 3, (40.0, 40.0, 40.0))),
     "tree_ll128": (((2, 0, 0), 3, (2 * 36.7, 2 * 36.7, 2 * 29.0)), ((2, 28, 0), 3, (55.6, 31.67, 20.0))),
