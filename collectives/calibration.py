@@ -56,7 +56,7 @@ __all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "RING_PIPELINE_WINDOW_BY
            "RING_NVLINK_KERNEL_EFFICIENCY", "ring_nvlink_kernel_efficiency", "HOST_LINK_MEASURED",
            "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "LL_FIXED_S", "nic_p2p_factor",
            "DEEPEP_SM_RATE_BPS", "DEEPEP_SM_FIXED_S", "DEEPEP_TEST_SMS", "RDMA_PIPELINE_BPS", "DEEPEP_SM_SWEEP",
-           "deepep_sm_time_s",
+           "DEEPEP_SM_FIT_PEERS", "deepep_sm_time_s",
            "Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
            "p2p_nvlink_efficiency", "Calibration", "calibration", "PROTOCOL_EFFICIENCY"]
 
@@ -200,17 +200,29 @@ DEEPEP_SM_SWEEP = ((16, 246, 302), (24, 349, 420), (28, 397, 477), (32, 443, 524
                    (40, 519, 570), (44, 544, 577), (48, 554, 586))
 
 
-def deepep_sm_time_s(collective: str, sms: int, rank_bytes: float) -> float:
-    """Time of the SM copy path of a DeepEP normal kernel: ``t0 + X / (sms x r)``.
+#: Peers of the SM fit (round 4): :data:`DEEPEP_SM_SWEEP` ran 8 ranks, so its ``t0`` holds the per-peer
+#: work of 7 peers. A kernel with more peers pays the per-peer cost of its family (``PER_PEER_S``) for each
+#: peer beyond these on the SM path too (DeepEP's intranode kernels split every channel's warps by peer:
+#: csrc/kernels/intranode.cu ``num_threads_per_rank = kNumThreads / kNumRanks``).
+DEEPEP_SM_FIT_PEERS = 7
+
+
+def deepep_sm_time_s(collective: str, sms: int, rank_bytes: float, peers: int = DEEPEP_SM_FIT_PEERS,
+                     per_peer_s: float = 0.0) -> float:
+    """Time of the SM copy path of a DeepEP normal kernel:
+    ``t0 + per_peer_s x max(0, peers - 7) + X / (sms x r)``.
 
     Examples
     --------
     >>> round(deepep_sm_time_s("moe_dispatch", 24, 0.0) * 1e6)
     101
+    >>> round(deepep_sm_time_s("moe_dispatch", 24, 0.0, peers=15, per_peer_s=2e-6) * 1e6)
+    117
     """
     if isinstance(sms, bool) or not isinstance(sms, int) or sms < 1:
         raise SpecError(f"moe sms: {sms!r} must be an integer >= 1")
-    return DEEPEP_SM_FIXED_S[collective] + float(rank_bytes) / (sms * DEEPEP_SM_RATE_BPS[collective])
+    extra = max(0, int(peers) - DEEPEP_SM_FIT_PEERS) * float(per_peer_s)
+    return DEEPEP_SM_FIXED_S[collective] + extra + float(rank_bytes) / (sms * DEEPEP_SM_RATE_BPS[collective])
 
 
 #: Large NVLink domains (issue 8 item 3). NVLS all-reduce over ``n`` GPUs of one domain: the wire

@@ -490,7 +490,9 @@ def plan_moe(planner, op, plan_type):
         raise SpecError(f"moe sms: {sms!r} must be an integer >= 1 (the SMs of a DeepEP normal kernel)")
     if sms is not None and len(groups) == 1 and op.collective in DEEPEP_SM_RATE_BPS:
         # DeepEP's intranode normal kernels copy with their own SMs: the busiest rank's tokens (own included)
-        floor = deepep_sm_time_s(op.collective, sms, float(traffic.rank_counts.sum(axis=0).max(initial=0)) * per_token)
+        # (round 4: peers beyond the 8 ranks of the SM fit pay the family's per-peer cost on this path too)
+        floor = deepep_sm_time_s(op.collective, sms, float(traffic.rank_counts.sum(axis=0).max(initial=0)) * per_token,
+                                 peers=len(ranks) - 1, per_peer_s=PER_PEER_S[family])
     if form == "hier" and family in RDMA_PIPELINE_BPS:
         # internode normal kernels pass every (token, node) pair, the local node's too, through one pipeline
         floor = max(floor, float(traffic.node_counts.sum(axis=1).max(initial=0)) * per_token / RDMA_PIPELINE_BPS[family])
