@@ -59,8 +59,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from collectives.calibration import PER_PEER_S
-from collectives.token_routing import alias_table, sample_distinct
 from topologies.errors import SpecError
+
+from collectives.token_routing import alias_table, sample_distinct  # the uniform / skewed draw
 
 __all__ = ["ROUTING_KINDS", "DISPATCH_DTYPES", "FORMS", "METRICS", "LL_HEADER_BYTES", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
 
