@@ -21,6 +21,10 @@ Cases (see docs/performance.md for the targets):
 * ``a2a-16k``: all-to-all of 1 GiB on 256 GB300 racks of 64 GPUs (16,384 GPUs,
   Quantum-X800 two-tier fat-tree), node-level aggregation chosen automatically;
 * ``help``: ``fabric-emu --help``.
+
+``--imports CASE`` prints the import profile of a case instead: ``python -X importtime`` of the
+whole command, repeated, with the least self time of every module over the repeats (the
+least is the one least disturbed by other load), summed per top-level package.
 """
 
 from __future__ import annotations
@@ -34,9 +38,9 @@ import subprocess
 import sys
 import time
 
-from benchmarks._util import machine, print_table
+from benchmarks._util import print_table
 
-__all__ = ["CASES", "cli_args", "measure", "stages", "main"]
+__all__ = ["CASES", "cli_args", "measure", "stages", "import_profile", "main"]
 
 _A2A = {128: 16, 1024: 64, 4096: 128}
 
@@ -124,17 +128,58 @@ def stages(case: str) -> dict:
                 entries=int(problem.res.size), mode=result.mode_used, time_s=float(result.makespan_s))
 
 
+def import_profile(case: str, repeat: int = 5) -> tuple[dict, dict]:
+    """(least self time per module, summed per top-level package), in seconds, of ``case``'s imports."""
+    code = ("import sys; from cli.main import main; sys.argv = ['fabric-emu'] + " + repr(CASES[case])
+            + "; main()")
+    env = {**os.environ, "FABRIC_EMU_MEMORY_LIMIT": os.environ.get("FABRIC_EMU_MEMORY_LIMIT", "64GiB")}
+    best: dict = {}
+    for _ in range(max(1, repeat)):
+        err = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True,
+                             env=env, check=False).stderr
+        for line in err.splitlines():
+            if not line.startswith("import time:") or "[us]" in line:
+                continue
+            us, _, name = line[len("import time:"):].split("|")
+            name = name.strip()
+            best[name] = min(best.get(name, float("inf")), int(us) / 1e6)
+    packages: dict = {}
+    for name, t in best.items():
+        top = name.split(".")[0]
+        packages[top] = packages.get(top, 0.0) + t
+    return best, dict(sorted(packages.items(), key=lambda kv: -kv[1]))
+
+
+def _print_imports(case: str, repeat: int) -> None:
+    best, packages = import_profile(case, repeat)
+    print(f"import profile of {case}: {len(best)} modules, {sum(best.values()) * 1e3:.1f} ms "
+          f"(least self time over {repeat} runs)")
+    print_table(["package", "ms"], [[k, f"{v * 1e3:.1f}"] for k, v in list(packages.items())[:15]])
+    print()
+    ours = ("fabric", "topologies", "collectives", "workloads", "cli")
+    top = sorted(((t, n) for n, t in best.items() if n.split(".")[0] in ours), reverse=True)[:15]
+    print_table(["fabric-emu module", "self ms"], [[n, f"{t * 1e3:.1f}"] for t, n in top])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", nargs="*", default=DEFAULT, choices=sorted(CASES))
     ap.add_argument("--repeat", type=int, default=3, help="fresh CLI processes per case (median reported)")
     ap.add_argument("--no-stages", action="store_true", help="skip the in-library stage run and floor")
+    ap.add_argument("--imports", choices=sorted(CASES), help="print the import profile of this case and stop")
     ap.add_argument("--stages-of", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.stages_of:
         print(json.dumps(stages(args.stages_of)))
         return 0
-    print(machine())
+    if args.imports:
+        _print_imports(args.imports, max(1, args.repeat))
+        return 0
+    # the machine line imports numpy, scipy and networkx: not in this process, whose size would be the floor of
+    # every child's peak RSS (Linux counts the forking parent's resident pages into a child's ru_maxrss)
+    line = subprocess.run([sys.executable, "-c", "from benchmarks._util import machine; print(machine())"],
+                          capture_output=True, text=True, check=False).stdout.strip()
+    print(line or "machine: unknown")
     rows = []
     for case in args.cases:
         runs = [measure(cli_args(case)) for _ in range(max(1, args.repeat))]

@@ -1,6 +1,7 @@
 """Re-run the fits of collectives/calibration.py on the fit split (docs/collectives.md, "Fits").
 
-Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer]
+Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
+       deepep-sms|uccl-pipeline|ll-fixed|ring-kernel]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -15,6 +16,7 @@ import numpy as np
 
 import collectives.calibration  # noqa: F401  (the module, not the function of the same name)
 from collectives import Collective, TokenRouting, run
+from collectives.moe import route_tokens
 from collectives import validate as v
 
 cal = sys.modules["collectives.calibration"]
@@ -75,7 +77,8 @@ def net_latency() -> None:
                      ("TCPXO", ["gcp-a3mega-2node-tcpxo-allreduce-by-size"])):
         old = cal.NET_LATENCY_US[fam]
         print(fam)
-        _grid(ids, lambda x: cal.NET_LATENCY_US.__setitem__(fam, float(x)), (0, 20, 40, 80, 160, 320))
+        _grid(ids, lambda x: cal.NET_LATENCY_US.__setitem__(fam, float(x)),
+              (0, 20, 40, 80, 160, 320) if fam == "EFA" else (120, 160, 200, 240, 320))
         cal.NET_LATENCY_US[fam] = old
 
 
@@ -95,7 +98,8 @@ def per_peer() -> None:
     cal.PER_PEER_S["moe"] = 0.0
     r = v._router("gb200-nvl72", {})
     X, Y = [], []
-    for dtype, pts in (("bf16", [(16, 650, 666), (36, 489, 597)]),
+    # README_Hybrid-EP.md GB200 table, 32 SMs, kernel only, FP8 dispatch (16 and 36 ranks: the reference points)
+    for dtype, pts in (("fp8", [(16, 650.48, 666.26), (36, 489.27, 596.99)]),
                        ("fp8", [(8, 713.98, 737.13), (24, 577.96, 639.8), (32, 538.86, 605.15)])):
         for ep, d, c in pts:
             for coll, meas in (("moe_dispatch", d), ("moe_combine", c)):
@@ -109,8 +113,99 @@ def per_peer() -> None:
     cal.PER_PEER_S["moe"] = old
 
 
+def deepep_sms() -> None:
+    """(t0, r) of DeepEP's SM-bound normal kernels: least squares of the relative bandwidth error of
+    ``max(t_link, t0 + X / (n r))`` over the B200 SM sweep (calibration.DEEPEP_SM_SWEEP)."""
+    from scipy.optimize import least_squares
+    r = v._router("hgx-b200", {})
+    tr = TokenRouting("uniform", tokens_per_rank=4096, experts=64)
+    for j, coll in ((1, "moe_dispatch"), (2, "moe_combine")):
+        [res] = run(r, [Collective(coll, tuple(range(8)), 0, options={"moe": tr, "metric": "logical"})],
+                    mode="epoch", epsilon=0.01)  # no ``sms``: the link-bound time
+        per_token = tr.dispatch_bytes_per_token if coll == "moe_dispatch" else tr.combine_bytes_per_token
+        t_link = res.time_s
+        X = float(route_tokens(tr, 8, [0] * 8).rank_counts.sum(axis=0).max()) * per_token  # the busiest rank
+        n = np.array([row[0] for row in cal.DEEPEP_SM_SWEEP], float)
+        bw = np.array([row[j] for row in cal.DEEPEP_SM_SWEEP], float) * 1e9
+
+        L = res.logical_bytes  # what the published GB/s counts (mean received bytes per rank)
+
+        def err(x):
+            t = np.maximum(t_link, x[0] * 1e-6 + X / (n * x[1] * 1e9))
+            return (L / t - bw) / bw
+        fit = least_squares(err, x0=[50.0, 15.0], bounds=([0.0, 1.0], [1000.0, 100.0]))
+        e = np.abs(err(fit.x))
+        print(f"  {coll}: t0 = {fit.x[0]:.0f} us, r = {fit.x[1]:.1f} GB/s per SM "
+              f"(link-bound {L / t_link / 1e9:.0f} GB/s); |error| mean {e.mean():.3f}, max {e.max():.3f}")
+
+
+def uccl_pipeline() -> None:
+    """R of UCCL-EP's internode pipeline: least squares of the relative error of ``max(t_link, X / R)``
+    (X the busiest rank's (token, node) pairs x bytes) on the fit-split p5en normal dispatch rows; the
+    per-peer term of the ``uccl`` family is off for the link time (the form it replaces)."""
+    from scipy.optimize import least_squares
+    old_pp, old_r = cal.PER_PEER_S["uccl"], cal.RDMA_PIPELINE_BPS.pop("uccl")
+    cal.PER_PEER_S["uccl"] = 0.0
+    L, X, T, bw = [], [], [], []
+    for ep, meas in ((16, 50.0), (24, 53.0), (32, 54.0)):
+        r = v._router("hgx-h200", {"domains": ep // 8, "scaleout": "aws-efa-v3", "nic": "EFA-v3-200G"})
+        tr = TokenRouting("node_limited", tokens_per_rank=4096, experts=288)
+        [res] = run(r, [Collective("moe_dispatch", tuple(range(ep)), 0,
+                                   options={"moe": tr, "metric": "rdma", "kernel": "uccl"})], mode="epoch", epsilon=0.01)
+        counts = route_tokens(tr, ep, np.arange(ep) // 8).node_counts.sum(axis=1)
+        L.append(res.logical_bytes)
+        X.append(float(counts.max()) * tr.dispatch_bytes_per_token)
+        T.append(res.time_s)
+        bw.append(meas * 1e9)
+    L, X, T, bw = map(np.array, (L, X, T, bw))
+
+    def err(x):
+        return (L / np.maximum(T, X / (x[0] * 1e9)) - bw) / bw
+    fit = least_squares(err, x0=[50.0], bounds=([1.0], [1000.0]))
+    print(f"  R = {fit.x[0]:.1f} GB/s; link-only {np.round(L / T / 1e9, 1)} GB/s; "
+          f"|error| {np.round(np.abs(err(fit.x)), 3)}")
+    cal.PER_PEER_S["uccl"], cal.RDMA_PIPELINE_BPS["uccl"] = old_pp, old_r
+
+
+def ll_fixed() -> None:
+    """Fixed time of the GPU-initiated LL kernels: mean of (measured - modelled) kernel time over the
+    fit-split DeepEP LL rows (the published latency; the model's time from the bandwidth ratio)."""
+    import tomllib
+    old = cal.LL_FIXED_S.pop("moe_ll")
+    path = next(p for p in v.default_points_paths() if p.name == "published_points.toml")
+    doc = tomllib.loads(path.read_text())
+    pts = {p["id"]: p for p in doc["moe_alltoall"] if p.get("group") == "deepep-v1-ll-h800" and p["split"] == "fit"}
+    v._ROUTERS.clear()
+    res = []
+    for r in v.validate(ids=list(pts), splits=("fit",)).rows:
+        pid, coll = r.id.split(":")
+        res.append(pts[pid][f"{coll}_latency_us"] * (1 - r.measured / r.predicted))
+    print(f"  residuals {np.round(res, 1)} us -> {np.mean(res):.1f} us")
+    cal.LL_FIXED_S["moe_ll"] = old
+
+
+def ring_kernel() -> None:
+    """Measured / modelled busbw of the fit-split single-domain Blackwell rings (>= 4 GiB) with the ring
+    kernel efficiency at 1 -> its value: the mean over sources of the per-source means."""
+    ids = {"ml-engineering": ["mle-p6b200-allreduce-by-ranks", "b200-allreduce-by-ranks"],
+           "GTC25 S72583": ["gtc25-b200x8-allreduce-ring-nvls"], "nccl #2140": ["nccl2140-b300x8-allreduce-ring-nvls"]}
+    old = dict(cal.RING_NVLINK_KERNEL_EFFICIENCY)
+    cal.RING_NVLINK_KERNEL_EFFICIENCY[3] = 1.0
+    v._ROUTERS.clear()
+    per = {}
+    for src, pids in ids.items():
+        rows = [r for r in v.validate(ids=pids, splits=("fit",)).rows
+                if r.rel_error is not None and r.note == "ring/Simple" and (":ring" in r.id or "@ring" in r.id)]
+        per[src] = float(np.mean([r.measured / r.predicted for r in rows]))
+        print(f"  {src}: {len(rows)} rows, measured / modelled {per[src]:.3f}")
+    print(f"  mean over sources {np.mean(list(per.values())):.3f}")
+    cal.RING_NVLINK_KERNEL_EFFICIENCY.update(old)
+    v._ROUTERS.clear()
+
+
 FITS = {"nvls-domain": nvls_domain, "nvls-window": nvls_window, "ring-window": ring_window, "net-latency": net_latency,
-        "nic-drop": nic_drop, "per-peer": per_peer}
+        "nic-drop": nic_drop, "per-peer": per_peer, "deepep-sms": deepep_sms,
+        "uccl-pipeline": uccl_pipeline, "ll-fixed": ll_fixed, "ring-kernel": ring_kernel}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(FITS):

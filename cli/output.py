@@ -16,7 +16,8 @@ import unicodedata
 
 import click
 
-__all__ = ["clean", "stdout_console", "progress_console", "fail", "handles_errors", "echo_json", "finite"]
+__all__ = ["clean", "stdout_console", "progress_console", "LazyConsole", "fail", "handles_errors", "echo_json",
+           "finite"]
 
 _UNSAFE = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
 
@@ -52,16 +53,51 @@ def _console(file, **kw):
     return Console(file=file, highlight=False, markup=False, emoji=False, **kw)
 
 
-def stdout_console(min_width: int = 100):
-    """The console for results: no markup, no emoji, at least ``min_width`` columns wide."""
-    from rich.console import Console
+class LazyConsole:
+    """A rich console made on first use: ``--json`` runs, which print no table, never import rich.
 
-    return _console(sys.stdout, soft_wrap=False, width=max(min_width, Console().width))
+    A quiet console (progress when stderr is not a terminal) swallows ``print`` without being made.
+    Every other attribute (read or set, e.g. ``console.file = buffer``) is the real console's.
+    """
+
+    _OWN = ("_make", "_quiet", "_real")
+
+    def __init__(self, make, *, quiet: bool = False) -> None:
+        object.__setattr__(self, "_make", make)
+        object.__setattr__(self, "_quiet", quiet)
+        object.__setattr__(self, "_real", None)
+
+    def _console(self):
+        if self._real is None:
+            object.__setattr__(self, "_real", self._make())
+        return self._real
+
+    def print(self, *objects, **kwargs) -> None:
+        if not self._quiet or self._real is not None:
+            self._console().print(*objects, **kwargs)
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name in self._OWN:
+            raise AttributeError(name)
+        return getattr(self._console(), name)
+
+    def __setattr__(self, name, value) -> None:
+        setattr(self._console(), name, value)
+
+
+def stdout_console(min_width: int = 100):
+    """The console for results: no markup, no emoji, at least ``min_width`` columns wide (made on first use)."""
+    def make():
+        from rich.console import Console
+
+        return _console(sys.stdout, soft_wrap=False, width=max(min_width, Console().width))
+    return LazyConsole(make)
 
 
 def progress_console():
     """Progress goes to stderr, and only to a terminal (scripts and pipes see data or one error line)."""
-    return _console(sys.stderr, quiet=not sys.stderr.isatty())
+    quiet = not sys.stderr.isatty()
+    return LazyConsole(lambda: _console(sys.stderr, quiet=quiet), quiet=quiet)
 
 
 def fail(message: str, status: int = 2) -> None:

@@ -143,6 +143,21 @@ def training_table(rep) -> Table:
     return t
 
 
+def _check_seed_used(spec, *, ep: int, moe_routing: str, routing: str) -> None:
+    """Refuse ``--seed`` where nothing of the step draws from it (as ``run`` does): it seeds
+    ECMP hashing (``--routing ecmp``) and the token routing of a sampled ``--moe-routing``."""
+    from cli.options import given_options
+    from topologies.errors import SpecError
+
+    if "seed" not in given_options(click.get_current_context()):
+        return
+    if routing == "ecmp" or (spec.is_moe and ep > 1 and moe_routing != "balanced"):
+        return
+    raise SpecError(f"--seed: seeds ECMP hashing (--routing ecmp) and sampled MoE token routing "
+                    f"(--moe-routing uniform/model/skewed with --ep > 1); --routing {routing} with "
+                    f"--moe-routing {moe_routing} draws nothing from it")
+
+
 @click.command("step")
 @click.option("--model", "model", required=True, help="Built-in model (fabric-emu models) or a model .toml file.")
 @click.option("--system", "system", required=True,
@@ -212,6 +227,7 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
             raise SpecError(f"{name}: empty file name")
     err = _progress()
     spec = get_model(model)
+    _check_seed_used(spec, ep=ep, moe_routing=moe_routing, routing=routing)
     lay = Layout(gpus=gpus, tp=tp, pp=pp, vpp=vpp, ep=ep, etp=etp, cp=cp, global_batch=global_batch,
                  micro_batch=micro_batch, seq_len=seq_len, precision=precision, recompute=recompute,
                  schedule=schedule or "", optimizer=optimizer)

@@ -41,7 +41,8 @@ import numpy as np
 
 from collectives import nccl_model as nm
 from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, nic_p2p_factor, nvls_domain_terms,
-                                     nvls_fill_s, ring_fill_s)
+                                     nvls_fill_s, ring_fill_s,
+                                     ring_nvlink_kernel_efficiency)
 from collectives.moe import plan_moe
 from collectives.ops import Collective
 from fabric import Router
@@ -109,6 +110,7 @@ class Plan:
     logical_bytes: float | None = None  # MoE: bytes as DeepEP counts them
     notes: str = ""
     kernel_efficiency: float = 1.0  # NCCL kernel limit / large-domain NVLS factor applied to the flows
+    min_time_s: float = 0.0  # kernel-side floor on the time (MoE SM / proxy pipelines); run() only, not schedule()
 
 
 class Planner:
@@ -156,8 +158,13 @@ class Planner:
         cuts = np.flatnonzero(np.diff(dom)) + 1
         return np.split(ranks, cuts)
 
-    def system(self, ranks) -> nm.NcclSystem:
-        """NCCL's view of the group: ranks per domain, domains, NVLink, NICs, SHARP."""
+    def system(self, ranks, nvls: bool = True, nccl_version=None) -> nm.NcclSystem:
+        """NCCL's view of the group: ranks per domain, domains, NVLink, NICs, SHARP (``nvls=False``:
+        ``NCCL_NVLS_ENABLE=0``, NCCL's NVLS and NVLSTree are off; ``nccl_version``: the release whose
+        cap tables apply, e.g. "2.27.3")."""
+        version = nm.parse_nccl_version(nccl_version)
+        if nccl_version is not None and version is None:
+            raise SpecError(f"options nccl_version: {nccl_version!r} is not an NCCL release such as '2.27.3'")
         groups = self.groups_by_domain(ranks)
         ppn = max(len(g) for g in groups)
         nnodes = len(groups)
@@ -166,13 +173,20 @@ class Planner:
         return nm.NcclSystem(arch_sm=self.gpu.sm, gpus_per_node=ppn, nnodes=nnodes,
                              nvlink_links_per_gpu=self.gpu.nvlink_links if has_nvlink else 0,
                              has_nvswitch=has_nvlink,
-                             nvls_capable=bool(has_nvlink and self.nvls_domain[self.domain[groups[0][0]]]),
+                             nvls_capable=bool(nvls and has_nvlink and self.nvls_domain[self.domain[groups[0][0]]]),
                              nics_per_node=ppn if nnodes > 1 else 0, nic_Bps=nic_Bps if nnodes > 1 else 0.0,
-                             collnet=self.has_sharp, latency_inter_us=self.calib.net_latency_s * 1e6)
+                             collnet=self.has_sharp, latency_inter_us=self.calib.net_latency_s * 1e6,
+                             nccl_version=version,
+                             protocols=self.calib.net_protocols if nnodes > 1 else None)
 
-    def nccl_estimate(self, ranks, collective: str, size: int, algorithm: str) -> nm.AlgoEstimate:
+    def system_for(self, op: Collective) -> nm.NcclSystem:
+        """:meth:`system` of ``op``'s ranks with its options ``nvls`` and ``nccl_version``."""
+        return self.system(op.ranks, nvls=bool(op.options.get("nvls", True)),
+                           nccl_version=op.options.get("nccl_version"))
+
+    def nccl_estimate(self, ranks, collective: str, size: int, algorithm: str, nccl_version=None) -> nm.AlgoEstimate:
         """NCCL's best protocol for ``algorithm`` (its latency is the software latency we add)."""
-        system = self.system(ranks)
+        system = self.system(ranks, nccl_version=nccl_version)
         ests = nm.algo_times(system, collective, max(size, 1), algorithms=[algorithm])
         enabled = [e for e in ests if np.isfinite(e.time_s)]
         if enabled:
@@ -588,7 +602,7 @@ class Planner:
         cross = "ring" if coll != "all_reduce" else ("sharp" if self.has_sharp else "tree")
         if algo == "auto":
             # trusted for the choice: NCCL's own tuning model (what NCCL runs); see docs/collectives.md
-            best = nm.choose(self.system(ranks), coll, max(size, 1))
+            best = nm.choose(self.system_for(op), coll, max(size, 1))
             algo, extra = NCCL_TO_OURS[best.algorithm]
             hier_opts = {**extra, **hier_opts}
             if algo == "hier" and coll != "all_reduce":
@@ -616,20 +630,30 @@ class Planner:
             inter = hier_opts.get("inter") or ("tree" if coll == "all_reduce" else "ring")
             nccl_name = {("nvls", "tree"): "NVLSTree", ("nvls", "sharp"): "NVLS", ("ring", "sharp"): "CollNetDirect",
                          ("nvls", "ring"): "NVLS", ("ring", "ring"): "Ring", ("ring", "tree"): "Tree"}[(intra, inter)]
-            est = self.nccl_estimate(ranks, coll, size, nccl_name)
+            est = self.nccl_estimate(ranks, coll, size, nccl_name, op.options.get("nccl_version"))
             if nccl_name in ("NVLSTree", "NVLS", "CollNetDirect"):
                 est = replace(est, protocol="Simple")  # NCCL runs these with the Simple protocol only
             fs, name = self.hier(op, size, est, intra=intra, inter=inter)
-            return Plan(op, fs, name, est.protocol, nccl_name, est.latency_s)
+            floor = 0.0
+            if nccl_name == "NVLSTree" and coll == "all_reduce":
+                # the kernel's own ceiling, nChannels x perChMaxNVLSTreeBw, on the releases where it is
+                # absolute (nccl_model.NVLS_TREE_CAP_ABSOLUTE; issue 8 item 6)
+                cap = nm.nvlstree_ceiling_GBps(self.system(ranks, nccl_version=op.options.get("nccl_version")))
+                if cap:
+                    floor = est.latency_s + size * nm.busbw_factor(coll, op.n) / (cap * 1e9)
+            return Plan(op, fs, name, est.protocol, nccl_name, est.latency_s, min_time_s=floor)
         if algo == "sharp":
             nccl_name = "CollNetDirect"
-            est = self.nccl_estimate(ranks, coll, size, nccl_name)
+            est = self.nccl_estimate(ranks, coll, size, nccl_name, op.options.get("nccl_version"))
             return Plan(op, self.sharp(op, size, est), "sharp", "Simple", nccl_name, est.latency_s)
-        est = self.nccl_estimate(ranks, coll, size, nccl_name)
+        est = self.nccl_estimate(ranks, coll, size, nccl_name, op.options.get("nccl_version"))
         keff, lat = est.kernel_efficiency, est.latency_s
         if algo == "ring":
             fill = ring_fill_s(size, est.bandwidth_Bps)  # the ring's pipeline fill (calibration)
             est = replace(est, latency_s=est.latency_s + fill)
+            if len(groups) == 1:  # on NVLink only: the ring kernel's own limit (calibration, fitted)
+                keff = keff * ring_nvlink_kernel_efficiency(self.gpu.sm, est.protocol)
+                est = replace(est, kernel_efficiency=keff)
             lat += fill
             fs = self.ring(op, size, est, broadcast=coll == "broadcast")
         elif algo == "tree":

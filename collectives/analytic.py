@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from collectives.calibration import PROTOCOL_EFFICIENCY, nic_p2p_factor
+from fabric.arrays import sorted_unique
 
 __all__ = ["port_bytes", "time_s", "ring_allreduce_s"]
 
@@ -67,7 +68,7 @@ def time_s(planner, plan) -> float | None:
     kind = {"nvls": "nvls", "direct": "p2p"}.get(plan.algorithm, "collective")
     eff_nv, _, eff_net = planner.calib.efficiency(kind)
     proto = PROTOCOL_EFFICIENCY.get(plan.protocol, 1.0)
-    domains = np.unique(planner.domain[ranks])
+    domains = sorted_unique(planner.domain[ranks])
     cap = cf.link_capacity_Bps  # 0 for failed links, reduced for degraded ones
     if len(domains) == 1 and planner.router.domain_has_nvlink[domains[0]]:
         g = cf.gpus[ranks]
@@ -82,7 +83,7 @@ def time_s(planner, plan) -> float | None:
         if (nics < 0).any():
             return None
         ups = planner.router.nic_up[nics]
-        leaves = np.unique(cf.link_dst[ups[ups >= 0]])
+        leaves = sorted_unique(cf.link_dst[ups[ups >= 0]])
         if len(leaves) != 1 or len(domains) != len(ranks):
             return None
         per_nic = np.where(ups >= 0, cap[np.maximum(ups, 0)], 0.0).sum(axis=1)

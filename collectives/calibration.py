@@ -51,7 +51,12 @@ from collectives import nccl_model as nm
 from topologies import catalog
 from topologies.errors import SpecError
 
-__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes", "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms", "HOST_LINK_MEASURED", "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "nic_p2p_factor",
+__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes",
+           "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms",
+           "RING_NVLINK_KERNEL_EFFICIENCY", "ring_nvlink_kernel_efficiency", "HOST_LINK_MEASURED",
+           "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "LL_FIXED_S", "nic_p2p_factor",
+           "DEEPEP_SM_RATE_BPS", "DEEPEP_SM_FIXED_S", "DEEPEP_TEST_SMS", "RDMA_PIPELINE_BPS", "DEEPEP_SM_SWEEP",
+           "DEEPEP_SM_FIT_PEERS", "deepep_sm_time_s",
            "Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
            "p2p_nvlink_efficiency", "Calibration", "calibration", "PROTOCOL_EFFICIENCY"]
 
@@ -134,16 +139,90 @@ NIC_PEER_DROP = {"nccl": 0.236, "moe": 0.0, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll
 #: Per-peer cost of point-to-point kernels, seconds per peer a sender serves (issue 8 item 2),
 #: by kernel family. ``moe``: least squares (through the origin) of measured minus modelled kernel
 #: time against the peer count on the fit-split HybridEP NVL72 rank sweeps (EP 8-36, dispatch and
-#: combine; reference hybridep-gb200-nvlink, published hybridep-gb200-nvlink-bf16-by-ep): 2.62 us.
+#: combine; reference hybridep-gb200-nvlink, published hybridep-gb200-nvlink-bf16-by-ep, all FP8 dispatch): 1.91 us
+#: (round 3; 2.62 us in round 2, when the two reference rows were misread as BF16 dispatch).
 #: ``moe_ll`` (low-latency kernels: one warp group per expert, all peers served at once): 0, and
 #: the fit-split DeepEP LL rank sweep (EP 8-256, 128 tokens) confirms it (a per-peer cost would put
 #: EP256 at a third of the measured 39 GB/s). ``nccl``: 0, no fit-split NCCL all-to-all rank sweep
 #: exists (NCCL's per-peer step is inside the one-step p2p latency, an assumption in docs/collectives.md).
-#: ``uccl`` / ``uccl_ll`` (UCCL-EP: DeepEP-compatible kernels whose RDMA is posted by CPU proxy threads
-#: over EFA): least squares of (measured - modelled) kernel time against EP - 1 on the fit-split
-#: UCCL-EP p5en normal dispatch rows (13.1 us; its combine times are not monotonic in EP and are left
-#: out) and p6-b200 low-latency dispatch and combine rows (9.07 us).
-PER_PEER_S = {"nccl": 0.0, "moe": 2.62e-6, "moe_ll": 0.0, "uccl": 13.1e-6, "uccl_ll": 9.07e-6}
+#: ``uccl_ll`` (UCCL-EP low-latency kernels, RDMA posted by CPU proxy threads over EFA): least squares
+#: of (measured - modelled) kernel time against EP - 1 on the fit-split p6-b200 low-latency dispatch and
+#: combine rows (9.07 us). ``uccl`` (normal kernels): 0 since round 3; the 13.1 us per peer fitted on
+#: the p5en normal dispatch rows (round 2) is replaced by the pipeline rate :data:`RDMA_PIPELINE_BPS`,
+#: which the same rows choose (mean |error| 17 % per-peer form, 3 % pipeline form).
+PER_PEER_S = {"nccl": 0.0, "moe": 1.91e-6, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll": 9.07e-6}
+
+#: Fixed time of the GPU-initiated low-latency kernels (DeepEP LL, NCCL EP LL, pplx-kernels), seconds per
+#: call, on top of the one-step point-to-point latency (round 3). A receiver finishes only after the last
+#: (token, expert) message *and* the per-expert count flag written behind it (with a fence) have arrived,
+#: then copies the tokens out of its receive buffer: one more one-way latency and a local pass. Least
+#: squares (the mean) of measured - modelled kernel time over the 12 fit-split DeepEP LL rows (EP 8-256,
+#: dispatch and combine; ``python benchmarks/fit_collective_constants.py ll-fixed``): 8.3 us; mean |error|
+#: of those rows 5.6 % -> 3.4 %, max 21.7 % -> 7.6 %. ``uccl_ll`` has none (its per-peer fit absorbs its
+#: fixed costs; adding this term moved its fit rows from 10.0 % to 10.2 %).
+LL_FIXED_S = {"moe_ll": 8.3e-6}
+
+
+#: SM budget of DeepEP's normal (high-throughput) kernels (round 3). The kernels copy every token with
+#: their own SMs (a channel per SM pair, ``deep_ep.Config(num_sms, ...)``), so with ``n`` SMs a rank moves
+#: its bytes no faster than ``n x r``, and each call pays a fixed ``t0`` on that path (notify / barrier of
+#: the channels, the host API). Kernel time = ``max(t_link, t0 + X / (n r))``, ``X`` the rank's bytes as
+#: DeepEP's test counts them (received tokens incl. its own x bytes per token). Fitted by least squares
+#: (relative bandwidth error, the ``max`` form with the flow model's link time) on
+#: :data:`DEEPEP_SM_SWEEP` (``python benchmarks/fit_collective_constants.py deepep-sms``).
+#: Intranode only (the internode kernels split their SMs over RDMA and NVLink roles: not fitted).
+#: Keyed by kernel implementation; HybridEP (TMA copies, 16-32 SMs) has no SM-bound data and no entry.
+DEEPEP_SM_RATE_BPS = {"moe_dispatch": 18.6e9, "moe_combine": 27.1e9}
+DEEPEP_SM_FIXED_S = {"moe_dispatch": 101e-6, "moe_combine": 271e-6}
+#: DeepEP's intranode test runs its normal kernels with 24 SMs (tests/legacy/test_intranode.py @ dd758ca:
+#: ``for i in (24, ): test_main(args, i, ...)``; uccl ep/bench/test_intranode.py @ da914a2:
+#: ``num_sms = 24 if torch.version.cuda else 64``); ``deep_ep.Buffer.num_sms`` defaults to 20.
+DEEPEP_TEST_SMS = 24
+
+#: Internode pipeline of the normal kernels (round 3), bytes/s per rank, by kernel family. DeepEP's
+#: internode dispatch (and UCCL-EP's copy of it) sends every (token, destination node) pair through the
+#: same RDMA-sender -> forwarder pipeline, the local node's pairs included (they are written to the local
+#: receive buffer: uccl ep/src/internode.cu @ da914a2 l.714 ``dst_rdma_rank == rdma_rank ?
+#: recv_buffer(...) : send_buffer(...)``; "Lighter fence for local RDMA rank"), so a pipeline slower
+#: than the NIC bounds the time by the rank's counted pairs (what the RDMA metric counts) over its rate.
+#: ``uccl`` (the RDMA writes are posted by CPU proxy threads): least squares of the relative error of
+#: ``max(t_link, pairs x bytes / R)`` on the fit-split UCCL-EP p5en normal dispatch rows (EP 16-32;
+#: published 50 / 53 / 54 GB/s, flat in EP while the NIC share of the counted pairs goes 1/2 -> 3/4):
+#: ``python benchmarks/fit_collective_constants.py uccl-pipeline``. It replaces the per-peer form
+#: (13.1 us per peer) fitted on the same rows. No entry for DeepEP / HybridEP (GPU-initiated): their
+#: fit rows show no such bound (DeepEP H800 EP32 reaches 58 GB/s).
+RDMA_PIPELINE_BPS = {"uccl": 52.4e9}
+#: DeepEP V1 intranode normal kernels on 8 x B200 by SM count, Torch API (FP8 dispatch GB/s, combine GB/s;
+#: 4096 tokens, hidden 7168, top-8 of 64 experts, random uniform router): deepseek-ai/DeepEP branch
+#: hybrid-ep docs/README_Hybrid-EP.md @ 41cad94, "B200 Platform / Performance Comparison" (fit split,
+#: group hybridep-readme-b200-comparison; its 48-SM row is a published point).
+DEEPEP_SM_SWEEP = ((16, 246, 302), (24, 349, 420), (28, 397, 477), (32, 443, 524), (36, 482, 549),
+                   (40, 519, 570), (44, 544, 577), (48, 554, 586))
+
+
+#: Peers of the SM fit (round 4): :data:`DEEPEP_SM_SWEEP` ran 8 ranks, so its ``t0`` holds the per-peer
+#: work of 7 peers. A kernel with more peers pays the per-peer cost of its family (``PER_PEER_S``) for each
+#: peer beyond these on the SM path too (DeepEP's intranode kernels split every channel's warps by peer:
+#: csrc/kernels/intranode.cu ``num_threads_per_rank = kNumThreads / kNumRanks``).
+DEEPEP_SM_FIT_PEERS = 7
+
+
+def deepep_sm_time_s(collective: str, sms: int, rank_bytes: float, peers: int = DEEPEP_SM_FIT_PEERS,
+                     per_peer_s: float = 0.0) -> float:
+    """Time of the SM copy path of a DeepEP normal kernel:
+    ``t0 + per_peer_s x max(0, peers - 7) + X / (sms x r)``.
+
+    Examples
+    --------
+    >>> round(deepep_sm_time_s("moe_dispatch", 24, 0.0) * 1e6)
+    101
+    >>> round(deepep_sm_time_s("moe_dispatch", 24, 0.0, peers=15, per_peer_s=2e-6) * 1e6)
+    117
+    """
+    if isinstance(sms, bool) or not isinstance(sms, int) or sms < 1:
+        raise SpecError(f"moe sms: {sms!r} must be an integer >= 1")
+    extra = max(0, int(peers) - DEEPEP_SM_FIT_PEERS) * float(per_peer_s)
+    return DEEPEP_SM_FIXED_S[collective] + extra + float(rank_bytes) / (sms * DEEPEP_SM_RATE_BPS[collective])
 
 
 #: Large NVLink domains (issue 8 item 3). NVLS all-reduce over ``n`` GPUs of one domain: the wire
@@ -205,6 +284,31 @@ def ring_fill_s(size_bytes: float, bandwidth_Bps: float) -> float:
     return min(float(size_bytes), RING_PIPELINE_WINDOW_BYTES) / bandwidth_Bps
 
 
+#: Ring kernel efficiency inside one NVLink domain, Simple protocol, per NCCL architecture index
+#: (``nccl_model.arch_index``: 2 Hopper, 3 Blackwell): the measured ring busbw over NCCL's per-link
+#: NVLink nominal (topo.h), a kernel limit of the ring on NVLink only (a NIC-bound ring is paced by the
+#: NIC). Hopper: 1 (NCCL's constants reproduce 8 x H100 / H200 rings: 370/370, 363-366/370).
+#: Blackwell: the fit-split single-domain Blackwell rings at >= 4 GiB all fall 3-6.5 % below the
+#: nominal 722 GB/s (p6-b200 NVLS-off ranks sweep 4-8 GPUs 673.2-682.2 and reference 673.8, ml-engineering
+#: network/README.md @ 744d01e; GTC25 S72583 B200 ring 700; nccl #2140 B300 ring 695): measured /
+#: modelled 0.936-0.973, mean per source (ml-engineering 0.942, GTC25 0.973, nccl #2140 0.966) 0.960.
+RING_NVLINK_KERNEL_EFFICIENCY = {2: 1.0, 3: 0.960}
+
+
+def ring_nvlink_kernel_efficiency(sm: int, protocol: str) -> float:
+    """:data:`RING_NVLINK_KERNEL_EFFICIENCY` of SM ``sm`` for a single-domain ring (1 for LL / LL128,
+    whose own caps are in NCCL's model, and for architectures without a fit).
+
+    Examples
+    --------
+    >>> ring_nvlink_kernel_efficiency(100, "Simple"), ring_nvlink_kernel_efficiency(90, "Simple")
+    (0.96, 1.0)
+    """
+    if protocol != "Simple":
+        return 1.0
+    return RING_NVLINK_KERNEL_EFFICIENCY.get(nm.arch_index(sm), 1.0)
+
+
 def nvls_domain_terms(n: int) -> tuple[float, float]:
     """(kernel efficiency, extra latency in s) of NVLS over ``n`` GPUs of one domain."""
     import math
@@ -218,7 +322,9 @@ def nvls_domain_terms(n: int) -> tuple[float, float]:
 #: of their fabrics (EFA: aws-p5-2node-efa-allreduce-by-size, mle-p6b200-4node-efa-allreduce-auto-by-size;
 #: TCPXO: gcp-a3mega-2node-tcpxo-allreduce-by-size): EFA 80 us (grid 0-160 step 20: mean error 94 % at 0,
 #: 13 % at 80), TCPXO 320 us (grid to 640: 177 % at 0, 21 % at 320); docs/collectives.md, "Fits".
-NET_LATENCY_US = {"EFA": 80.0, "TCPXO": 320.0}
+#: Round 3: with TCPXO's Simple-only profile (:data:`NET_PROTOCOLS`) the same grid on the same fit sweep
+#: (120-320 us) gives 200 us (mean 19.7 %; 320 us: 33 %); with LL128 allowed it had been 320 us (21 %).
+NET_LATENCY_US = {"EFA": 80.0, "TCPXO": 200.0}
 
 
 def net_latency_us(nic_name: str | None) -> float:
@@ -227,6 +333,41 @@ def net_latency_us(nic_name: str | None) -> float:
         return 0.0
     name = catalog.nic(nic_name).name
     return next((v for k, v in NET_LATENCY_US.items() if name.startswith(k)), 0.0)
+
+
+#: Protocols a net plugin leaves NCCL (``NCCL_PROTO`` it sets), by NIC; NICs not listed: all three.
+#: aws-ofi-nccl forces ``NCCL_PROTO=simple`` when the EFA endpoint does not guarantee 128-byte in-order
+#: delivery, which LL / LL128 need (src/platform-aws.cpp ``platform_config_endpoint``: "force the simple
+#: protocol as the LL/LL128 protocols can lead to data corruption without data delivery ordering"; the
+#: same check since v1.7.3-aws). On p4d / p4de (EFA v1, SENDRECV protocol) the option is not supported:
+#: aws/aws-ofi-nccl issue #715, p4d.24xlarge log, 1.11.0-aws: "Setting
+#: FI_OPT_EFA_SENDRECV_IN_ORDER_ALIGNED_128_BYTES not supported. / Setting NCCL_PROTO to "simple""; AWS in
+#: issue #76 (2021): "EFA doesn't support LL and LL128 variants". P5 reports the ordering (commit
+#: ece41f0c, 2024: "EFA now reports WRITE_IN_ORDER_ALIGNED_128_BYTES for this platform"), P5en skips the
+#: check (ef08e658): LL / LL128 stay on there.
+#: GPUDirect-TCPXO (GCP A3 Mega): Google's NCCL environment profile for the FasTrak plugin
+#: (``nccl-env-profile.sh``, which the TCPXO test recipes source) runs Simple only; LL128 is an opt-in
+#: profile of plugin images from 2025-02-06 on (container-engine-accelerators gpudirect-tcpxo
+#: best-practice.md, "Enable LL128": ``nccl-env-profile-ll128.sh`` differs by ``NCCL_PROTO=Simple,LL128``);
+#: Google's own A3 Mega container env sets ``NCCL_PROTO=Simple`` (cluster-toolkit
+#: examples/machine-learning/a3-megagpu-8g/nemo-framework/Dockerfile, b7607b0 .. e4da724).
+NET_PROTOCOLS: dict[str, tuple[str, ...]] = {"EFA-v1-100G": ("Simple",), "TCPXO-200G": ("Simple",)}
+
+
+__all__ += ["NET_PROTOCOLS", "net_protocols"]  # kept apart from the shared list above (merge-friendly)
+
+
+def net_protocols(nic_name: str | None) -> tuple[str, ...] | None:
+    """Protocols the NIC's net plugin leaves NCCL, or None (all).
+
+    Examples
+    --------
+    >>> net_protocols("EFA-v1-100G"), net_protocols("EFA-v2-100G")
+    (('Simple',), None)
+    """
+    if not nic_name:
+        return None
+    return NET_PROTOCOLS.get(catalog.nic(nic_name).name)
 
 
 def nic_p2p_factor(k, kernel: str = "nccl"):
@@ -258,6 +399,7 @@ class Calibration:
     network: float
     host: float = 1.0
     net_latency_s: float = 0.0  #: the net plugin's latencyInter (:data:`NET_LATENCY_US`)
+    net_protocols: tuple[str, ...] | None = None  #: protocols the net plugin leaves NCCL (:data:`NET_PROTOCOLS`)
 
     def efficiency(self, kind: str) -> tuple[float, float, float]:
         """(nvlink, host, network) efficiency for kernel ``kind`` (collective, nvls, p2p)."""
@@ -284,4 +426,4 @@ def calibration(gpu_name: str, nic_name: str | None = None) -> Calibration:
                        nvlink_p2p=p2p_nvlink_efficiency(gpu.name), network=net,
                        # a fabric without a catalog NIC has placeholder host links at the port rate
                        host=host_link_efficiency() if nic_name else 1.0,
-                       net_latency_s=net_latency_us(nic_name) * 1e-6)
+                       net_latency_s=net_latency_us(nic_name) * 1e-6, net_protocols=net_protocols(nic_name))

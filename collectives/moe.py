@@ -7,10 +7,12 @@ sends one copy of a token to every *rank* that hosts at least one of its experts
 
 Routing models (all seeded, vectorised over tokens):
 
-* ``uniform``: top-k of i.i.d. scores (DeepEP's intranode test);
+* ``uniform``: top-k of i.i.d. scores (DeepEP's intranode test), i.e. k distinct
+  experts uniformly at random;
 * ``skewed``: expert popularity drawn once from a lognormal(``skew_sigma``):
   top-k of ``log(popularity) + Gumbel`` noise, i.e. sampling without replacement
-  in proportion to popularity;
+  in proportion to popularity (drawn so, k draws per token:
+  :mod:`collectives.token_routing`);
 * ``node_limited``: DeepSeek-style: first the top ``topk_groups`` *nodes* by
   their best expert score (DeepEP's internode test: groups = nodes, at most 4),
   then the top-k experts inside them;
@@ -56,8 +58,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from collectives.calibration import PER_PEER_S
+from collectives.calibration import DEEPEP_SM_RATE_BPS, LL_FIXED_S, PER_PEER_S, RDMA_PIPELINE_BPS, deepep_sm_time_s
 from topologies.errors import SpecError
+
+from collectives.token_routing import alias_table, sample_distinct  # the uniform / skewed draw
 
 __all__ = ["ROUTING_KINDS", "DISPATCH_DTYPES", "FORMS", "METRICS", "LL_HEADER_BYTES", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
 
@@ -162,6 +166,9 @@ _ROUTE_CACHE: dict = {}
 
 #: Uniform draws per block of ranks (a block is whole ranks; 2^22 float32 = 16 MiB).
 _BLOCK_DRAWS = 1 << 22
+#: Tokens per chunk of the ``uniform`` / ``skewed`` draws (part of the draw's definition: the stream is
+#: consumed chunk by chunk; 2^15 tokens x k int64 = 2 MiB at k = 8 stay in cache: 1.5x faster than 2^18).
+_CHUNK_TOKENS = 1 << 15
 
 
 def _u32_to_unit(x: np.ndarray) -> np.ndarray:
@@ -169,16 +176,12 @@ def _u32_to_unit(x: np.ndarray) -> np.ndarray:
     return (x >> np.uint32(8)).astype(np.float32) * np.float32(2.0 ** -24)
 
 
-def _gumbel_scores(u: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """The skewed model's float32 scores ``a - log(-log(u))`` (the one formula, elementwise)."""
-    return a - np.log(-np.log(np.maximum(u, np.float32(1e-30))))
-
-
-def _scores(tr: TokenRouting, u: np.ndarray, log_pop32, node_of_expert, starts, contiguous, n_nodes):
-    """Scores of tokens (rows of ``u``) over the experts; -inf outside the allowed nodes or groups."""
+def _scores(tr: TokenRouting, u: np.ndarray, node_of_expert, starts, contiguous, n_nodes):
+    """Scores (the uniforms ``u``) of tokens over the experts; -inf outside the allowed nodes or groups
+    (``node_limited``, ``deepseek``)."""
     E = tr.experts
     T = u.shape[0]
-    scores = _gumbel_scores(u, log_pop32) if tr.kind == "skewed" else u
+    scores = u
     if tr.kind == "node_limited" and n_nodes > 1:
         if contiguous:
             best = np.maximum.reduceat(scores, starts, axis=1)
@@ -203,81 +206,24 @@ def _full_topk(scores: np.ndarray, k: int) -> np.ndarray:
     return np.argpartition(scores, E - k, axis=1)[:, E - k:]
 
 
-def _candidate_thresholds(tr: TokenRouting, log_pop32, mean_candidates: float):
-    """Per-expert thresholds on the raw 32-bit draw and the best score below them.
-
-    Expert e is a candidate for a token when its raw draw is ``>= q_e << 8``; a non-candidate's
-    score is at most ``bound`` (the scores are non-decreasing in the draw). ``q_e`` puts about
-    ``mean_candidates`` experts above one common score level per token.
-    """
-    E = tr.experts
-    if tr.kind == "uniform":
-        q = np.full(E, int(np.floor((1.0 - mean_candidates / E) * 2 ** 24)), np.int64)
-    else:  # P(a + Gumbel > t) = 1 - exp(-exp(a - t)); bisect t for the mean number above it
-        a = log_pop32.astype(np.float64).ravel()
-        lo, hi = a.min() - 50.0, a.max() + 50.0
-        for _ in range(100):
-            t = 0.5 * (lo + hi)
-            if (-np.expm1(-np.exp(a - t))).sum() > mean_candidates:
-                lo = t
-            else:
-                hi = t
-        q = np.floor(np.exp(-np.exp(a - hi)) * 2 ** 24).astype(np.int64)
-    q = np.clip(q, 0, 2 ** 24 - 1)
-    below = np.maximum(q - 1, 0).astype(np.float32) * np.float32(2.0 ** -24)  # the largest u of a non-candidate
-    b = _gumbel_scores(below, log_pop32.ravel()) if tr.kind == "skewed" else below
-    b = np.where(q > 0, b, -np.inf)
-    bound = float(b.max())
-    # margin for float32 log implementations that are not exactly monotone (a few ulp)
-    return (q << 8).astype(np.uint32), bound + 1e-5 * (1.0 + abs(bound))
-
-
-def _thresholded_topk(tr: TokenRouting, x: np.ndarray, log_pop32, thr: np.ndarray, bound: float,
-                      width: int) -> np.ndarray:
-    """The k best experts of every row of raw draws ``x`` (uniform / skewed), computing scores for
-    the candidates only; rows whose top-k is not decided by the candidates (fewer than k above the
-    non-candidates' bound, a tie at the k-th place, more than ``width`` candidates) take the whole row.
-    """
-    k = tr.topk
-    n_rows, E = x.shape
-    flat = np.flatnonzero(x >= thr)
-    rows, cols = np.divmod(flat, E)
-    cnt = np.bincount(rows, minlength=n_rows)
-    u = _u32_to_unit(x.reshape(-1)[flat])
-    s = _gumbel_scores(u, log_pop32.ravel()[cols]) if tr.kind == "skewed" else u
-    start = np.zeros(n_rows + 1, np.int64)
-    np.cumsum(cnt, out=start[1:])
-    pos = np.arange(len(rows)) - start[rows]
-    fit = pos < width
-    S = np.full((n_rows, width), -np.inf, np.float32)
-    Ecol = np.zeros((n_rows, width), np.int64)
-    S[rows[fit], pos[fit]] = s[fit]
-    Ecol[rows[fit], pos[fit]] = cols[fit]
-    part = np.argpartition(-S, (k - 1, k), axis=1) if width > k else np.argsort(-S, axis=1)
-    top = np.take_along_axis(Ecol, part[:, :k], axis=1)
-    kth = np.take_along_axis(S, part[:, k - 1:k], axis=1)[:, 0]
-    nxt = np.take_along_axis(S, part[:, k:k + 1], axis=1)[:, 0] if width > k else np.full(n_rows, -np.inf)
-    bad = np.flatnonzero(~((kth > bound) & (kth > nxt)) | (cnt > width))
-    if len(bad):
-        top[bad] = _full_topk(_scores(tr, _u32_to_unit(x[bad]), log_pop32, None, None, None, 1), k)
-    return top
-
-
-def _count(ei: np.ndarray, owner: np.ndarray, row_rank: np.ndarray, n_ranks: int, width: int, out: np.ndarray,
-           dedup: bool) -> None:
-    """Add to ``out[r, owner]`` the tokens (rows of ``ei``) of rank ``row_rank`` that select ``owner``
-    (once per token when ``dedup``, else per selection)."""
+def _count(ei: np.ndarray, owner: np.ndarray, row_rank: np.ndarray, width: int, out: np.ndarray,
+           copies: np.ndarray | None = None, ascending: bool = False) -> None:
+    """Add to ``out[r, owner]`` the tokens (rows of ``ei``) of rank ``row_rank`` (non-decreasing) that
+    select ``owner`` once per token, and to ``copies[r, owner]`` (if given) every selection.
+    ``ascending``: the owners of every row are already non-decreasing (no sort needed)."""
     o = owner[ei]
-    if dedup:
+    if not ascending:
         o = np.sort(o, axis=1)
-        first = np.ones(o.shape, bool)
-        first[:, 1:] = o[:, 1:] != o[:, :-1]
-    else:
-        first = slice(None)
-    key = (row_rank[:, None] * width + o)[first]
-    r0 = row_rank[0]
-    n = row_rank[-1] - r0 + 1
-    out[r0:r0 + n] += np.bincount(key.ravel() - r0 * width, minlength=n * width).reshape(n, width)
+    r0 = int(row_rank[0])
+    n = int(row_rank[-1]) - r0 + 1
+    key = (row_rank - r0)[:, None] * width + o
+    if copies is not None:
+        copies[r0:r0 + n] += np.bincount(key.reshape(-1), minlength=n * width).reshape(n, width)
+    key = key.ravel()
+    first = np.empty(key.shape[0], bool)  # a new owner in its row (compared along the flat rows)
+    np.not_equal(key[1:], key[:-1], out=first[1:])
+    first[::o.shape[1]] = True
+    out[r0:r0 + n] += np.bincount(key[first], minlength=n * width).reshape(n, width)
 
 
 def _route_tokens(tr: TokenRouting, n_ranks: int, node_of: np.ndarray) -> TokenTraffic:
@@ -301,19 +247,37 @@ def _route_tokens(tr: TokenRouting, n_ranks: int, node_of: np.ndarray) -> TokenT
     node_counts = np.zeros((n_ranks, n_nodes), np.int64)
     T = tr.tokens_per_rank
     k = tr.topk
+
+    # one rank per node: the node counts are the rank counts (rank d is node node_index[d])
+    one_per_node = n_nodes == n_ranks
+    node_ascending = bool((np.diff(node_index) >= 0).all())
+
+    def count(ei, row_rank, ascending=False):  # ascending: every row of ei is (so are its ranks)
+        _count(ei, rank_of_expert, row_rank, n_ranks, rank_counts, copy_counts, ascending)
+        if not one_per_node:
+            _count(ei, node_of_expert, row_rank, n_nodes, node_counts, None, ascending and node_ascending)
+
+    if tr.kind in ("uniform", "skewed"):
+        # k experts per token without replacement, in proportion to the popularity (skewed) or uniformly:
+        # the law of the top-k of log(popularity) + Gumbel (collectives/token_routing.py). Tokens in rank
+        # order, in chunks of _CHUNK_TOKENS drawn one after the other from the same stream.
+        table = alias_table(log_pop if log_pop is not None else np.ones(E))
+        total = n_ranks * T
+        for t0 in range(0, total, _CHUNK_TOKENS):
+            n = min(_CHUNK_TOKENS, total - t0)
+            count(sample_distinct(rng, table, n, k), np.arange(t0, t0 + n) // T, True)
+        if one_per_node:
+            node_counts[:, node_index] = rank_counts
+        return TokenTraffic(rank_counts=rank_counts, node_counts=node_counts, node_of=node_index,
+                            copy_counts=copy_counts)
+    # node_limited / deepseek need whole rows of scores (the best expert of every node or group).
     # experts of one node are contiguous when the ranks of a node are: per-node maxima by reduceat
     starts = np.flatnonzero(np.r_[True, np.diff(node_of_expert) != 0])
     contiguous = len(starts) == n_nodes
-    log_pop32 = np.log(log_pop).astype(np.float32)[None, :] if log_pop is not None else None
     # Every rank draws a (T, E) float32 uniform block in rank order. The draws are taken as raw 64-bit
     # words (two float32 draws each, low half first, as numpy's float32 stream) in blocks of whole ranks:
     # the same numbers as rng.random((T, E), float32) rank after rank.
     # float32 scores: the top-k only needs the order (ties have probability ~ T E 2^-24)
-    mean_cand = 1.5 * k + 4.0
-    thresholded = tr.kind in ("uniform", "skewed") and E >= 4 * mean_cand
-    if thresholded:
-        thr, bound = _candidate_thresholds(tr, log_pop32, mean_cand)
-        width = int(2 * mean_cand)
     per_rank = T * E
     block = max(1, min(n_ranks, _BLOCK_DRAWS // per_rank))
     carry = None  # the high half of a 64-bit word whose low half ended the previous block
@@ -324,16 +288,11 @@ def _route_tokens(tr: TokenRouting, n_ranks: int, node_of: np.ndarray) -> TokenT
         x = words[:need] if carry is None else np.concatenate([carry, words[:need]])
         carry = words[need:] if need % 2 else None
         x = x.reshape(nb * T, E)
-        if thresholded:
-            ei = _thresholded_topk(tr, x, log_pop32, thr, bound, width)
-        else:
-            ei = _full_topk(_scores(tr, _u32_to_unit(x), log_pop32, node_of_expert, starts, contiguous,
-                                    n_nodes), k)
+        ei = _full_topk(_scores(tr, _u32_to_unit(x), node_of_expert, starts, contiguous, n_nodes), k)
         del x
-        row_rank = np.repeat(np.arange(r0, r0 + nb), T)
-        _count(ei, rank_of_expert, row_rank, n_ranks, n_ranks, rank_counts, True)
-        _count(ei, rank_of_expert, row_rank, n_ranks, n_ranks, copy_counts, False)
-        _count(ei, node_of_expert, row_rank, n_ranks, n_nodes, node_counts, True)
+        count(ei, np.repeat(np.arange(r0, r0 + nb), T))
+    if one_per_node:
+        node_counts[:, node_index] = rank_counts
     return TokenTraffic(rank_counts=rank_counts, node_counts=node_counts, node_of=node_index,
                         copy_counts=copy_counts)
 
@@ -440,7 +399,8 @@ def moe_flows(traffic: TokenTraffic, local_of: np.ndarray, bytes_per_token: floa
 
 def plan_moe(planner, op, plan_type):
     """Plan of a MoE dispatch or combine (``op.options``: ``moe`` TokenRouting, ``form``, ``metric``,
-    ``kernel`` family of :data:`collectives.calibration.PER_PEER_S`;
+    ``kernel`` family of :data:`collectives.calibration.PER_PEER_S`; ``sms``: the SMs of a DeepEP
+    normal kernel inside one NVLink domain (SM-bound floor on the time, ``Plan.min_time_s``);
     ``bytes_per_token`` overrides the payload per token copy).
 
     ``plan_type`` is the :class:`collectives.algorithms.Plan` class (passed in so that this
@@ -481,6 +441,20 @@ def plan_moe(planner, op, plan_type):
     fs = planner.direct(op, ranks[s], ranks[d], b, pxn=op.options.get("pxn", form == "direct"), kernel=family)
     if PER_PEER_S[family] > 0:  # the kernel serves the other EP ranks in turn (issue 8 item 2)
         fs = replace(fs, latency_s=fs.latency_s + PER_PEER_S[family] * (len(ranks) - 1))
+    if LL_FIXED_S.get(family, 0.0) > 0:  # low-latency kernels: the count flag behind the data, the copy-out
+        fs = replace(fs, latency_s=fs.latency_s + LL_FIXED_S[family])
+    floor = 0.0  # kernel-side pipelines slower than the links (round 3): the op takes the larger time
+    sms = op.options.get("sms")
+    if sms is not None and (isinstance(sms, bool) or not isinstance(sms, int) or sms < 1):
+        raise SpecError(f"moe sms: {sms!r} must be an integer >= 1 (the SMs of a DeepEP normal kernel)")
+    if sms is not None and len(groups) == 1 and op.collective in DEEPEP_SM_RATE_BPS:
+        # DeepEP's intranode normal kernels copy with their own SMs: the busiest rank's tokens (own included)
+        # (round 4: peers beyond the 8 ranks of the SM fit pay the family's per-peer cost on this path too)
+        floor = deepep_sm_time_s(op.collective, sms, float(traffic.rank_counts.sum(axis=0).max(initial=0)) * per_token,
+                                 peers=len(ranks) - 1, per_peer_s=PER_PEER_S[family])
+    if form == "hier" and family in RDMA_PIPELINE_BPS:
+        # internode normal kernels pass every (token, node) pair, the local node's too, through one pipeline
+        floor = max(floor, float(traffic.node_counts.sum(axis=1).max(initial=0)) * per_token / RDMA_PIPELINE_BPS[family])
     if metric == "nccl_ep":
         logical = traffic.copy_counts.sum(axis=1).mean() * 2.0 * tr.hidden
     elif metric == "rdma" and form == "ll":
@@ -491,5 +465,6 @@ def plan_moe(planner, op, plan_type):
         logical = traffic.node_counts.sum(axis=1).mean() * per_token
     return plan_type(op, fs, f"{form}", "Simple", None, float(fs.latency_s.max(initial=0)),
                      logical_bytes=float(logical),
+                     min_time_s=floor,
                      notes=f"routing={tr.kind}, tokens/rank={tr.tokens_per_rank}, topk={tr.topk}, "
                            f"network bytes={b[net].sum():.3e}")

@@ -62,7 +62,7 @@ class PlanCache:
         if op.collective not in nm.MODELED_COLLECTIVES:
             return ()
         size = max(op.size_bytes, 1)
-        system = self.planner.system(op.ranks)
+        system = self.planner.system_for(op)  # NCCL_NVLS_ENABLE / release options included
         ests = nm.algo_times(system, op.collective, size)
         best: dict = {}
         for e in ests:
@@ -159,5 +159,7 @@ def _flow_rows(fs: FlowSet, j: int) -> FlowSet:
 
 def _rescale(plan: Plan, size_bytes: int) -> Plan:
     f = size_bytes / plan.op.size_bytes
-    return replace(plan, op=replace(plan.op, size_bytes=size_bytes),
+    # a kernel floor latency + S / B (NVLSTree's ceiling) rescales with S like the flows
+    floor = plan.latency_s + (plan.min_time_s - plan.latency_s) * f if plan.min_time_s > 0 else 0.0
+    return replace(plan, op=replace(plan.op, size_bytes=size_bytes), min_time_s=floor,
                    flows=replace(plan.flows, size_bytes=plan.flows.size_bytes * f))

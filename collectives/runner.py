@@ -109,6 +109,7 @@ def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: in
     out = []
     for i, p in enumerate(plans):
         t = float(result.finish_s[bounds[i]:bounds[i + 1]].max(initial=0.0))
+        t = max(t, p.min_time_s)  # a kernel pipeline slower than its links (MoE kernels)
         op = p.op
         payload = p.logical_bytes if p.logical_bytes is not None else float(op.size_bytes)
         algbw = payload / t if t > 0 else 0.0

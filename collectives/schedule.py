@@ -483,43 +483,47 @@ def _own_figures(st: _Stats, problem, f0: int, f1: int, i: int, dur: float) -> t
 
 
 def _sharing(st: _Stats, starts, ends, used, router: Router, T: int) -> dict:
-    """Per task: (partners, link ids) of the tasks whose flows crossed its links while both ran (bytes > 0)."""
+    """Per task: (partners, link ids) of the tasks whose flows crossed its links while both ran (bytes > 0).
+
+    Pairs are formed per resource (the tasks that carry bytes on it), so the work is the number of
+    (task, task, resource) sharings, not (overlapping task pairs) x (their resources): thousands of
+    concurrent TP groups on disjoint NVLink domains cost nothing here.
+    """
     carried = st.bytes > 0
     task, res = st.task[carried], st.res[carried]
-    has = np.bincount(task, minlength=T) > 0
-    cand = np.flatnonzero(has & (ends > starts))
-    if len(cand) < 2:
-        return {}
-    o = cand[np.lexsort((ends[cand], starts[cand]))]
-    s, e = starts[o], ends[o]
-    hi = np.searchsorted(s, e, side="left")          # tasks starting before i ends (and at or after its start)
-    cnt = np.maximum(hi - np.arange(len(o)) - 1, 0)
-    if cnt.sum() == 0:
-        return {}
-    a = np.repeat(np.arange(len(o)), cnt)
-    b = np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt) + a + 1
-    keep = e[b] > s[a]
-    A, B = o[a[keep]], o[b[keep]]
-    if len(A) == 0:
+    live = (ends > starts)[task]
+    task, res = task[live], res[live]
+    if len(task) < 2:
         return {}
     R = int(res.max()) + 1
-    import scipy.sparse as sp  # only schedules with tasks sharing resources need it
-
-    M = sp.csr_matrix((np.ones(len(res)), (task, res)), shape=(T, R))
-    common = np.asarray(M[A].multiply(M[B]).sum(axis=1)).ravel() > 0
-    A, B = A[common], B[common]
+    key = np.unique(res * T + task)                  # sorted by resource, then task; one entry per pair
+    res, task = np.divmod(key, T)
+    first = np.flatnonzero(np.r_[True, res[1:] != res[:-1]])
+    size = np.diff(np.r_[first, len(res)])
+    pos = np.arange(len(res)) - np.repeat(first, size)
+    cnt = np.repeat(size, size) - pos - 1            # later entries of the same resource
+    total = int(cnt.sum())
+    if total == 0:
+        return {}
+    a = np.repeat(np.arange(len(res)), cnt)
+    b = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt) + a + 1
+    A, B, on = task[a], task[b], res[a]
+    both = np.maximum(starts[A], starts[B]) < np.minimum(ends[A], ends[B])   # ran at the same time
+    A, B, on = A[both], B[both], on[both]
     if len(A) == 0:
         return {}
-    PA = np.concatenate([A, B])
-    PB = np.concatenate([B, A])
-    O = sp.csr_matrix((np.ones(len(PA)), (PA, PB)), shape=(T, T))
-    S = (O @ M).multiply(M).tocsr()                  # resources a task shares with an overlapping partner
-    S.eliminate_zeros()
+    PA, PB, PR = np.concatenate([A, B]), np.concatenate([B, A]), np.concatenate([on, on])
+    pk = np.unique(PA * T + PB)
+    rk = np.unique(PA * R + PR)
+    p_task, p_other = np.divmod(pk, T)
+    r_task, r_res = np.divmod(rk, R)
+    p_cut = np.searchsorted(p_task, np.arange(T + 1))
+    r_cut = np.searchsorted(r_task, np.arange(T + 1))
     L = router.n_links
     out = {}
-    for i in np.unique(PA):
-        partners = tuple(int(j) for j in np.sort(O.indices[O.indptr[i]:O.indptr[i + 1]]))
-        rid = used[S.indices[S.indptr[i]:S.indptr[i + 1]]]
+    for i in np.unique(p_task):
+        partners = tuple(int(j) for j in p_other[p_cut[i]:p_cut[i + 1]])
+        rid = used[r_res[r_cut[i]:r_cut[i + 1]]]
         parts = [rid[rid < L]] + [router.members(int(r)) for r in rid[rid >= L]]
         out[int(i)] = (partners, np.unique(np.concatenate(parts)).astype(np.int64))
     return out

@@ -19,7 +19,9 @@ File format (TOML): arrays of tables ``[[collective]]``, ``[[moe_alltoall]]`` an
   token-routing keys (``routing``, ``experts``, ``experts_per_rank``, ``tokens_per_rank``,
   ``hidden``, ``topk``, ``dispatch_dtype``, ``form``), ``gpus_per_node`` (EP sweeps
   spanning ``ep / gpus_per_node`` domains), and crossover windows
-  (``crossover_window_bytes``, ``crossover_algorithms``). Top-level keys of the
+  (``crossover_window_bytes``, ``crossover_algorithms``); ``concurrent_load`` (the collective was
+  timed while the GPUs also computed, e.g. a soak test: listed as not modelled, the model's GPU is
+  idle). Top-level keys of the
   same names are read too (the shared ``reference_points.toml`` format).
 
 ``[[training]]`` points belong to the step-time estimator: they are accepted and
@@ -46,6 +48,7 @@ import numpy as np
 
 from collectives.moe import DISPATCH_DTYPES, TokenRouting
 from collectives.ops import Collective
+from collectives import nccl_model as nm
 from collectives.runner import planner_for, run
 from fabric import Router, compile_fabric
 from topologies import build
@@ -159,6 +162,27 @@ def default_points_paths() -> tuple[Path, ...]:
 
 
 _ROUTERS: dict = {}
+#: one planner per router (its per-fabric tables are built once) and one result per distinct
+#: (router, collective, engine mode): sweeps of different sources on the same preset repeat
+#: configurations (8 x H100 NVLS at 8 GiB appears in five groups), and a repeat is a lookup
+_MEMO: dict = {}
+
+
+def _run_once(router: Router, op: Collective, **kw):
+    """:func:`collectives.runner.run` of one op, memoised per router on (op, engine settings): results
+    identical. An entry holds its router, so an id is never reused while its entry exists; routers no
+    longer in ``_ROUTERS`` (a fit grid clears it after patching a constant) are dropped."""
+    entry = _MEMO.get(id(router))
+    if entry is None or entry[0] is not router:
+        live = {id(x) for x in _ROUTERS.values()}
+        for k in [k for k in _MEMO if k not in live]:
+            del _MEMO[k]
+        entry = _MEMO[id(router)] = (router, planner_for(router), {})
+    _, planner, memo = entry
+    key = (op, tuple(sorted(kw.items())))
+    if key not in memo:
+        [memo[key]] = run(router, [op], planner=planner, **kw)
+    return memo[key]
 
 
 class _Unmodelled(Exception):
@@ -179,6 +203,10 @@ def _router(preset: str, overrides: dict | None = None) -> Router:
     return _ROUTERS[key]
 
 
+#: SHARP-capable scale-out fabric -> the same fabric with the in-network reduction off (catalog).
+_NOSHARP = {"quantum-2": "quantum-2-nosharp", "quantum-x800": "quantum-x800-nosharp"}
+
+
 class _Point:
     """One point's fields with its ``settings`` merged over the top-level keys."""
 
@@ -190,9 +218,9 @@ class _Point:
         self.s = {**{x: v for x, v in p.items() if x != "settings"}, **s}
         if "tokens" in self.s and "tokens_per_rank" not in self.s:
             self.s["tokens_per_rank"] = self.s["tokens"]
-        # Quantum-2 run without SHARP (NCCL_COLLNET_ENABLE=0): the same switches, reduction off
-        if str(self.s.get("sharp", "")).startswith("off") and self.s.get("scaleout") == "quantum-2":
-            self.s["scaleout"] = "quantum-2-nosharp"
+        # InfiniBand run without SHARP (NCCL_COLLNET_ENABLE=0, NCCL's default): the same switches, reduction off
+        if str(self.s.get("sharp", "")).startswith("off") and self.s.get("scaleout") in _NOSHARP:
+            self.s["scaleout"] = _NOSHARP[self.s["scaleout"]]
         self.id = str(p.get("id", f"#{k}"))
         split = {"held_out": "heldout"}.get(p.get("split", "unsplit"), p.get("split", "unsplit"))
         if split not in SPLITS:
@@ -285,7 +313,8 @@ def _collective_cases(p) -> list[tuple[int | None, int, str, float, str]]:
 
 
 def _collective_options(p) -> dict:
-    """Algorithm options named by a point: ``hier`` shapes (NCCL_ALGO=NVLSTree, SHARP on), ``pxn``."""
+    """Algorithm options named by a point: ``hier`` shapes (NCCL_ALGO=NVLSTree, SHARP on), ``pxn``, ``nvls``
+    (``NCCL_NVLS_ENABLE=0`` with NCCL's own choice)."""
     opts = {}
     if "hier" in p:
         opts["hier"] = dict(p["hier"])
@@ -297,10 +326,16 @@ def _collective_options(p) -> dict:
             opts["hier"] = {"intra": "nvls", "inter": "sharp"}
     if "pxn" in p:
         opts["pxn"] = bool(p["pxn"])
+    if nm.parse_nccl_version(p.get("nccl_version")) is not None:
+        opts["nccl_version"] = str(p["nccl_version"])  # that release's cap tables (nccl_model.tuning_tables)
+    if str(p.get("NCCL_NVLS_ENABLE", "")).strip() == "0" and p.get("algorithm", "auto") == "auto":
+        opts["nvls"] = False  # NCCL's choice without NVLS / NVLSTree
     return opts
 
 
 def _collective(p: _Point) -> list[ValidationRow]:
+    if "concurrent_load" in p:  # timed while the GPUs also compute (a soak test): the model's GPU is idle
+        raise _Unmodelled("timed under a concurrent compute load (settings.concurrent_load)")
     r = _router(p["system"], _fabric_overrides(p))
     if "crossover_window_bytes" in p:
         lo, hi = (int(x) for x in p["crossover_window_bytes"])
@@ -317,7 +352,7 @@ def _collective(p: _Point) -> list[ValidationRow]:
         n = r.cf.n_gpus if n is None else n
         if not 2 <= n <= r.cf.n_gpus:
             raise SpecError(f"validation point {p.id!r}: ranks {n} must be in [2, {r.cf.n_gpus}]")
-        [res] = run(r, [Collective(p["collective"], tuple(range(int(n))), size, algo, options=dict(opts))])
+        res = _run_once(r, Collective(p["collective"], tuple(range(int(n))), size, algo, options=dict(opts)))
         rows.append(p.row(p.id + (suffix if len(cases) > 1 else ""), f"busbw GB/s ({n} ranks)",
                           res.busbw_Bps / 1e9, busbw, f"{res.algorithm}/{res.protocol}"))
     return rows
@@ -370,11 +405,14 @@ def _moe_one(p: _Point, ep: int, coll: str, measured: float, rid: str, quantity:
         opts["form"] = "ll"  # per (token, expert) messages straight to the rank (pplx-kernels work so too)
     if "UCCL" in kernel:  # CPU-proxy kernels (settings.kernel names them)
         opts["kernel"] = "uccl_ll" if low_latency else "uccl"
+    # DeepEP V1 normal kernels (and UCCL-EP's DeepEP-compatible ones) are SM-bound with the SMs the row names
+    if "sms" in p and not low_latency and ("DeepEP V1" in kernel or "DeepEP-compatible" in kernel):
+        opts["sms"] = int(p["sms"])
     if metric not in (None, "latency"):
         opts["metric"] = metric
     # epoch mode (1 % tolerance): MoE flows all differ in size, exact re-solves at every finish are
     # 3x slower for < 1 % difference in the completion time
-    [res] = run(r, [Collective(coll, tuple(range(ep)), 0, options=opts)], mode="epoch", epsilon=0.01)
+    res = _run_once(r, Collective(coll, tuple(range(ep)), 0, options=opts), mode="epoch", epsilon=0.01)
     if metric == "latency":
         return p.row(rid, "latency us", res.time_s * 1e6, float(measured), res.algorithm)
     return p.row(rid, quantity, res.algbw_Bps / 1e9, float(measured), res.algorithm)
@@ -387,7 +425,7 @@ def _moe(p: _Point) -> list[ValidationRow]:
         for ep, d, c in p["ep_dispatch_combine_GBps"]:
             for coll, value in (("moe_dispatch", d), ("moe_combine", c)):
                 rows.append(_moe_one(p, int(ep), coll, value, f"{p.id}@EP{int(ep)}:{coll.split('_')[1]}",
-                                     "logical GB/s"))
+                                     f"{p.get('metric') or 'logical'} GB/s"))
         return rows
     for key in ("tokens_dispatch_combine_latency_us", "tokens_dispatch_combine_GBps"):
         if key in p and (lat == key.endswith("_us")):  # a batch-size sweep
@@ -402,7 +440,7 @@ def _moe(p: _Point) -> list[ValidationRow]:
         for coll, key in keys:
             if key in p:
                 rows.append(_moe_one(p, int(p["ep"]), coll, p[key], f"{p.id}:{coll.split('_')[1]}",
-                                     "logical GB/s"))
+                                     f"{p.get('metric') or 'logical'} GB/s"))
         if rows:
             return rows
     if "ep_and_rdma_GBps" in p:  # DeepEP internode dispatch, RDMA bottleneck bandwidth
@@ -421,6 +459,8 @@ def _host_copy(p: _Point) -> list[ValidationRow]:
         raise _Unmodelled(f"{p.get('link', 'host link')} rate or copy figures not in the point")
     if not str(p.get("link", "pcie")).startswith("pcie"):
         raise _Unmodelled(f"{p['link']}: the measured efficiency is PCIe's")
+    if str(p.get("engine", "copy engine")).lower() == "sm":  # nvbandwidth *_memcpy_sm: a kernel's stores, not DMA
+        raise _Unmodelled("SM copy kernels: the host-link efficiency is the copy engines'")
     eta = host_link_efficiency()
     return [p.row(f"{p.id}:{key[:3]}", "host copy GB/s", float(p["raw_GBps"]) * eta, float(p[key]),
                   f"raw x {eta:.3f}") for key in ("h2d_GBps", "d2h_GBps") if key in p]

@@ -22,10 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-import networkx as nx
 import numpy as np
 
 from topologies.errors import TopologyError
+from topologies.fabricgraph import CABLE_FIELDS, FabricGraph
 from topologies.graph import ROLES, TIERS
 
 __all__ = ["CompiledFabric", "compile_fabric", "KINDS", "REDUCE_KINDS"]
@@ -135,7 +135,7 @@ class CompiledFabric:
 def _codes(values, table, what):
     index = {v: i for i, v in enumerate(table)}
     try:
-        return np.fromiter((index[v] for v in values), dtype=np.int8, count=len(values))
+        return np.fromiter(map(index.__getitem__, values), dtype=np.int8, count=len(values))
     except KeyError as exc:
         raise TopologyError(f"{what}: {exc.args[0]!r} is not one of {', '.join(t for t in table if t)}") from None
 
@@ -148,16 +148,22 @@ def _is_int(x) -> bool:
         return False
 
 
-def compile_fabric(G: nx.MultiDiGraph) -> CompiledFabric:
+def compile_fabric(G) -> CompiledFabric:
     """Compile fabric graph ``G`` into a :class:`CompiledFabric`.
 
-    Node ids follow the graph's node order; links are sorted by source node.
+    ``G`` is a builder's :class:`topologies.fabricgraph.FabricGraph` (compiled
+    from its lists, without networkx) or a :class:`networkx.MultiDiGraph`
+    (e.g. read from a file). Node ids follow the graph's node order; links are
+    sorted by source node, parallel links in insertion (key) order: both kinds
+    of graph give identical arrays.
 
     Raises
     ------
     TopologyError
         If a node lacks ``kind``/``role`` or an edge lacks ``capacity_Bps``.
     """
+    if isinstance(G, FabricGraph) and not G.is_networkx:
+        return _compile_records(G)
     names = tuple(G.nodes)
     index = {n: i for i, n in enumerate(names)}
     attrs = [G.nodes[n] for n in names]
@@ -200,11 +206,66 @@ def compile_fabric(G: nx.MultiDiGraph) -> CompiledFabric:
     except (TypeError, ValueError):
         raise TopologyError(f"edge {u!r} -> {v!r}: capacity_Bps, latency_s, plane and cable must be numbers, got "
                             f"{ {k: d.get(k) for k in ('capacity_Bps', 'latency_s', 'plane', 'cable')} }") from None
+    return _assemble(G, names, index, kinds, roles, ints, reduce, models,
+                     (src, dst, cap, lat, plane, cable, cables), tiers)
+
+
+def _compile_records(G: FabricGraph) -> CompiledFabric:
+    """The FabricGraph path of :func:`compile_fabric`: node and cable records expanded with numpy."""
+    names, nodes, cnum, ctier = G.records()
+    names = tuple(names)
+    n = len(names)
+    ncols = dict(zip(("kind", "role", "domain", "local", "rail", "plane", "pod", "model", "reduce"),
+                     map(list, zip(*nodes)))) if nodes else {}
+    kinds = _codes(ncols.get("kind", []), KINDS, "node kind")
+    roles = _codes(ncols.get("role", []), ROLES, "node role")
+    ints = {}
+    for k in ("domain", "local", "rail", "plane", "pod"):
+        col = ncols.get(k, [])
+        try:
+            ints[k] = np.fromiter(map(int, col), dtype=np.int32, count=n)
+        except (TypeError, ValueError):
+            i = next(i for i, x in enumerate(col) if not _is_int(x))
+            raise TopologyError(f"node {names[i]!r}: attribute {k}={col[i]!r} must be an integer") from None
+    reduce = _codes([r or "" for r in ncols.get("reduce", [])], REDUCE_KINDS, "node reduce")
+    models = tuple(ncols.get("model", ()))
+    try:  # every number of every record in one conversion (ids and counts are exact in float64)
+        num = np.array(cnum, dtype=np.float64).reshape(-1, len(CABLE_FIELDS))
+    except (TypeError, ValueError):
+        raise TopologyError("cable attributes: capacity_Bps, latency_s, plane and cable must be numbers") from None
+    col = dict(zip(CABLE_FIELDS, num.T))
+    reps = col["reps"].astype(np.int64)
+    arr = dict(u=col["u"].astype(np.int32), v=col["v"].astype(np.int32), cap=col["capacity_Bps"].copy(),
+               plane=col["plane"].astype(np.int32), cid=col["cable"].astype(np.int64),
+               per=col["cables"].astype(np.int32), luv=col["latency_uv_s"].copy(), lvu=col["latency_vu_s"].copy())
+    ctu, ctd = ctier[0::2], ctier[1::2]
+    t_up = _codes(ctu, TIERS, "edge tier")
+    t_down = _codes(ctd, TIERS, "edge tier")
+    # cable record c stands for edges (u->v, v->u) x reps[c], in that order: expand without a Python loop
+    per_rec = 2 * reps
+    m = int(per_rec.sum())
+    rec = np.repeat(np.arange(len(reps)), per_rec)
+    pos = np.arange(m, dtype=np.int64) - np.repeat(np.cumsum(per_rec) - per_rec, per_rec)
+    down = (pos & 1).astype(bool)
+    src = np.where(down, arr["v"][rec], arr["u"][rec])
+    dst = np.where(down, arr["u"][rec], arr["v"][rec])
+    cable = (arr["cid"][rec] + (pos >> 1)).astype(np.int32)
+    lat = np.where(down, arr["lvu"][rec], arr["luv"][rec])
+    tier = np.where(down, t_down[rec], t_up[rec]).astype(np.int8)
+    index = dict(zip(names, range(n)))
+    return _assemble(G, names, index, kinds, roles, ints, reduce, models,
+                     (src, dst, arr["cap"][rec], lat, arr["plane"][rec], cable, arr["per"][rec]), tier)
+
+
+def _assemble(G, names, index, kinds, roles, ints, reduce, models, arrays, tiers) -> CompiledFabric:
+    """Check capacities, sort links by source and build the :class:`CompiledFabric` (both paths)."""
+    src, dst, cap, lat, plane, cable, cables = arrays
+    m = len(src)
     if m and (not np.all(np.isfinite(cap)) or cap.min() <= 0):
         bad = int(np.argmin(np.where(np.isfinite(cap), cap, -1)))
         raise TopologyError(f"capacity_Bps: edge {names[src[bad]]!r} -> {names[dst[bad]]!r} has {cap[bad]!r}; "
                             f"capacities must be positive and finite")
-    tier = _codes(tiers, TIERS, "edge tier")
+    tier = tiers if isinstance(tiers, np.ndarray) else _codes(tiers, TIERS, "edge tier")
     order = np.lexsort((dst, src))
     src, dst, cap, lat, plane, cable, cables, tier = (a[order] for a in (src, dst, cap, lat, plane, cable, cables, tier))
     out_ptr = np.zeros(len(names) + 1, dtype=np.int64)

@@ -275,14 +275,19 @@ class _EpochMixin:
         nact = self.nact
         busy_all = nact > 0
         full = lastf = None
-        if done.any():
-            gd = aidx[done]
+        # the finishing flows once as indices (boolean masks over all active flows cost a full pass each)
+        di = np.flatnonzero(done)
+        if di.size:
+            gd = np.take(aidx, di)
+            tcd = np.take(tc, di)
             rows = np.take(ix.res, gd, axis=0)
+            h = rows.shape[1]
             keys = np.add(rows, 1, dtype=np.intp).reshape(-1)
             ndone = np.bincount(keys, minlength=R1)
             full = busy_all & (ndone >= nact)
             lastf = np.full(R1, t0)
-            np.maximum.at(lastf, keys, np.repeat(tc[done], rows.shape[1]))
+            tcd_h = np.repeat(tcd, h)
+            np.maximum.at(lastf, keys, tcd_h)
             np.minimum(lastf, t1, out=lastf)
             add = np.where(full, lastf - t0, dt)
         else:
@@ -291,19 +296,22 @@ class _EpochMixin:
         need_lost = not self.exact
         if need_lost or self.ts:
             # bytes idled by flows finishing inside the interval, per slot, while the slot is busy
-            if done.any():
-                h = rows.shape[1]
+            if di.size:
+                rd = np.take(rates, di)
                 end = np.where(full, lastf, t1)[keys]
-                w = np.repeat(rates[done], h) * (end - np.repeat(tc[done], h))
+                w = np.repeat(rd, h) * (end - tcd_h)
+                c = None
                 if ix.coef is not None:
                     c = np.take(ix.coef, gd, axis=0)
-                    w = w * (np.repeat(c, h) if c.ndim == 1 else c.reshape(-1))
+                    c = np.repeat(c, h) if c.ndim == 1 else c.reshape(-1)
+                    w = w * c
                 lost = np.bincount(keys, weights=w, minlength=R1)
-                # for the time series: all bytes idled up to t1
-                w_all = np.repeat(rates[done] * (t1 - tc[done]), h)
-                if ix.coef is not None:
-                    w_all = w_all * (np.repeat(c, h) if c.ndim == 1 else c.reshape(-1))
-                lost_all = np.bincount(keys, weights=w_all, minlength=R1) if self.ts else None
+                lost_all = None
+                if self.ts:  # for the time series: all bytes idled up to t1
+                    w_all = np.repeat(rd * (t1 - tcd), h)
+                    if c is not None:
+                        w_all = w_all * c
+                    lost_all = np.bincount(keys, weights=w_all, minlength=R1)
             else:
                 lost = np.zeros(R1)
                 lost_all = lost

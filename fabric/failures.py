@@ -83,6 +83,12 @@ def _switch_node(cf: CompiledFabric, role: str, index: int, plane: int | None, s
             return cf.node_index[cands[0]]
         if len(cands) > 1:
             raise _err(selector, f"{role} {index} exists in {len(cands)} planes; say 'plane P {role} {index}'")
+    if not found and plane is not None:
+        planes = sorted({int(p) for p in cf.node_plane[cf.node_role == ROLES.index(role)]})
+        if plane not in planes or not any(n.startswith(f"p{plane}/") for n in cf.node_names):
+            if not any(n.startswith("p") and "/" in n for n in cf.node_names):
+                raise _err(selector, f"this fabric has one plane; say '{role} {index}' without 'plane {plane}'")
+            raise _err(selector, f"there is no plane {plane} (fabric has planes {planes[0]}-{planes[-1]})")
     if not found:
         count = int((cf.node_role == ROLES.index(role)).sum())
         raise _err(selector, f"there is no {role} {index}" + (f" (fabric has {count} {role}s)" if count else ""))
@@ -238,9 +244,14 @@ def apply_failures(cf: CompiledFabric, fail=(), degrade=()) -> CompiledFabric:
         alive[links] = False
         cap[links] = 0.0
         fails.append((sel, tuple(int(x) for x in links)))
+    seen = {}
     for item in degrade:
         sel, frac, absolute = parse_degradation(item) if isinstance(item, str) else item
         links = resolve(cf, sel)
+        same = seen.setdefault(tuple(sorted(int(x) for x in links)), sel)
+        if same is not sel:
+            raise SelectorError(f"degradation {brief(sel)}: selects the same links as {brief(same)}; degrade each "
+                                f"link once (where selectors overlap in part, the lower capacity applies)")
         new = cf.link_nominal_Bps[links] * frac if frac is not None else np.full(len(links), absolute)
         if (new >= cf.link_nominal_Bps[links]).any():
             raise SelectorError(f"degradation {brief(sel)}: {absolute / 1e9 * 8 if absolute else 0:g} Gb/s is not "

@@ -135,6 +135,27 @@ def _pad(a: np.ndarray, width: int, fill) -> np.ndarray:
     return out
 
 
+def _merged_scale(sets: list[FlowSet]) -> np.ndarray | None:
+    """One ``resource_scale`` for all ``sets`` when they agree on every resource two of them use (a set
+    without one has factor 1), e.g. the NVLink and the network stage of an aggregated all-to-all;
+    None when two sets give a resource different factors."""
+    n = next(s.resource_scale.shape[0] for s in sets if s.resource_scale is not None)
+    merged = np.ones(n)
+    claimed = np.zeros(n, bool)
+    for s in sets:
+        used = _used_mark(s.res, n)[:-1]
+        sc = s.resource_scale
+        if sc is None:
+            if (claimed & used & (merged != 1.0)).any():
+                return None
+        else:
+            if sc.shape[0] != n or (claimed & used & (merged != sc)).any():
+                return None
+            merged[used] = sc[used]
+        claimed |= used
+    return merged
+
+
 def concat(sets: list[FlowSet], *, merge_phases: bool = False) -> FlowSet:
     """Concatenate flow sets: groups stay distinct; phases are offset (or shared with ``merge_phases``).
 
@@ -152,8 +173,9 @@ def concat(sets: list[FlowSet], *, merge_phases: bool = False) -> FlowSet:
     if rs is not None and all(x is rs or (x is not None and np.array_equal(x, rs)) for x in scales[1:]):
         pass  # one factor per resource for every set: keep it apart
     elif any(x is not None for x in scales):
-        sets = [replace(s, weight=s.effective_weight(), resource_scale=None) for s in sets]
-        rs = None
+        rs = _merged_scale(sets)
+        if rs is None:  # two sets give one resource different factors: per-entry coefficients
+            sets = [replace(s, weight=s.effective_weight(), resource_scale=None) for s in sets]
     any_w = any(s.weight is not None for s in sets)
     res = np.concatenate([_pad(s.res, width, -1) for s in sets])
     weight = None

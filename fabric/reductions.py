@@ -21,6 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from fabric.arrays import sorted_unique
 from fabric.problem import FlowResult, _Prob
 
 __all__: list[str] = []
@@ -137,7 +138,7 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
         if not np.array_equal(np.take(v_of, u), v):
             continue  # not a function u -> v
         vals = v_of[v_of >= 0]
-        if np.unique(vals).shape[0] != vals.shape[0]:
+        if sorted_unique(vals).shape[0] != vals.shape[0]:
             continue  # not one-to-one
         if cap_eff is None:
             cap_eff = cap.copy()

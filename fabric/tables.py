@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fabric.arrays import sorted_unique
 from topologies.graph import ROLES, TIERS
 
 __all__: list[str] = []
@@ -91,7 +92,7 @@ class _TablesMixin:
             self._tables = dict(dist=np.zeros((0, 0), np.int32), local=local, ng=ng, connected=False)
             return
         # distance from every switch to every leaf (reverse graph BFS), then to each group
-        leaves = np.unique(uniq[uniq >= 0])
+        leaves = sorted_unique(uniq[uniq >= 0])
         dl = _hop_distances(local[e_dst], local[e_src], ns, local[leaves])
         leaf_pos = {int(l): i for i, l in enumerate(leaves)}
         dist = np.full((ng, ns), _INF, np.int32)

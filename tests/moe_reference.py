@@ -1,13 +1,18 @@
 """The per-rank loop implementation of MoE token routing and its flows (before vectorisation).
 
 Test oracle only: ``collectives.moe`` must give the same counts and flows for the same seed.
+``node_limited`` / ``deepseek`` draw their scores here as before; ``uniform`` / ``skewed`` take their
+k experts per token from ``collectives.token_routing.sample_distinct`` (whose law
+``tests/test_token_routing.py`` checks) in the same chunks, and count them here token by token.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+import collectives.moe as moe
 from collectives.moe import TokenTraffic, _expected_traffic
+from collectives.token_routing import alias_table, sample_distinct
 from topologies.errors import SpecError
 
 __all__ = ["route_tokens_loop", "moe_flows_loop"]
@@ -45,15 +50,28 @@ def route_tokens_loop(tr, n_ranks: int, node_of) -> TokenTraffic:
     # experts of one node are contiguous when the ranks of a node are: per-node maxima by reduceat
     starts = np.flatnonzero(np.r_[True, np.diff(node_of_expert) != 0])
     contiguous = len(starts) == n_nodes
-    log_pop32 = np.log(log_pop).astype(np.float32)[None, :] if log_pop is not None else None
+    if tr.kind in ("uniform", "skewed"):
+        table = alias_table(log_pop if log_pop is not None else np.ones(E))
+        total, chunk = n_ranks * T, moe._CHUNK_TOKENS
+        sel = np.concatenate([sample_distinct(rng, table, min(chunk, total - t0), k)
+                              for t0 in range(0, total, chunk)])
+        for t, experts in enumerate(sel.tolist()):
+            s = t // T
+            assert len(set(experts)) == k
+            ranks = [int(rank_of_expert[e]) for e in experts]
+            for d in set(ranks):
+                rank_counts[s, d] += 1
+            for d in ranks:
+                copy_counts[s, d] += 1
+            for N in {int(node_of_expert[e]) for e in experts}:
+                node_counts[s, N] += 1
+        return TokenTraffic(rank_counts=rank_counts, node_counts=node_counts, node_of=node_index,
+                            copy_counts=copy_counts)
     ti = np.repeat(np.arange(T), k)
     for s in range(n_ranks):
         # float32 scores: the top-k only needs the order (ties have probability ~ T E 2^-24)
         u = rng.random((T, E), dtype=np.float32)
-        if tr.kind == "skewed":  # Gumbel-top-k = sampling without replacement in proportion to popularity
-            scores = log_pop32 - np.log(-np.log(np.maximum(u, np.float32(1e-30))))
-        else:
-            scores = u
+        scores = u
         if tr.kind == "node_limited" and n_nodes > 1:
             if contiguous:
                 best = np.maximum.reduceat(scores, starts, axis=1)

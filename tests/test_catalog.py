@@ -47,8 +47,8 @@ def test_catalog_contents():
     assert set(NICS) == {"ConnectX-6", "ConnectX-7", "ConnectX-8", "EFA-v1-100G", "EFA-v2-100G", "EFA-v3-200G",
                          "EFA-v4-400G", "TCPXO-200G"}
     assert set(SWITCHES) == {"NVSwitch2", "NVSwitch3", "NVLink5-switch", "QM9700", "Q3400", "SN5600", "QM8700",
-                             "QM9700-noSHARP", "EFA-fabric-100G", "EFA-fabric-200G", "EFA-fabric-400G",
-                             "GCP-TCPXO-fabric"}
+                             "QM9700-noSHARP", "Q3400-noSHARP", "EFA-fabric-100G", "EFA-fabric-200G", "EFA-fabric-400G",
+                             "GCP-TCPXO-fabric", "GCP-RDMA-fabric"}
 
 
 @pytest.mark.parametrize(
@@ -192,8 +192,8 @@ def test_scaleout_switch():
         got = scaleout_switch(fabric.upper())
         assert (got[0].name, got[1].name) == (sw, n)
     with pytest.raises(SpecError, match=r"^fabric: 'omnipath' .*known: quantum-2, quantum-x800, spectrum-x, "
-                                        r"quantum-2-nosharp, quantum-hdr, aws-efa-v1, aws-efa-v2, aws-efa-v3, "
-                                        r"aws-efa-v4, gcp-tcpxo$"):
+                                        r"quantum-2-nosharp, quantum-x800-nosharp, quantum-hdr, aws-efa-v1, aws-efa-v2, aws-efa-v3, "
+                                        r"aws-efa-v4, gcp-tcpxo, gcp-rdma$"):
         scaleout_switch("omnipath")
 
 

@@ -41,7 +41,7 @@ def test_ep_dispatch_falls_with_rank_count_on_nvl72():
     r = _router("gb200-nvl72", {})
     bw = {}
     for ep in (16, 36):
-        tr = TokenRouting("uniform", tokens_per_rank=1024, experts=8 * ep, dispatch_dtype="bf16")
+        tr = TokenRouting("uniform", tokens_per_rank=1024, experts=8 * ep)  # FP8 dispatch, as measured
         [res] = run(r, [Collective("moe_dispatch", tuple(range(ep)), 0, options={"moe": tr})], mode="epoch")
         bw[ep] = res.algbw_Bps
     assert bw[36] < 0.9 * bw[16]
@@ -63,10 +63,12 @@ def test_nvl72_allreduce_climbs_with_size_below_the_8gpu_calibration():
 
 
 def test_host_link_efficiency_is_the_measured_88_percent():
-    """Item 4: PCIe Gen5 x16 host copies reach 55.4 of 63 GB/s (nvbandwidth, 8 x H200)."""
+    """Item 4: PCIe Gen5 x16 host copies reach 55.4 of 63 GB/s (nvbandwidth copy engines, 8 x H200).
+    Azure's guide times nvbandwidth's SM copy kernels (Benchmarks/NVBandwidth.py), not the copy
+    engines: those rows are listed, not predicted with this efficiency (round 3 audit)."""
     assert host_link_efficiency() == pytest.approx(55.43 / 63.0)
-    rows = validate(ids=["azure-ndh200v5-host-copy"]).rows
-    assert len(rows) == 2 and all(abs(r.rel_error) < 0.10 for r in rows)
+    [row] = validate(ids=["azure-ndh200v5-host-copy"]).rows
+    assert row.predicted is None and "SM copy" in row.note
 
 
 def test_auto_agrees_with_the_flow_model_at_64kib_on_4_nodes(h100x4):

@@ -3,16 +3,18 @@
 import numpy as np
 import pytest
 
-from collectives.moe import TokenRouting, _gumbel_scores, _route_tokens, moe_flows
+from collectives.moe import TokenRouting, _route_tokens, moe_flows
 from tests.moe_reference import moe_flows_loop, route_tokens_loop
 
 CASES = [
-    # kind, n_ranks, ranks per node, tokens, experts, topk   (experts >= 4 (2k + 8): thresholded path)
+    # kind, n_ranks, ranks per node, tokens, experts, topk
     ("skewed", 16, 4, 300, 256, 8),
-    ("skewed", 8, 8, 257, 129, 2),      # odd draws per rank: a 64-bit word spans two ranks
+    ("skewed", 8, 8, 257, 129, 2),      # chunks end inside ranks
+    ("skewed", 6, 1, 100, 6, 3),        # one rank per node, few experts (many repeats to redraw)
     ("uniform", 12, 4, 200, 192, 6),
-    ("uniform", 8, 2, 64, 16, 2),       # small expert count: every score computed
+    ("uniform", 8, 2, 64, 16, 2),
     ("node_limited", 16, 4, 128, 64, 8),
+    ("node_limited", 8, 1, 64, 32, 4),  # one rank per node
     ("deepseek", 8, 4, 96, 64, 4),
 ]
 
@@ -21,22 +23,28 @@ CASES = [
 def test_route_tokens_equals_the_per_rank_loop(kind, n, per_node, T, E, k, monkeypatch):
     import collectives.moe as moe
     monkeypatch.setattr(moe, "_BLOCK_DRAWS", 3 * T * E)  # several blocks, one of them partial
+    monkeypatch.setattr(moe, "_CHUNK_TOKENS", 3 * T // 2 + 1)  # chunks not aligned with ranks
     node_of = np.arange(n) // per_node
-    for seed in (0, 7):
+    perm = np.random.default_rng(0).permutation(n)  # nodes not contiguous in rank order
+    for seed, nodes in ((0, node_of), (7, node_of), (3, node_of[perm])):
         tr = TokenRouting(kind, tokens_per_rank=T, experts=E, topk=k, seed=seed, skew_sigma=1.5)
-        got = _route_tokens(tr, n, node_of)
-        ref = route_tokens_loop(tr, n, node_of)
+        got = _route_tokens(tr, n, nodes)
+        ref = route_tokens_loop(tr, n, nodes)
         for f in ("rank_counts", "node_counts", "node_of", "copy_counts"):
             np.testing.assert_array_equal(getattr(got, f), getattr(ref, f), err_msg=f)
 
 
-def test_gathered_scores_equal_the_elementwise_scores():
-    rng = np.random.default_rng(3)
-    u = rng.random((64, 1000), dtype=np.float32)
-    a = np.log(rng.lognormal(0, 1, 1000)).astype(np.float32)[None, :]
-    full = _gumbel_scores(u, a)
-    r, c = np.nonzero(u > 0.9)
-    np.testing.assert_array_equal(_gumbel_scores(u[r, c], a[0, c]), full[r, c])
+def test_skewed_counts_have_the_plackett_luce_means():
+    """Mean copies per rank equal T x the inclusion probabilities of the experts it holds (exact law)."""
+    from tests.test_token_routing import _exact_set_law
+    n, T, E, k = 3, 20_000, 6, 2
+    tr = TokenRouting("skewed", tokens_per_rank=T, experts=E, topk=k, seed=4, skew_sigma=1.0)
+    w = np.random.default_rng(4).lognormal(0.0, 1.0, E)  # the popularity the draw starts with
+    incl = np.zeros(E)
+    for s, p in _exact_set_law(w, k).items():
+        incl[list(s)] += p
+    got = _route_tokens(tr, n, np.arange(n)).copy_counts.sum(axis=0) / (n * T)
+    np.testing.assert_allclose(got, incl.reshape(n, -1).sum(axis=1), atol=0.01)
 
 
 @pytest.mark.parametrize("form", ["hier", "direct", "ll"])

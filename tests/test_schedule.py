@@ -243,3 +243,37 @@ def test_sends_are_routed_in_one_batch_as_they_would_be_alone(two_boards):
         solo = schedule(two_boards, [SendTask(t.src, t.dst, t.size_bytes)])[0]
         if not res[t].shared_with:
             assert res[t].duration_s == pytest.approx(solo.duration_s, rel=1e-9)
+
+
+def test_sharing_matches_a_brute_force_oracle():
+    """Partners and shared links per task, against every pair of tasks checked by sets."""
+    from collectives.schedule import _Stats, _sharing
+
+    rng = np.random.default_rng(5)
+    T, R = 40, 30
+    task = np.repeat(np.arange(T), 6)
+    res = rng.integers(0, R, len(task))
+    by = np.where(rng.random(len(task)) < 0.8, 1.0, 0.0)
+    starts = rng.random(T)
+    ends = starts + np.where(rng.random(T) < 0.1, 0.0, rng.random(T) * 0.3)
+    st = _Stats(task=task, res=res, bytes=by, ptr=np.searchsorted(task, np.arange(T + 1)), flow_bound=np.zeros(0))
+    used = np.arange(R) * 3 + 1                       # local resource -> link id
+
+    class _Links:
+        n_links = 10 ** 6
+
+    got = _sharing(st, starts, ends, used, _Links(), T)
+    carried = [set(res[(task == i) & (by > 0)].tolist()) for i in range(T)]
+    want = {}
+    for i in range(T):
+        partners, links = [], set()
+        for j in range(T):
+            if j == i or not (ends[i] > starts[i] and ends[j] > starts[j]):
+                continue
+            common = carried[i] & carried[j]
+            if common and max(starts[i], starts[j]) < min(ends[i], ends[j]):
+                partners.append(j)
+                links |= {int(used[r]) for r in common}
+        if partners:
+            want[i] = (tuple(partners), sorted(links))
+    assert {i: (p, sorted(l.tolist())) for i, (p, l) in got.items()} == want

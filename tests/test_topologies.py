@@ -181,7 +181,7 @@ def test_export_refuses_bad_format_and_missing_dir(tmp_path):
 
 
 def test_graph_is_networkx_multidigraph_with_standard_attributes():
-    G = cluster("H100", 2, "quantum-2")
+    G = cluster("H100", 2, "quantum-2").to_networkx()
     assert isinstance(G, nx.MultiDiGraph)
     for _, d in G.nodes(data=True):
         assert {"kind", "role", "domain"} <= set(d)

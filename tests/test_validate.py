@@ -71,3 +71,31 @@ def test_validate_bad_file(tmp_path):
     bad.write_text("this is not toml [")
     r = CliRunner().invoke(cli, ["validate", "--file", str(bad)])
     assert r.exit_code == 2 and "not valid TOML" in r.stderr
+
+
+def test_sm_copy_kernels_are_not_predicted_with_the_copy_engine_efficiency(tmp_path):
+    """nvbandwidth's ``*_memcpy_sm`` tests time SM kernels' loads/stores over PCIe, not the DMA copy
+    engines the host-link efficiency (0.880) was measured with: such rows are listed as not modelled
+    (Azure's AI-benchmarking-guide runs ``device_to_host_memcpy_sm``; its ND A100 v4 D2H is 6.27 GB/s)."""
+    f = tmp_path / "p.toml"
+    f.write_text('[[host_copy]]\nid = "sm"\nsystem = "hgx-a100"\nlink = "pcie-gen4-x16"\nraw_GBps = 31.5\n'
+                 'h2d_GBps = 26.28\nd2h_GBps = 6.27\nsettings = { engine = "sm" }\n\n'
+                 '[[host_copy]]\nid = "ce"\nsystem = "hgx-a100"\nlink = "pcie-gen4-x16"\nraw_GBps = 31.5\n'
+                 'h2d_GBps = 26.28\n')
+    rows = {r.id: r for r in validate(f).rows}
+    assert rows["sm"].predicted is None and rows["sm"].note.startswith("not modelled: SM copy")
+    assert rows["ce:h2d"].predicted == pytest.approx(31.5 * 0.880, rel=1e-3)
+
+
+def test_collective_timed_under_a_concurrent_compute_load_is_not_predicted(tmp_path):
+    """A soak test times its all-reduce while every rank runs a matmul loop and fills HBM (nebius
+    gpu-soak-test): the flow model predicts an idle GPU, so such a row is listed, not compared."""
+    f = tmp_path / "p.toml"
+    f.write_text('[[collective]]\nid = "soak"\nsystem = "gb300-nvl72"\ngpus_per_domain = 4\nranks = 4\n'
+                 'collective = "all_reduce"\nbusbw_GBps = 556\n'
+                 'settings = { concurrent_load = "FP16 matmul loop, 75 % HBM fill" }\n\n'
+                 '[[collective]]\nid = "idle"\nsystem = "gb300-nvl72"\ngpus_per_domain = 4\nranks = 4\n'
+                 'collective = "all_reduce"\nbusbw_GBps = 556\n')
+    rows = {r.id: r for r in validate(f).rows}
+    assert rows["soak"].predicted is None and "concurrent compute load" in rows["soak"].note
+    assert rows["idle"].predicted > 0

@@ -429,6 +429,11 @@ _SWITCH_LIST = (
            sources=_src("S14", "S31"),
            notes="Quantum-2 NDR run without SHARP (NCCL_COLLNET_ENABLE=0, no SHARP plugin): QM9700 with the "
                  "in-network reduction disabled. Same ports and UNVERIFIED latency parameter as QM9700."),
+    Switch("Q3400-noSHARP", "infiniband", 144, 800e9 / 8, 250e-9, None, True,
+           sources=_src("S15", "S32", "S31", "S38", "S13"),
+           notes="Quantum-X800 XDR run without SHARP: CollNet is off unless NCCL_COLLNET_ENABLE=1 (NCCL "
+                 "env.rst 'Default is 0' [S13]; CoreWeave's GB200 multi-rack jobs set it to 0). Q3400 with "
+                 "the in-network reduction disabled; same ports and UNVERIFIED latency parameter as Q3400."),
     Switch("EFA-fabric-100G", "ethernet", 64, 100e9 / 8, 500e-9, None, True,
            sources=_src("S1-net", "S38"),
            notes="AWS's EFA network as seen from one 100G device: not a published switch; a non-blocking "
@@ -445,6 +450,11 @@ _SWITCH_LIST = (
            sources=_src("S1-net", "S38"),
            notes="GCP A3 Mega's network as seen from one 200G NIC: a non-blocking Clos is an ASSUMPTION; "
                  "hop_latency_s is an UNVERIFIED PARAMETER, as Ethernet [S38]."),
+    Switch("GCP-RDMA-fabric", "ethernet", 64, 400e9 / 8, 500e-9, None, True,
+           sources=_src("S1-net", "S38"),
+           notes="GCP A3 Ultra's GPU RDMA network (RoCE) as seen from one 400G ConnectX-7: a non-blocking "
+                 "Clos of 64-port switches is an ASSUMPTION, as for the other cloud fabrics; NCCL runs over "
+                 "Google's gIB plugin (IB verbs). hop_latency_s is an UNVERIFIED PARAMETER, as Ethernet [S38]."),
     Switch("SN5600", "ethernet", 64, 800e9 / 8, 500e-9, None, True,
            sources=_src("S17", "S30", "S46", "S38", "S31"),
            notes="Spectrum-4: 64 x 800GbE at 100 Gb/s per lane (or 128 x 400G / 256 x 200G), 51.2 Tb/s "
@@ -472,6 +482,7 @@ _SWITCH_ALIASES = {
     "q3400": "Q3400", "q3400-ra": "Q3400", "quantum-x800": "Q3400",
     "sn5600": "SN5600", "spectrum-4": "SN5600", "spectrum-x": "SN5600",
     "qm8700": "QM8700", "quantum-hdr": "QM8700", "quantum-2-nosharp": "QM9700-noSHARP",
+    "quantum-x800-nosharp": "Q3400-noSHARP",
 }
 
 #: Scale-out fabric name -> (switch name, default NIC name), per hardware.md section 3.1.
@@ -480,12 +491,14 @@ SCALEOUT_FABRICS: Mapping[str, tuple[str, str]] = types.MappingProxyType({
     "quantum-x800": ("Q3400", "ConnectX-8"),
     "spectrum-x": ("SN5600", "ConnectX-8"),
     "quantum-2-nosharp": ("QM9700-noSHARP", "ConnectX-7"),
+    "quantum-x800-nosharp": ("Q3400-noSHARP", "ConnectX-8"),
     "quantum-hdr": ("QM8700", "ConnectX-6"),
     "aws-efa-v1": ("EFA-fabric-100G", "EFA-v1-100G"),
     "aws-efa-v2": ("EFA-fabric-400G", "EFA-v2-100G"),
     "aws-efa-v3": ("EFA-fabric-400G", "EFA-v3-200G"),
     "aws-efa-v4": ("EFA-fabric-400G", "EFA-v4-400G"),
     "gcp-tcpxo": ("GCP-TCPXO-fabric", "TCPXO-200G"),
+    "gcp-rdma": ("GCP-RDMA-fabric", "ConnectX-7"),
 })
 
 # hardware.md section 3.1: DGX H100/H200/B200 8 x CX-7 [S9][S6], GB200 tray 4 x CX-7 [S16],

@@ -25,10 +25,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-import networkx as nx
-
 from topologies import catalog
 from topologies.errors import SpecError
+from topologies.fabricgraph import FabricGraph
 from topologies.graph import add_cable, add_node, cable_latency_s, new_fabric
 from topologies.nvlink import gpu_node
 
@@ -95,7 +94,7 @@ def _smallest_divisor(n: int, ok) -> int | None:
     return None
 
 
-def add_host_nic(G: nx.MultiDiGraph, gpu: str, domain: int, local: int, rail: int, nic: catalog.NIC | None,
+def add_host_nic(G: FabricGraph, gpu: str, domain: int, local: int, rail: int, nic: catalog.NIC | None,
                  port_Bps: float) -> str:
     """Add the NIC of ``gpu`` and its host link (PCIe or C2C); return the NIC id.
 
@@ -110,7 +109,7 @@ def add_host_nic(G: nx.MultiDiGraph, gpu: str, domain: int, local: int, rail: in
     return n
 
 
-def add_clos(G: nx.MultiDiGraph, leaf_nics: list[list[str]], *, radix: int, link_Bps: float,
+def add_clos(G: FabricGraph, leaf_nics: list[list[str]], *, radix: int, link_Bps: float,
              leaf_up: int | None = None, tiers: int = 2, pods: list[list[int]] | None = None,
              spines_per_pod: int | None = None, spine_oversubscription: float = 1.0,
              leaf_rails: list[int] | None = None, plane: int = -1, prefix: str = "",
@@ -252,7 +251,7 @@ def _fewest_tiers(hosts: int, radix: int, r1: float, r2: float) -> int:
 
 def fat_tree(hosts: int, radix: int, *, tiers: int | None = None, oversubscription=1.0,
              link_Bps: float = 50e9, planes: int = 1, switch: str | None = None, nic: str | None = None,
-             aggregate: bool = False) -> nx.MultiDiGraph:
+             aggregate: bool = False) -> FabricGraph:
     """A fat-tree of ``hosts`` single-GPU hosts (one NIC each).
 
     Parameters

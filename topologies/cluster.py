@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import math
 
-import networkx as nx
-
 from topologies import catalog
 from topologies.clos import add_clos, add_host_nic, split_ports
 from topologies.errors import SpecError
+from topologies.fabricgraph import FabricGraph
 from topologies.graph import new_fabric
 from topologies.nvlink import add_nvlink_domain
 
@@ -53,7 +52,7 @@ def _gpus_per_tray(n_gpus: int) -> int:
 def cluster(gpu_name: str, domains: int, scaleout: str, *, gpus_per_domain: int | None = None,
             nic: str | None = None, tiers: int | None = None, oversubscription: float = 1.0,
             planes: int = 1, spine_scope: str = "all", domains_per_su: int | None = None,
-            aggregate: bool = False, name: str | None = None, _superpod: dict | None = None) -> nx.MultiDiGraph:
+            aggregate: bool = False, name: str | None = None, _superpod: dict | None = None) -> FabricGraph:
     """``domains`` NVLink domains of ``gpu_name`` GPUs joined by a rail-optimized fat-tree.
 
     Parameters
@@ -184,7 +183,7 @@ def cluster(gpu_name: str, domains: int, scaleout: str, *, gpus_per_domain: int 
     return G
 
 
-def superpod(kind: str, sus: int, *, aggregate: bool = False) -> nx.MultiDiGraph:
+def superpod(kind: str, sus: int, *, aggregate: bool = False) -> FabricGraph:
     """A DGX SuperPOD reference layout with ``sus`` scalable units.
 
     ``kind`` is one of :data:`SUPERPODS`: ``h100`` (32-node SUs on Quantum-2,

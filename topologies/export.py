@@ -21,12 +21,10 @@ from __future__ import annotations
 import io
 import json
 import math
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import networkx as nx
-
 from topologies.errors import SpecError, brief
+from topologies.fabricgraph import as_networkx
 from topologies.files import parse_json, read_bytes, write_atomic
 from topologies.graph import ROLES
 from topologies.limits import LINK_RATE_BOUNDS_BPS, MAX_GRAPH_ENV, max_graph_bytes
@@ -36,33 +34,38 @@ __all__ = ["FORMATS", "dumps", "write", "read", "to_json_dict", "check_graph"]
 FORMATS = ("graphml", "json")
 
 
-def to_json_dict(G: nx.MultiDiGraph) -> dict:
+def to_json_dict(G) -> dict:
     """Node-link dict (networkx's schema, edges under ``links``) with JSON-safe graph attributes."""
+    import networkx as nx
+
+    G = as_networkx(G)
     data = nx.node_link_data(G, edges="links")
     data["graph"] = json.loads(json.dumps(G.graph, default=str))
     return data
 
 
-def _graphml_ready(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
-    H = G.copy()
+def _graphml_ready(G):
+    H = as_networkx(G).copy()
     # GraphML holds scalars only: keep graph-level dicts/lists as JSON strings
     H.graph = {k: (json.dumps(v, default=str) if isinstance(v, (dict, list, tuple)) else v)
                for k, v in G.graph.items()}
     return H
 
 
-def dumps(G: nx.MultiDiGraph, fmt: str) -> bytes:
+def dumps(G, fmt: str) -> bytes:
     """``G`` serialised as ``fmt`` (``graphml`` or ``json``): the bytes :func:`write` puts in the file."""
     if fmt not in FORMATS:
         raise SpecError(f"format: {brief(fmt)} is not one of {', '.join(FORMATS)}")
     if fmt == "json":
         return json.dumps(to_json_dict(G), allow_nan=False).encode()
+    import networkx as nx
+
     buf = io.BytesIO()
     nx.write_graphml(_graphml_ready(G), buf)
     return buf.getvalue()
 
 
-def write(G: nx.MultiDiGraph, path: str | Path, fmt: str) -> None:
+def write(G, path: str | Path, fmt: str) -> None:
     """Write ``G`` to ``path`` as ``fmt`` (``graphml`` or ``json``), atomically (see the module doc).
 
     A file name whose suffix names another format (``.json``, ``.graphml``/``.xml``, ``.toml``) is refused.
@@ -95,7 +98,7 @@ def _number(d: dict, key: str):
     return float(v)
 
 
-def check_graph(G: nx.MultiDiGraph, *, source: str = "graph") -> None:
+def check_graph(G, *, source: str = "graph") -> None:
     """Raise SpecError unless ``G`` is a usable fabric graph (see the module doc).
 
     Examples
@@ -148,8 +151,15 @@ def check_graph(G: nx.MultiDiGraph, *, source: str = "graph") -> None:
                             f"expected a tier name")
 
 
-def read(path: str | Path) -> nx.MultiDiGraph:
-    """Read a fabric graph written by :func:`write` (format from the suffix) and check it."""
+def read(path: str | Path):
+    """Read a fabric graph written by :func:`write` (format from the suffix) and check it.
+
+    Returns a :class:`networkx.MultiDiGraph`.
+    """
+    import xml.etree.ElementTree as ET
+
+    import networkx as nx
+
     path = Path(path)
     source = f"graph file {brief(str(path))}"
     if path.suffix.lower() not in (".json", ".graphml"):

@@ -32,8 +32,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import tempfile
-import tomllib
 from pathlib import Path
 
 from topologies.errors import SpecError, brief
@@ -127,6 +125,8 @@ def check_depth(obj, *, source: str, limit: int = MAX_DEPTH) -> None:
 
 def parse_toml(text: str, *, source: str) -> dict:
     """Parse TOML ``text``; every failure is one SpecError line naming ``source``."""
+    import tomllib  # here, not at the top: preset runs parse no TOML
+
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -199,6 +199,8 @@ def write_atomic(path: str | Path, data: bytes | None = None, *, writer=None, wh
         raise SpecError(f"{where}: directory {_label(parent)} does not exist")
     if mode is None:
         mode = 0o666 & ~_umask()
+    import tempfile  # here, not at the top: most runs write no file
+
     try:
         fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:

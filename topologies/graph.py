@@ -1,6 +1,8 @@
 """The fabric graph: conventions and small helpers every builder uses.
 
-A fabric graph is a :class:`networkx.MultiDiGraph` (DESIGN.md section 3):
+A fabric graph is a :class:`networkx.MultiDiGraph` (DESIGN.md section 3), or
+the builders' list-backed :class:`topologies.fabricgraph.FabricGraph`, which
+compiles without networkx and turns into that networkx graph on demand:
 
 * node attributes: ``kind`` (``gpu``, ``nic``, ``switch``), ``role``
   (``gpu``, ``nic``, ``nvswitch``, ``leaf``, ``spine``, ``core``), ``domain``
@@ -24,7 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-import networkx as nx
+from topologies.fabricgraph import FabricGraph
 
 __all__ = [
     "TIERS",
@@ -83,7 +85,7 @@ ROLES = ("gpu", "nic", "nvswitch", "leaf", "spine", "core")
 _KIND_OF_ROLE = {"gpu": "gpu", "nic": "nic", "nvswitch": "switch", "leaf": "switch", "spine": "switch", "core": "switch"}
 
 
-def new_fabric(name: str, **meta) -> nx.MultiDiGraph:
+def new_fabric(name: str, **meta) -> FabricGraph:
     """Return an empty fabric graph named ``name`` with builder metadata ``meta``.
 
     Examples
@@ -92,22 +94,21 @@ def new_fabric(name: str, **meta) -> nx.MultiDiGraph:
     >>> G.graph["name"], G.graph["meta"]["hosts"]
     ('toy', 2)
     """
-    G = nx.MultiDiGraph()
-    G.graph["name"] = name
-    G.graph["meta"] = dict(meta)
-    G.graph["next_cable"] = 0
-    return G
+    return FabricGraph({"name": name, "meta": dict(meta), "next_cable": 0})
 
 
-def add_node(G: nx.MultiDiGraph, node: str, role: str, *, domain: int = -1, local: int = -1,
+def add_node(G, node: str, role: str, *, domain: int = -1, local: int = -1,
              rail: int = -1, plane: int = -1, pod: int = -1, model: str = "", reduce: str = "") -> str:
-    """Add a node with the standard attributes and return its id."""
-    G.add_node(node, kind=_KIND_OF_ROLE[role], role=role, domain=domain, local=local, rail=rail,
-               plane=plane, pod=pod, model=model, reduce=reduce)
+    """Add a node with the standard attributes to ``G`` (a FabricGraph or networkx graph); return its id."""
+    if isinstance(G, FabricGraph):
+        G.add_fabric_node(node, (_KIND_OF_ROLE[role], role, domain, local, rail, plane, pod, model, reduce))
+    else:
+        G.add_node(node, kind=_KIND_OF_ROLE[role], role=role, domain=domain, local=local, rail=rail,
+                   plane=plane, pod=pod, model=model, reduce=reduce)
     return node
 
 
-def add_cable(G: nx.MultiDiGraph, u: str, v: str, *, capacity_Bps: float, tier_up: str, tier_down: str,
+def add_cable(G, u: str, v: str, *, capacity_Bps: float, tier_up: str, tier_down: str,
               latency_uv_s: float, latency_vu_s: float, plane: int = -1, count: int = 1,
               aggregate: bool = False) -> None:
     """Add ``count`` full-duplex cables between ``u`` and ``v``.
@@ -122,13 +123,16 @@ def add_cable(G: nx.MultiDiGraph, u: str, v: str, *, capacity_Bps: float, tier_u
     else:
         reps, cap, per = count, capacity_Bps, 1
     cid = G.graph["next_cable"]
+    G.graph["next_cable"] = cid + reps
+    if isinstance(G, FabricGraph):  # one record for the same edges, in the same order, as below
+        G.add_fabric_cables(u, v, cap, plane, cid, per, reps, tier_up, tier_down, latency_uv_s, latency_vu_s)
+        return
     edges = []
     for i in range(reps):
         common = dict(capacity_Bps=cap, plane=plane, cable=cid + i, cables=per)
         edges.append((u, v, dict(common, tier=tier_up, latency_s=latency_uv_s)))
         edges.append((v, u, dict(common, tier=tier_down, latency_s=latency_vu_s)))
     G.add_edges_from(edges)
-    G.graph["next_cable"] = cid + reps
 
 
 @dataclass(frozen=True)
@@ -159,14 +163,27 @@ class FabricSummary:
         }
 
 
-def cable_counts(G: nx.MultiDiGraph) -> Counter:
+def _node_items(G):
+    return G.node_items() if isinstance(G, FabricGraph) else G.nodes(data=True)
+
+
+def _edge_items(G):
+    return G.edge_items() if isinstance(G, FabricGraph) else G.edges(data=True)
+
+
+def cable_counts(G) -> Counter:
     """Number of physical cables per ``u-tier`` (counting the ``-up``/first direction).
 
     Aggregated edges count for the cables they stand for.
     """
     counts: Counter = Counter()
+    if isinstance(G, FabricGraph) and not G.is_networkx:  # the same cables, without an attribute dict per edge
+        for tier, _, per in G.cable_items():
+            name = tier.rsplit("-", 1)[0] if tier.endswith(("-up", "-down")) else tier
+            counts[name] += per
+        return counts
     seen = set()
-    for _, _, d in G.edges(data=True):
+    for _, _, d in _edge_items(G):
         cid = d.get("cable")
         if cid in seen:
             continue
@@ -177,7 +194,7 @@ def cable_counts(G: nx.MultiDiGraph) -> Counter:
     return counts
 
 
-def summarize(G: nx.MultiDiGraph) -> FabricSummary:
+def summarize(G) -> FabricSummary:
     """Count GPUs, NICs, switches (by role), directed links and cables.
 
     Examples
@@ -187,8 +204,9 @@ def summarize(G: nx.MultiDiGraph) -> FabricSummary:
     >>> s.gpus, s.switches, s.links
     (72, 18, 2592)
     """
-    roles = Counter(d.get("role") for _, d in G.nodes(data=True))
-    domains = {d.get("domain") for _, d in G.nodes(data=True) if d.get("kind") == "gpu"}
+    nodes = list(_node_items(G))
+    roles = Counter(d.get("role") for _, d in nodes)
+    domains = {d.get("domain") for _, d in nodes if d.get("kind") == "gpu"}
     cables = cable_counts(G)
     return FabricSummary(
         name=G.graph.get("name", ""),
@@ -203,8 +221,8 @@ def summarize(G: nx.MultiDiGraph) -> FabricSummary:
     )
 
 
-def gpus_of(G: nx.MultiDiGraph) -> list[str]:
+def gpus_of(G) -> list[str]:
     """GPU node ids ordered by (domain, local index): the rank order."""
-    gpus = [(d.get("domain", -1), d.get("local", -1), n) for n, d in G.nodes(data=True) if d.get("kind") == "gpu"]
+    gpus = [(d.get("domain", -1), d.get("local", -1), n) for n, d in _node_items(G) if d.get("kind") == "gpu"]
     gpus.sort()
     return [n for _, _, n in gpus]

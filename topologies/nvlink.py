@@ -17,10 +17,9 @@ Examples
 
 from __future__ import annotations
 
-import networkx as nx
-
 from topologies import catalog
 from topologies.errors import SpecError
+from topologies.fabricgraph import FabricGraph
 from topologies.graph import add_cable, add_node, cable_latency_s, new_fabric
 
 __all__ = ["add_nvlink_domain", "nvlink_domain", "hgx", "nvl", "gpu_node", "nvswitch_node"]
@@ -41,7 +40,7 @@ def _switch_for(gpu: catalog.GPU) -> catalog.Switch:
     return catalog.switch({3: "NVSwitch2", 4: "NVSwitch3"}.get(gpu.nvlink_gen, "NVLink5-switch"))
 
 
-def add_nvlink_domain(G: nx.MultiDiGraph, domain: int, gpu: catalog.GPU, *, n_gpus: int | None = None,
+def add_nvlink_domain(G: FabricGraph, domain: int, gpu: catalog.GPU, *, n_gpus: int | None = None,
                       links_per_chip: tuple[int, ...] | None = None, aggregate: bool = False,
                       gpus_per_tray: int | None = None) -> list[str]:
     """Add one NVLink domain (GPUs + NVSwitch chips + cables) to ``G``.
@@ -101,7 +100,7 @@ def add_nvlink_domain(G: nx.MultiDiGraph, domain: int, gpu: catalog.GPU, *, n_gp
 
 
 def nvlink_domain(gpu_name: str, *, n_gpus: int | None = None, aggregate: bool = False,
-                  name: str | None = None) -> nx.MultiDiGraph:
+                  name: str | None = None) -> FabricGraph:
     """One NVLink domain of ``gpu_name`` GPUs as a fabric graph.
 
     Examples
@@ -117,7 +116,7 @@ def nvlink_domain(gpu_name: str, *, n_gpus: int | None = None, aggregate: bool =
     return G
 
 
-def hgx(gpu_name: str = "H100", *, aggregate: bool = False) -> nx.MultiDiGraph:
+def hgx(gpu_name: str = "H100", *, aggregate: bool = False) -> FabricGraph:
     """An HGX/DGX 8-GPU board (A100, H100, H200, H800, B200, B300).
 
     Examples
@@ -132,7 +131,7 @@ def hgx(gpu_name: str = "H100", *, aggregate: bool = False) -> nx.MultiDiGraph:
     return nvlink_domain(gpu.name, aggregate=aggregate, name=f"hgx-{gpu.name.lower()}")
 
 
-def nvl(n: int = 72, gpu_name: str = "GB200", *, aggregate: bool = False) -> nx.MultiDiGraph:
+def nvl(n: int = 72, gpu_name: str = "GB200", *, aggregate: bool = False) -> FabricGraph:
     """A rack-scale NVLink domain of ``n`` Blackwell GPUs (NVL72, NVL36, ...).
 
     Every GPU has one NVLink5 link to each of the 18 switch chips, so the

@@ -16,12 +16,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import networkx as nx
-
 from topologies import catalog
 from topologies.clos import fat_tree
 from topologies.cluster import SUPERPODS, cluster, superpod
 from topologies.errors import SpecError, brief
+from topologies.fabricgraph import FabricGraph
 from topologies.limits import LINK_RATE_BOUNDS_BPS
 from topologies.nvlink import nvl, nvlink_domain
 from topologies.units import parse_bandwidth
@@ -51,7 +50,7 @@ class Preset:
     name: str
     description: str
     params: tuple[Param, ...]
-    builder: Callable[..., nx.MultiDiGraph]
+    builder: Callable[..., FabricGraph]
 
     def param(self, key: str) -> Param:
         for p in self.params:
@@ -209,7 +208,7 @@ def _domain_builder(gpu_name: str, default_gpus: int | None = None):
     return build_domain
 
 
-def _single_domain(gpu_name: str, n: int | None, aggregate: bool) -> nx.MultiDiGraph:
+def _single_domain(gpu_name: str, n: int | None, aggregate: bool) -> FabricGraph:
     gpu = catalog.gpu(gpu_name)
     if n is not None and n < 2:
         raise SpecError(f"gpus_per_domain: {n} must be >= 2")
@@ -296,7 +295,7 @@ def parse_overrides(name: str, overrides: dict[str, Any] | None = None) -> dict[
     >>> parse_overrides("hgx-h100", {"tiers": "3"})
     Traceback (most recent call last):
     ...
-    topologies.errors.SpecError: --set tiers: applies only with --set scaleout=... (one of none, aws-efa-v1, aws-efa-v2, aws-efa-v3, aws-efa-v4, gcp-tcpxo, quantum-2, quantum-2-nosharp, quantum-hdr, quantum-x800, spectrum-x); without a scale-out fabric it would be ignored
+    topologies.errors.SpecError: --set tiers: applies only with --set scaleout=... (one of none, aws-efa-v1, aws-efa-v2, aws-efa-v3, aws-efa-v4, gcp-rdma, gcp-tcpxo, quantum-2, quantum-2-nosharp, quantum-hdr, quantum-x800, quantum-x800-nosharp, spectrum-x); without a scale-out fabric it would be ignored
     """
     p = preset(name)
     if overrides is not None and not isinstance(overrides, dict):
@@ -315,7 +314,7 @@ def parse_overrides(name: str, overrides: dict[str, Any] | None = None) -> dict[
     return kwargs
 
 
-def build(name: str, overrides: dict[str, Any] | None = None, *, memory_limit=None) -> nx.MultiDiGraph:
+def build(name: str, overrides: dict[str, Any] | None = None, *, memory_limit=None) -> FabricGraph:
     """Build preset ``name`` with ``overrides`` (strings are converted strictly).
 
     The size of the graph is estimated arithmetically first

@@ -56,9 +56,8 @@ from __future__ import annotations
 import unicodedata
 from pathlib import Path
 
-import networkx as nx
-
 from topologies.errors import SpecError, brief
+from topologies.fabricgraph import FabricGraph
 from topologies.files import parse_toml, read_text
 from topologies.presets import build, coerce, parse_overrides, preset
 
@@ -181,7 +180,7 @@ def _failures(doc: dict) -> tuple[list[str], list[str]]:
     return fails, degs
 
 
-def loads(text: str, *, source: str = "<spec>", memory_limit=None) -> nx.MultiDiGraph:
+def loads(text: str, *, source: str = "<spec>", memory_limit=None) -> FabricGraph:
     """Build the topology described by TOML ``text``."""
     doc = parse_toml(text, source=source)
     name, overrides = resolve(doc, source=source)
@@ -195,7 +194,7 @@ def loads(text: str, *, source: str = "<spec>", memory_limit=None) -> nx.MultiDi
     return G
 
 
-def load(path: str | Path, *, memory_limit=None) -> nx.MultiDiGraph:
+def load(path: str | Path, *, memory_limit=None) -> FabricGraph:
     """Build the topology described by the TOML spec file ``path`` (a regular file, at most 4 MiB)."""
     return loads(read_text(path, what="spec file"), source=brief(str(path)), memory_limit=memory_limit)
 
@@ -210,18 +209,23 @@ def _check_topo(topo) -> str:
     return topo
 
 
-def load_topology(topo: str, overrides: dict | None = None, *, memory_limit=None) -> nx.MultiDiGraph:
+def load_topology(topo: str, overrides: dict | None = None, *, memory_limit=None):
     """Build ``topo``: a preset name, a ``.toml`` spec, or a ``.json``/``.graphml`` graph file.
+
+    Presets and specs give a :class:`~topologies.fabricgraph.FabricGraph`, graph files a
+    :class:`networkx.MultiDiGraph`.
 
     ``overrides`` (``--set key=value``) apply to presets only.
     """
-    from topologies.export import read
-
     suffix = Path(_check_topo(topo)).suffix.lower()
     if suffix in _FILE_SUFFIXES:
         if overrides:
             raise SpecError(f"--set: overrides apply to presets, not to the file {brief(topo)}; edit the file instead")
-        return load(topo, memory_limit=memory_limit) if suffix == ".toml" else read(topo)
+        if suffix == ".toml":
+            return load(topo, memory_limit=memory_limit)
+        from topologies.export import read
+
+        return read(topo)
     return build(topo, overrides or {}, memory_limit=memory_limit)
 
 

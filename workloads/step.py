@@ -110,16 +110,21 @@ def parse_overlap(text: str | None, *, moe: bool = False, schedule: str = "1f1b"
     >>> parse_overlap("auto", moe=True).ep, parse_overlap("none", schedule="dualpipe").ep
     (True, True)
     """
-    text = (text or "auto").strip().lower()
+    text = "auto" if text is None else text.strip().lower()
+    if not text:
+        raise SpecError(f"--overlap: empty; use auto, none, or a comma list of {', '.join(OVERLAPS)}")
     if text == "auto":
         ov = Overlap(ep=moe)
     elif text == "none":
         ov = Overlap(False, False, False, False, False)
     else:
-        names = [t.strip() for t in text.split(",") if t.strip()]
-        bad = [n for n in names if n not in OVERLAPS]
+        names = [t.strip() for t in text.split(",")]
+        bad = [n or "an empty name" for n in names if n not in OVERLAPS]
         if bad:
             raise SpecError(f"--overlap: {', '.join(bad)} not among auto, none, {', '.join(OVERLAPS)}")
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise SpecError(f"--overlap: {', '.join(twice)} given twice; list each of {', '.join(OVERLAPS)} once")
         ov = Overlap(*(n in names for n in OVERLAPS))
     if schedule == "dualpipe" and not ov.ep:
         ov = Overlap(ov.dp_grad, ov.dp_param, ov.tp, True, ov.pp)

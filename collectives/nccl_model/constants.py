@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 
-__all__ = ["ALGORITHMS", "BASE_LATENCIES_US", "COLLECTIVES", "HW_LATENCIES_US", "LL_MAX_BWS_GBPS", "LOC_BW_GBPS", "MAXCHANNELS", "MODELED_COLLECTIVES", "NCCL_COMMIT", "NCCL_MAX_DIRECT_ARITY", "NCCL_MAX_NVLS_ARITY", "NCCL_VERSION", "NET_OVERHEAD_SIMPLE_FACTOR", "NET_OVERHEAD_US", "NVLINK_BW_PER_LINK_GBPS", "NVLS_EFFICIENCY", "NVLS_NCHANNELS", "PATTERNS", "PCI_BW_GBPS", "PER_CH_MAX_NVLS_TREE_GBPS", "PER_CH_MAX_RING_LL128_GBPS", "PER_CH_MAX_TREE_GBPS", "PER_CH_MAX_TREE_LL128_GBPS", "PROTOCOLS", "PROTOCOL_WIRE_EFFICIENCY", "RING_PLATEAU_FACTOR", "SM100_SPEED_ARRAY_INTER", "SM100_SPEED_ARRAY_INTRA", "SM90_SPEED_ARRAY_INTER", "SM90_SPEED_ARRAY_INTRA", "SPEED_ARRAY_INTER", "SPEED_ARRAY_INTRA", "TREE_CORRECTION_FACTOR", "arch_index", "nvlink_bw_per_link_GBps"]
+__all__ = ["ALGORITHMS", "BASE_LATENCIES_US", "COLLECTIVES", "HW_LATENCIES_US", "LL_MAX_BWS_GBPS", "LOC_BW_GBPS", "MAXCHANNELS", "MODELED_COLLECTIVES", "NCCL_COMMIT", "NCCL_MAX_DIRECT_ARITY", "NCCL_MAX_NVLS_ARITY", "NCCL_VERSION", "NET_OVERHEAD_SIMPLE_FACTOR", "NET_OVERHEAD_US", "NVLINK_BW_PER_LINK_GBPS", "NVLS_EFFICIENCY", "NVLS_NCHANNELS", "NVLS_TREE_CAP_ABSOLUTE", "PATTERNS", "PCI_BW_GBPS", "PER_CH_MAX_NVLS_TREE_GBPS", "PER_CH_MAX_RING_LL128_GBPS", "PER_CH_MAX_TREE_GBPS", "PER_CH_MAX_TREE_LL128_GBPS", "PROTOCOLS", "PROTOCOL_WIRE_EFFICIENCY", "RING_PLATEAU_FACTOR", "SM100_SPEED_ARRAY_INTER", "SM100_SPEED_ARRAY_INTRA", "SM90_SPEED_ARRAY_INTER", "SM90_SPEED_ARRAY_INTRA", "SPEED_ARRAY_INTER", "SPEED_ARRAY_INTRA", "TREE_CORRECTION_FACTOR", "TUNING_TABLE_HISTORY", "arch_index", "parse_nccl_version", "tuning_tables", "nvlink_bw_per_link_GBps"]
 
 NCCL_VERSION = "2.30.7"
 NCCL_COMMIT = "5067397c2676d5aed50042fc39e5c8ee96eb0027"
@@ -96,6 +96,78 @@ PER_CH_MAX_TREE_GBPS: tuple[tuple[float, float, float], ...] = (
 PER_CH_MAX_NVLS_TREE_GBPS: tuple[tuple[float, float, float], ...] = (
     (26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5), (0.0, 96.0, 80.0),
 )
+#: Releases in which NVLSTree's per-channel cap is an absolute limit of the kernel (issue 8 item 6):
+#: arch index -> (first release, last release or None). Hopper: from v2.21.5-1 the NVLS buffers have
+#: their own step, ``NCCL_NVLS_CHUNKSIZE`` default 128 KiB (src/transport/nvls.cc @ v2.21.5-1 l.233 and
+#: l.310 ``nvlsStepSize = comm->nvlsChunkSize``; enqueue.cc NVLS_TREE ``chunkSize = comm->nvlsChunkSize``),
+#: unchanged up to v2.30.7 (nvls.cc ``ncclNvlsTuning``: the 128 KiB default for SM90); up to v2.20.5
+#: the NVLS buffer is ``buffSizes[SIMPLE]`` (nvls.cc @ v2.20.5-1 l.309) and NVLSTree's chunk one Simple
+#: step, ``NCCL_BUFFSIZE / NCCL_STEPS`` (512 KiB by default, 1 MiB with ``NCCL_BUFFSIZE=8388608``), capped by
+#: ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` (512 KiB from aws-ofi-nccl v1.8.0) and reduced by size (enqueue.cc
+#: @ v2.20.5-1 ``computeCollChunkInfo``: on 2 x 8 H100 above 128 KiB only from 512 MiB). The warp split of the kernel is the same in every release from
+#: v2.20.5 to v2.30.7 (src/device/all_reduce.h). The Hopper cap {0, 57.7, 45.5} NVIDIA wrote into the
+#: model from v2.28.3 (``perChMaxNVLSTreeBws``) is therefore the limit of the 128 KiB-chunk kernel every
+#: release since 2.21.5 runs. Blackwell: not listed (its cap moved 43.1 -> 43.8 -> 80.0 at N4 with the
+#: 2.30 SM100 NVLSTree retuning of chunk sizes and channels, ``ncclNvlsTreeSm100Tuning``).
+NVLS_TREE_CAP_ABSOLUTE: dict[int, tuple[tuple[int, int, int], tuple[int, int, int] | None]] = {
+    _HOPPER: ((2, 21, 5), None),
+}
+#: Rows of the per-channel cap tables that changed between NCCL releases, read from
+#: ``src/graph/tuning.cc`` at each release tag of NVIDIA/nccl: table -> ((first version, arch index,
+#: [N1, N2, N4+] row), ...), oldest first; a row holds from its version to the next entry of the same
+#: (table, arch), the newest rows are the 2.30.7 tables above. Blackwell: ``2*36.7`` ring LL128 up to
+#: 2.28.x (v2.26.2 .. v2.28.9), 40.0 from v2.29.2; tree LL128 ``{2*36.7, 2*36.7, 2*29.0}`` and tree
+#: ``{2*38.7, 2*41.4, 2*36.0}`` up to 2.27.x (v2.25.1 .. v2.27.7), ``{55.6, 31.67, 20.0}`` and
+#: ``{70.0, 42.8, 24.0}`` from v2.28.3. The refinement lines that use these rows are the same in every
+#: release from v2.25.1 (Blackwell's first rows) to v2.30.7. Not version-keyed: the NVLS / NVLSTree
+#: formulas (up to 2.27.x ``min(bwIntra, bwInter)`` and ``bwInter/2`` beyond 2 nodes, no
+#: ``nvlsEfficiency``, no NVLSTree cap; up to 2.20.x a 5/6 ratio) and with them Hopper's single-node LL
+#: cap ``{87.7, 22.5, 19.0}`` of releases before v2.21.5, whose competitor at 1-2 MiB is NVLS.
+#: (The NVLSTree cap as a limit of the kernel's time, not of NCCL's choice, is release-keyed: see
+#: :data:`NVLS_TREE_CAP_ABSOLUTE`.)
+TUNING_TABLE_HISTORY: dict[str, tuple[tuple[tuple[int, int, int], int, tuple[float, float, float]], ...]] = {
+    "ring_ll128": (((2, 0, 0), 3, (2 * 36.7, 2 * 36.7, 2 * 36.7)), ((2, 29, 0), 3, (40.0, 40.0, 40.0))),
+    "tree_ll128": (((2, 0, 0), 3, (2 * 36.7, 2 * 36.7, 2 * 29.0)), ((2, 28, 0), 3, (55.6, 31.67, 20.0))),
+    "tree": (((2, 0, 0), 3, (2 * 38.7, 2 * 41.4, 2 * 36.0)), ((2, 28, 0), 3, (70.0, 42.8, 24.0))),
+}
+_TABLES = {"ll_max": LL_MAX_BWS_GBPS, "ring_ll128": PER_CH_MAX_RING_LL128_GBPS,
+           "tree_ll128": PER_CH_MAX_TREE_LL128_GBPS, "tree": PER_CH_MAX_TREE_GBPS}
+
+
+def parse_nccl_version(text) -> tuple[int, int, int] | None:
+    """``"2.27.3"`` -> (2, 27, 3); ``"2.29"`` -> (2, 29, 0); ``None`` or text without a version -> None.
+
+    Examples
+    --------
+    >>> parse_nccl_version("2.27.3"), parse_nccl_version("2.29"), parse_nccl_version("not stated")
+    ((2, 27, 3), (2, 29, 0), None)
+    """
+    import re
+    m = re.match(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?", str(text)) if text is not None else None
+    return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else None
+
+
+def tuning_tables(version: tuple[int, int, int] | None) -> dict[str, tuple[tuple[float, float, float], ...]]:
+    """The cap tables (``ll_max``, ``ring_ll128``, ``tree_ll128``, ``tree``) of an NCCL release
+    (None: the 2.30.7 tables).
+
+    Examples
+    --------
+    >>> tuning_tables((2, 27, 3))["tree"][3], tuning_tables(None)["tree"][3]
+    ((77.4, 82.8, 72.0), (70.0, 42.8, 24.0))
+    """
+    out = {k: tuple(v) for k, v in _TABLES.items()}
+    if version is None:
+        return out
+    for name, rows in TUNING_TABLE_HISTORY.items():
+        table = list(out[name])
+        for first, arch, row in rows:
+            if version >= first:
+                table[arch] = row
+        out[name] = tuple(table)
+    return out
+
+
 #: ``nvlsEfficiency[arch]``, tuning.cc l.139.
 NVLS_EFFICIENCY: tuple[float, float, float, float] = (0.0, 0.0, 0.85, 0.74)
 

@@ -55,6 +55,12 @@ class NcclSystem:
     latency_inter_us : float
         The net plugin's ``latencyInter`` (us): 0 for NCCL's IB plugin (``net_ib/init.cc``);
         other transports (EFA, TCPXO) report more, added per network step (twice for Simple).
+    protocols : tuple of str or None
+        Protocols NCCL may use (``NCCL_PROTO``; e.g. ``("Simple",)`` where the net plugin forces it);
+        None: all of :data:`PROTOCOLS`.
+    nccl_version : tuple of int or None
+        The NCCL release whose per-channel cap tables apply (``(2, 27, 3)``; see
+        :data:`TUNING_TABLE_HISTORY`); None: the tables of the modelled release (2.30.7).
 
     Examples
     --------
@@ -74,8 +80,20 @@ class NcclSystem:
     collnet: bool = False
     cpu_vendor: str = "intel"
     latency_inter_us: float = 0.0
+    nccl_version: tuple[int, int, int] | None = None
+    protocols: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.protocols is not None and not (
+            isinstance(self.protocols, tuple) and self.protocols and set(self.protocols) <= set(PROTOCOLS)
+        ):
+            raise SpecError(f"protocols must be None or a non-empty tuple of {', '.join(PROTOCOLS)}, "
+                            f"got {self.protocols!r}")
+        if self.nccl_version is not None and not (
+            isinstance(self.nccl_version, tuple) and len(self.nccl_version) == 3
+            and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in self.nccl_version)
+        ):
+            raise SpecError(f"nccl_version must be None or a (major, minor, patch) tuple, got {self.nccl_version!r}")
         _check_int("arch_sm", self.arch_sm, 60, "an integer SM version >= 60 (e.g. 80, 90, 100)")
         _check_int("gpus_per_node", self.gpus_per_node, 1, "an integer >= 1")
         _check_int("nnodes", self.nnodes, 1, "an integer >= 1")

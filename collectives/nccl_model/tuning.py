@@ -20,6 +20,7 @@ from collectives.nccl_model.constants import (  # noqa: F401
     NET_OVERHEAD_SIMPLE_FACTOR,
     NET_OVERHEAD_US,
     NVLS_EFFICIENCY,
+    NVLS_TREE_CAP_ABSOLUTE,
     PER_CH_MAX_NVLS_TREE_GBPS,
     PER_CH_MAX_RING_LL128_GBPS,
     PER_CH_MAX_TREE_GBPS,
@@ -49,6 +50,7 @@ from collectives.nccl_model.constants import (  # noqa: F401
     _SIMPLE,
     _TREE,
     arch_index,
+    tuning_tables,
 )
 from collectives.nccl_model.system import (  # noqa: F401
     AlgoEstimate,
@@ -67,7 +69,7 @@ from collectives.nccl_model.search import (  # noqa: F401
 )
 from topologies.errors import SpecError
 
-__all__ = ["algo_times", "choose"]
+__all__ = ["algo_times", "choose", "nvlstree_ceiling_GBps"]
 
 @dataclass(frozen=True)
 class _Model:
@@ -96,10 +98,11 @@ def _tune(system: NcclSystem) -> _Model:
     idx2 = n_nodes - 1 if n_nodes <= 2 else 2
     amd = system.cpu_vendor == "amd"
     idx1 = cc if n_nodes == 1 else (1 if amd else 0)
-    ll_max = LL_MAX_BWS_GBPS[idx1][idx2]
-    tree_max = PER_CH_MAX_TREE_GBPS[cc][idx2]
-    ring_ll128_max = PER_CH_MAX_RING_LL128_GBPS[cc][idx2]
-    tree_ll128_max = PER_CH_MAX_TREE_LL128_GBPS[cc][idx2]
+    caps = tuning_tables(system.nccl_version)  # the release's per-channel cap tables
+    ll_max = caps["ll_max"][idx1][idx2]
+    tree_max = caps["tree"][cc][idx2]
+    ring_ll128_max = caps["ring_ll128"][cc][idx2]
+    tree_ll128_max = caps["tree_ll128"][cc][idx2]
     nvlstree_max = PER_CH_MAX_NVLS_TREE_GBPS[cc][idx2]
     collnet_on = system.collnet and n_nodes >= _COLLNET_NODE_THRESHOLD
 
@@ -287,6 +290,8 @@ def _tune(system: NcclSystem) -> _Model:
                     continue
                 if algo_reason is not None:
                     why[coll][a][p] = algo_reason
+                elif system.protocols is not None and PROTOCOLS[p] not in system.protocols:
+                    why[coll][a][p] = f"NCCL_PROTO={','.join(system.protocols)} (set by the net plugin)"
                 elif p == _LL128 and not ll128_ok:
                     why[coll][a][p] = "LL128 is enabled only over NVLink (SM >= 70) and PIX/PXB (PXN on Hopper+) NICs"
                 elif bw[coll][a][p] <= 0.0:
@@ -449,3 +454,36 @@ def choose(system: NcclSystem, collective: str, size_bytes: int) -> AlgoEstimate
     if best is None:
         raise SpecError(f"collective {collective!r} has no enabled algorithm/protocol on this system")
     return best
+
+
+def nvlstree_ceiling_GBps(system: NcclSystem) -> float | None:
+    """NVLSTree all-reduce bus bandwidth ceiling of the kernel, ``nChannels x perChMaxNVLSTreeBw``, in GB/s,
+    or None where the cap is not an absolute limit of the release's kernel (issue 8 item 6).
+
+    The cap holds on the architectures and releases of :data:`NVLS_TREE_CAP_ABSOLUTE` (Hopper from
+    2.21.5, whose NVLSTree runs 128 KiB NVLS chunks); ``nccl_version`` None is the 2.30.7 model.
+    Single-node systems have no NVLSTree (None).
+
+    Examples
+    --------
+    >>> from collectives.nccl_model.system import NcclSystem
+    >>> h100 = dict(arch_sm=90, gpus_per_node=8, nnodes=2, nics_per_node=8, nic_Bps=5e10)
+    >>> round(nvlstree_ceiling_GBps(NcclSystem(**h100)), 1)
+    461.6
+    >>> nvlstree_ceiling_GBps(NcclSystem(**h100, nccl_version=(2, 20, 3))) is None
+    True
+    """
+    if system.nnodes < 2:
+        return None
+    cc = arch_index(system.arch_sm)
+    span = NVLS_TREE_CAP_ABSOLUTE.get(cc)
+    if span is None:
+        return None
+    first, last = span
+    v = system.nccl_version
+    if v is not None and (v < first or (last is not None and v > last)):
+        return None
+    idx2 = system.nnodes - 1 if system.nnodes <= 2 else 2
+    nch = _tune(system).graphs[_NVLS_TREE].nchannels
+    cap = PER_CH_MAX_NVLS_TREE_GBPS[cc][idx2]
+    return nch * cap if nch >= 2 and cap > 0 else None

@@ -98,7 +98,45 @@ def plan_sweep(op: str, base: dict, grid, zip_axes=(), *, zipped: bool = False) 
             seen.add(p.point_id)
             points.append(p)
     swept = [k for k, _ in list(grid) + list(zip_axes)]
+    if "seed" in swept:
+        _check_seed_used(points)
     return SweepPlan(op=op, points=tuple(points), swept_keys=swept)
+
+
+def _check_seed_used(points) -> None:
+    """Refuse a swept ``seed`` when no point draws from it (``run``/``step`` refuse ``--seed`` there
+    too): the seed drives ECMP hashing on a scale-out network and sampled MoE token routing.
+    A grid that crosses seeds with, e.g., ``routing=ecmp,spray`` is kept (its spray points repeat)."""
+    tiers, first = {}, ""
+    for p in points:
+        why = _seed_unused_because(p, tiers)
+        if not why:
+            return
+        first = first or why
+    if points:
+        raise SpecError(f"grid seed: {points[0].op} draws nothing from the seed ({first}); sweep seed with "
+                        f"ECMP routing over a scale-out network or with sampled MoE token routing")
+
+
+def _seed_unused_because(p, tiers: dict) -> str:
+    """Why point ``p`` draws nothing from its seed ("" when it does)."""
+    x = p.inputs
+    if p.kind == "step":
+        from workloads.models import get_model
+
+        if x["routing"] == "ecmp" or (get_model(x["model"]).is_moe and x["ep"] > 1 and x["moe_routing"] != "balanced"):
+            return ""
+        return f"routing {x['routing']} with moe_routing {x['moe_routing']}"
+    if p.op.startswith("moe"):
+        return ""
+    if x["routing"] != "ecmp":
+        return f"routing {x['routing']} does not hash flows"
+    from collectives.budget import fabric_tiers
+
+    key = (p.topo, repr(sorted(p.sets.items())))
+    if key not in tiers:
+        tiers[key] = fabric_tiers(base_fabric(p.topo, p.sets)[1])
+    return "" if tiers[key] else f"{p.topo} has no scale-out network to hash flows over"
 
 
 def batches(points: list, workers: int, cost=None) -> list[list]:

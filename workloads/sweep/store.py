@@ -98,6 +98,11 @@ class Store:
             raise StoreError(f"--db {shown}: not a regular file")
         if not exists and readonly:
             raise StoreError(f"--db {shown}: no such file (run 'fabric-emu sweep run ... --db {shown}' first)")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not exists and not os.path.isdir(folder):
+            raise StoreError(f"--db {shown}: the folder {brief(folder)} does not exist (create it first)")
+        if not exists and not os.access(folder, os.W_OK):
+            raise StoreError(f"--db {shown}: the folder {brief(folder)} is not writable")
         size = os.path.getsize(path) if exists else 0
         if size:
             with open(path, "rb") as fh:

@@ -1,0 +1,74 @@
+"""Bad input, round 3: the leftovers that docs/robustness.md listed after round 2.
+
+Same contract as rounds 1 and 2 (exit 0 or 2, no traceback, one ``error:`` line on failure).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.test_bad_input import check, refused
+
+A2A = ("run", "all_to_all", "--topo", "fat-tree", "--set", "hosts=16", "--set", "radix=8", "--size", "1MiB",
+       "--json")
+STEP = ("step", "--model", "qwen3-30b-a3b", "--system", "hgx-h100", "--gpus", "16", "--ep", "16",
+        "--global-batch", "64", "--micro-batch", "1", "--seq-len", "1024", "--precision", "bf16")
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (("--seed", "3"), "--seed"),                                   # auto routing, balanced tokens: no draw
+    (("--seed", "3", "--routing", "spray"), "--seed"),
+    (("--overlap", ""), "--overlap: empty"),                       # was: the default
+    (("--overlap", "tp,tp"), "tp given twice"),                    # was accepted
+    (("--overlap", "tp,"), "an empty name"),
+])
+def test_step_options_that_did_nothing(extra, needle):
+    refused(*STEP, *extra, needle=needle)
+
+
+def test_step_seed_refused_for_a_dense_model_even_with_sampled_routing():
+    refused("step", "--model", "llama3-8b", "--system", "hgx-h100", "--gpus", "8", "--global-batch", "8",
+            "--micro-batch", "1", "--seq-len", "1024", "--precision", "bf16", "--moe-routing", "skewed",
+            "--seed", "2", needle="--seed")
+
+
+def test_same_links_degraded_twice_is_refused():
+    refused(*A2A, "--degrade", "spine 0=50%", "--degrade", "spine 0=20%", needle="same links")
+
+
+def _time_us(*extra) -> float:
+    r = check(*A2A, *extra, ok=(0,))
+    return json.loads(r.stdout)[0]["time_us"]
+
+
+def test_overlapping_degradations_apply_the_lower_capacity():
+    # the cable leaf 0 - spine 0 is in both selectors: it runs at 20 %, the rest of spine 0 at 50 %
+    both = _time_us("--degrade", "spine 0=50%", "--degrade", "leaf 0 spine 0=20%")
+    assert both == pytest.approx(_time_us("--degrade", "leaf 0 spine 0=20%", "--degrade", "spine 0=50%"), rel=1e-12)
+    assert both >= _time_us("--degrade", "spine 0=50%") * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("sets, selector, needle", [
+    ((), "plane 5 spine 0", "one plane"),                          # was "there is no spine 0"
+    (("--set", "planes=2"), "plane 5 spine 0", "no plane 5"),
+])
+def test_plane_selectors_name_the_plane(sets, selector, needle):
+    refused(*A2A, *sets, "--fail", selector, needle=needle)
+
+
+def test_sweep_seed_where_nothing_draws_from_it(tmp_path):
+    db = tmp_path / "s.sqlite"
+    refused("sweep", "run", "all_reduce", "--topo", "nvl", "--set", "n=4", "--size", "1MiB", "--grid", "seed=1,2",
+            "--db", str(db), needle="grid seed")
+    refused("sweep", "run", "all_to_all", "--topo", "fat-tree", "--set", "hosts=16", "--set", "radix=8",
+            "--size", "1MiB", "--grid", "seed=1,2", "--routing", "spray", "--db", str(db), needle="routing spray")
+    assert not db.exists()
+
+
+def test_sweep_db_in_a_missing_folder(tmp_path):
+    db = tmp_path / "missing" / "s.sqlite"
+    refused("sweep", "run", "all_reduce", "--topo", "nvl", "--set", "n=4", "--size", "1MiB", "--db", str(db),
+            needle="does not exist")
+    assert not db.parent.exists()
