@@ -406,6 +406,13 @@ def algo_times(
     protos = _names("protocol", protocols, _PROTO_ALIASES, PROTOCOLS)
     if not isinstance(system, NcclSystem):
         raise SpecError(f"system must be an NcclSystem, got {type(system).__name__}")
+    return list(_algo_times(system, name, nbytes, tuple(algos), tuple(protos)))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _algo_times(system: NcclSystem, name: str, nbytes: int, algos: tuple, protos: tuple) -> tuple:
+    """:func:`algo_times` after its checks (memoized: a pure function of its arguments; the
+    estimates are frozen, callers get a fresh list)."""
     coll = _COLL_INDEX[name]
     factor = busbw_factor(name, system.nranks)
     out: list[AlgoEstimate] = []
@@ -418,7 +425,7 @@ def algo_times(
                     an, pn, 0.0 if ok else math.nan, math.inf if ok else 0.0, 0.0 if ok else math.inf,
                     0.0, 1 if ok else 0, ok, None if ok else "a single rank runs Ring/Simple",
                 ))
-        return out
+        return tuple(out)
     m = _tune(system)
     for a, an in enumerate(ALGORITHMS):
         if an not in algos:
@@ -444,7 +451,7 @@ def algo_times(
             out.append(AlgoEstimate(
                 an, pn, lat_us * 1e-6, b_gbps * 1e9, time_s, busbw, m.graphs[a].nchannels, enabled, reason, keff,
             ))
-    return out
+    return tuple(out)
 
 
 def choose(system: NcclSystem, collective: str, size_bytes: int) -> AlgoEstimate:
