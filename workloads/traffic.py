@@ -270,11 +270,20 @@ class SharedPlanner:
     def __init__(self, planner):
         self._planner = planner
         self._plans: dict = {}
+        self._systems: dict = {}
 
     def plan(self, op):
         hit = self._plans.get(op)
         if hit is None:
             hit = self._plans[op] = self._planner.plan(op)
+        return hit
+
+    def system_for(self, op):
+        """``Planner.system_for``, kept per (ranks, ``nvls``, ``nccl_version``): all it depends on."""
+        key = (op.ranks, bool(op.options.get("nvls", True)), op.options.get("nccl_version"))
+        hit = self._systems.get(key)
+        if hit is None:
+            hit = self._systems[key] = self._planner.system_for(op)
         return hit
 
     def __getattr__(self, name):
