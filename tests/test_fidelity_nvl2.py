@@ -51,3 +51,15 @@ def test_blackwell_nvlstree_cap_follows_the_release():
     e = {v: nm.algo_times(dataclasses.replace(s, nccl_version=v), "all_reduce", 8 << 30,
                           algorithms=["NVLSTree"])[-1] for v in ((2, 28, 3), (2, 30, 4))}
     assert e[(2, 28, 3)].bandwidth_Bps < e[(2, 30, 4)].bandwidth_Bps
+
+
+def test_nvlstree_kernel_limit_is_kept_for_releases_before_its_cap():
+    """2.26.x has no perChMaxNVLSTreeBw in its model, but its NVLSTree kernel is 2.28.3's
+    (src/device/all_reduce.h differs by one send call): the kernel efficiency stays 2.28.3's, below 1
+    on 2 x H100 where that cap binds, while the choice follows 2.26's formula."""
+    s = nm.NcclSystem.hgx("h100", 2)
+    old, capped = (nm.algo_times(dataclasses.replace(s, nccl_version=v), "all_reduce", 8 << 30,
+                                 algorithms=["NVLSTree"])[-1] for v in ((2, 26, 2), (2, 28, 3)))
+    assert capped.kernel_efficiency < 1.0
+    assert abs(old.kernel_efficiency - capped.kernel_efficiency) < 1e-12
+    assert old.bandwidth_Bps != capped.bandwidth_Bps  # the two releases' cost formulas differ
