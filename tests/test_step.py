@@ -183,3 +183,17 @@ def test_hybridep_fuses_the_permute():
     permute = sum(float(cm.memory_time_s("GB300", o.bytes_moved))
                   for o in ops if o.name.startswith("permute:"))
     assert apart.total_s - fused.total_s == pytest.approx(permute, rel=1e-9) and permute > 0
+
+
+def test_reuse_store_shares_the_cluster_and_gives_identical_results():
+    """Two steps on the same cluster through one ``reuse`` store: the second reuses the first's router
+    (no new build) and both results equal those of calls without the store."""
+    lay_a = Layout(gpus=16, ep=8, global_batch=64, micro_batch=1, seq_len=2048, precision="fp8")
+    lay_b = Layout(gpus=16, ep=8, global_batch=32, micro_batch=1, seq_len=2048, precision="fp8")
+    store: dict = {}
+    a = estimate_step(QWEN, lay_a, "hgx-h100", reuse=store)
+    routers = [v["router"] for v in store.values()]
+    b = estimate_step(QWEN, lay_b, "hgx-h100", reuse=store)
+    assert [v["router"] for v in store.values()] == routers and len(routers) == 1
+    assert a.as_dict() == estimate_step(QWEN, lay_a, "hgx-h100").as_dict()
+    assert b.as_dict() == estimate_step(QWEN, lay_b, "hgx-h100").as_dict()

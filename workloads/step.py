@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from collectives.runner import planner_for
 from fabric import Router, compile_with_failures
 from topologies import build, catalog, load_topology
 from topologies.errors import SpecError
@@ -45,7 +46,7 @@ from workloads.memory import Memory, check_fits, memory_per_gpu, params_per_gpu
 from workloads.ops import Split, layer_ops
 from workloads.pipeline import simulate_pipeline
 from workloads.trace import Span, chrome_trace
-from workloads.traffic import GRAD_BYTES, PARAM_BYTES, ROUTINGS, StepTraffic, step_traffic
+from workloads.traffic import GRAD_BYTES, PARAM_BYTES, ROUTINGS, SharedPlanner, StepTraffic, step_traffic
 
 __all__ = ["OVERLAPS", "ATTENTION_PRECISIONS", "FUSED_PERMUTE_GPUS", "SM_SHARE_EP_COMM", "TRAINING_EFFICIENCY", "FRAMEWORK_OVERHEAD", "training_efficiency", "framework_overhead_s",
            "FP8_ATTENTION_GPUS", "attention_precision_for", "Overlap", "LayerTimes", "StepResult",
@@ -337,7 +338,7 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
                   placement: str = "megatron", ep_in_domain: bool = False, overlap: str | Overlap | None = None,
                   routing: str = "balanced", policy: str = "auto", seed: int = 0, fail=(), degrade=(),
                   pp_layout: str | None = None, attention_precision: str = "auto", report: bool = False,
-                  check_memory: bool = True, progress=None) -> StepResult:
+                  check_memory: bool = True, progress=None, reuse: dict | None = None) -> StepResult:
     """Estimate one training step of ``spec`` under ``lay`` on ``system`` (a domain preset).
 
     Parameters
@@ -360,6 +361,11 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
     check_memory : bool
         Refuse a layout whose estimated memory exceeds HBM (validation turns it off to compare
         throughput of published runs and reports the memory beside it).
+    reuse : dict, optional
+        A store the caller keeps across calls (e.g. a validation run): the built fabric, its
+        router and a :class:`workloads.traffic.SharedPlanner` per (preset cluster, overrides,
+        policy, seed) are kept in it and reused by later calls on the same cluster without
+        failures. Results are identical to calls without it.
     """
     if routing not in ROUTINGS:
         raise SpecError(f"--moe-routing: {routing!r} is not one of {', '.join(ROUTINGS)}")
@@ -386,21 +392,39 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
         check_fits(mem, gspec.hbm_bytes, gpu)
     gpd = gpus_per_domain or default_gpus_per_domain(gpu, lay)
     pl = place(lay, gpus_per_domain=gpd, mode=placement, ep_in_domain=ep_in_domain)
+    shared = None
     if graph is None:
         name, overrides = cluster_for(system, pl, sets)
-        if progress:
-            progress(f"building {name} x {pl.domains} ({lay.gpus} GPUs) ...")
-        graph = build(name, overrides)
+        key = ("cluster", name, repr(sorted(overrides.items())))
+        if reuse is not None and not fail and not degrade and key in reuse:
+            shared = reuse[key]
+            graph = shared["graph"]
+        else:
+            if progress:
+                progress(f"building {name} x {pl.domains} ({lay.gpus} GPUs) ...")
+            graph = build(name, overrides)
+            if reuse is not None and not fail and not degrade:
+                shared = reuse[key] = {"graph": graph}
     else:
         overrides = {"file": system}
         if int(graph.graph["meta"].get("domain_gpus", gpd)) != gpd:
             raise SpecError(f"--gpus-per-domain {gpd}: the spec's domains have {graph.graph['meta']['domain_gpus']} "
                             f"GPUs; edit the spec instead")
-    cf = compile_with_failures(graph, fail, degrade)
+    if shared is not None and "router" in shared:
+        cf, router = shared["cf"], shared["router"]
+    else:
+        cf = compile_with_failures(graph, fail, degrade)
+        router = Router(cf)
+        if shared is not None:
+            shared.update(cf=cf, router=router)
     if cf.n_gpus < int(pl.gpu_of.max()) + 1:
         raise SpecError(f"--gpus {lay.gpus}: the cluster has only {cf.n_gpus} GPUs ({overrides})")
-    router = Router(cf)
     pol = "spray" if policy == "auto" else policy
+    planner = None
+    if shared is not None:
+        planner = shared.get(("planner", pol, seed))
+        if planner is None:
+            planner = shared[("planner", pol, seed)] = SharedPlanner(planner_for(router, policy=pol, seed=seed))
     # ---- compute per layer kind
     kinds = sorted({k for s in stages for k in s})
     lt = {k: layer_times(spec, lay, gpu, k, attention_precision=attention_precision) for k in kinds}
@@ -410,7 +434,7 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
                            report=report, progress=(lambda n, k, m: progress(f"simulating {n} traffic [{k}/{m}]"))
                            if progress else None,
                            # EP and DP meet only when the DP traffic runs under the compute (ZeRO-1 overlap)
-                           concurrent=lay.optimizer != "fsdp" and (ov.dp_grad or ov.dp_param))
+                           concurrent=lay.optimizer != "fsdp" and (ov.dp_grad or ov.dp_param), planner=planner)
     c = {k: traffic.time(k) for k in ("tp_ag", "tp_rs", "etp_ag", "etp_rs", "cp_ag", "ep_dispatch", "ep_combine",
                                        "pp_send", "dp_rs", "dp_ag", "edp_rs", "edp_ag", "ep_dispatch_dp", "ep_combine_dp",
                                        "dp_rs_ep", "edp_rs_ep")}

@@ -58,7 +58,7 @@ from collectives.ops import Collective
 from collectives.schedule import CollectiveTask, PlanCache, SendTask, schedule
 from collectives.runner import planner_for
 
-__all__ = ["ROUTINGS", "GRAD_BYTES", "PARAM_BYTES", "JOINT_EPSILON", "PhaseResult", "StepTraffic", "phase_tasks",
+__all__ = ["ROUTINGS", "GRAD_BYTES", "PARAM_BYTES", "JOINT_EPSILON", "PhaseResult", "SharedPlanner", "StepTraffic", "phase_tasks",
            "step_traffic",
            "routing_for"]
 
@@ -258,12 +258,48 @@ class StepTraffic:
         return None
 
 
+class SharedPlanner:
+    """A planner whose :meth:`plan` results are kept per op, for several steps on one fabric.
+
+    ``Planner.plan`` is a pure function of the op on a given router, policy and seed, so a
+    repeated op (another training point on the same system) gets the very plan it would have
+    been given afresh: results are identical. Every other attribute is the wrapped planner's.
+    Each step keeps its own :class:`PlanCache` (same hits, misses and rescaling as alone).
+    """
+
+    def __init__(self, planner):
+        self._planner = planner
+        self._plans: dict = {}
+        self._systems: dict = {}
+
+    def plan(self, op):
+        hit = self._plans.get(op)
+        if hit is None:
+            hit = self._plans[op] = self._planner.plan(op)
+        return hit
+
+    def system_for(self, op):
+        """``Planner.system_for``, kept per (ranks, ``nvls``, ``nccl_version``): all it depends on."""
+        key = (op.ranks, bool(op.options.get("nvls", True)), op.options.get("nccl_version"))
+        hit = self._systems.get(key)
+        if hit is None:
+            hit = self._systems[key] = self._planner.system_for(op)
+        return hit
+
+    def __getattr__(self, name):
+        return getattr(self._planner, name)
+
+
 def step_traffic(router, spec, lay, pl, stage_params, *, routing: str = "balanced", seed: int = 0,
                  policy: str = "ecmp", report: bool = False, epsilon: float = 0.02, progress=None,
-                 concurrent: bool = True) -> StepTraffic:
-    """Simulate every phase of the step's traffic once (all of its groups together)."""
+                 concurrent: bool = True, planner=None) -> StepTraffic:
+    """Simulate every phase of the step's traffic once (all of its groups together).
+
+    ``planner`` (optional): one for ``router`` with this ``policy`` and ``seed``, e.g. a
+    :class:`SharedPlanner` kept across steps on the same fabric (default: a fresh one).
+    """
     phases = phase_tasks(spec, lay, pl, stage_params, routing=routing, seed=seed, concurrent=concurrent)
-    cache = PlanCache(planner_for(router, policy=policy, seed=seed))
+    cache = PlanCache(planner if planner is not None else planner_for(router, policy=policy, seed=seed))
     out = []
     for k, (name, items) in enumerate(phases.items()):
         if progress:

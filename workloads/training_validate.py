@@ -153,11 +153,13 @@ def validate_training(path: str | None = None, *, ids=None, progress=None) -> Tr
     base = {p["id"]: p for p in pts}
     rows = []
     done: dict = {}
+    # points on the same cluster share its build, router and plans (results identical, see estimate_step)
+    reuse: dict = {}
 
     def once(p: dict, gpus: int | None = None):
         key = (p["id"], gpus or p.get("gpus"))
         if key not in done:
-            done[key] = predict(p, gpus)
+            done[key] = predict(p, gpus, reuse=reuse)
         return done[key]
 
     for k, p in enumerate(pts):

@@ -113,6 +113,8 @@ __all__ = [
     "SPEED_ARRAY_INTRA",
     "TREE_CORRECTION_FACTOR",
     "TUNING_TABLE_HISTORY",
+    "NVLS_FORMULA_HISTORY",
+    "nvls_formula",
     "arch_index",
     "parse_nccl_version",
     "tuning_tables",

@@ -7,7 +7,17 @@ from __future__ import annotations
 
 
 
-__all__ = ["ALGORITHMS", "BASE_LATENCIES_US", "COLLECTIVES", "HW_LATENCIES_US", "LL_MAX_BWS_GBPS", "LOC_BW_GBPS", "MAXCHANNELS", "MODELED_COLLECTIVES", "NCCL_COMMIT", "NCCL_MAX_DIRECT_ARITY", "NCCL_MAX_NVLS_ARITY", "NCCL_VERSION", "NET_OVERHEAD_SIMPLE_FACTOR", "NET_OVERHEAD_US", "NVLINK_BW_PER_LINK_GBPS", "NVLS_EFFICIENCY", "NVLS_NCHANNELS", "NVLS_TREE_CAP_ABSOLUTE", "PATTERNS", "PCI_BW_GBPS", "PER_CH_MAX_NVLS_TREE_GBPS", "PER_CH_MAX_RING_LL128_GBPS", "PER_CH_MAX_TREE_GBPS", "PER_CH_MAX_TREE_LL128_GBPS", "PROTOCOLS", "PROTOCOL_WIRE_EFFICIENCY", "RING_PLATEAU_FACTOR", "SM100_SPEED_ARRAY_INTER", "SM100_SPEED_ARRAY_INTRA", "SM90_SPEED_ARRAY_INTER", "SM90_SPEED_ARRAY_INTRA", "SPEED_ARRAY_INTER", "SPEED_ARRAY_INTRA", "TREE_CORRECTION_FACTOR", "TUNING_TABLE_HISTORY", "arch_index", "parse_nccl_version", "tuning_tables", "nvlink_bw_per_link_GBps"]
+__all__ = [
+    "ALGORITHMS", "BASE_LATENCIES_US", "COLLECTIVES", "HW_LATENCIES_US", "LL_MAX_BWS_GBPS", "LOC_BW_GBPS",
+    "MAXCHANNELS", "MODELED_COLLECTIVES", "NCCL_COMMIT", "NCCL_MAX_DIRECT_ARITY", "NCCL_MAX_NVLS_ARITY",
+    "NCCL_VERSION", "NET_OVERHEAD_SIMPLE_FACTOR", "NET_OVERHEAD_US", "NVLINK_BW_PER_LINK_GBPS",
+    "NVLS_EFFICIENCY", "NVLS_NCHANNELS", "NVLS_TREE_CAP_ABSOLUTE", "PATTERNS", "PCI_BW_GBPS",
+    "PER_CH_MAX_NVLS_TREE_GBPS", "PER_CH_MAX_RING_LL128_GBPS", "PER_CH_MAX_TREE_GBPS",
+    "PER_CH_MAX_TREE_LL128_GBPS", "PROTOCOLS", "PROTOCOL_WIRE_EFFICIENCY", "RING_PLATEAU_FACTOR",
+    "SM100_SPEED_ARRAY_INTER", "SM100_SPEED_ARRAY_INTRA", "SM90_SPEED_ARRAY_INTER", "SM90_SPEED_ARRAY_INTRA",
+    "SPEED_ARRAY_INTER", "SPEED_ARRAY_INTRA", "TREE_CORRECTION_FACTOR", "TUNING_TABLE_HISTORY", "arch_index",
+    "parse_nccl_version", "tuning_tables", "nvlink_bw_per_link_GBps", "NVLS_FORMULA_HISTORY", "nvls_formula"
+]
 
 NCCL_VERSION = "2.30.7"
 NCCL_COMMIT = "5067397c2676d5aed50042fc39e5c8ee96eb0027"
@@ -120,18 +130,58 @@ NVLS_TREE_CAP_ABSOLUTE: dict[int, tuple[tuple[int, int, int], tuple[int, int, in
 #: ``{2*38.7, 2*41.4, 2*36.0}`` up to 2.27.x (v2.25.1 .. v2.27.7), ``{55.6, 31.67, 20.0}`` and
 #: ``{70.0, 42.8, 24.0}`` from v2.28.3. The refinement lines that use these rows are the same in every
 #: release from v2.25.1 (Blackwell's first rows) to v2.30.7. Not version-keyed: the NVLS / NVLSTree
-#: formulas (up to 2.27.x ``min(bwIntra, bwInter)`` and ``bwInter/2`` beyond 2 nodes, no
-#: ``nvlsEfficiency``, no NVLSTree cap; up to 2.20.x a 5/6 ratio) and with them Hopper's single-node LL
-#: cap ``{87.7, 22.5, 19.0}`` of releases before v2.21.5, whose competitor at 1-2 MiB is NVLS.
+#: formulas are keyed apart (:data:`NVLS_FORMULA_HISTORY`: up to 2.27.x ``min(bwIntra, bwInter)`` and
+#: ``bwInter/2`` beyond 2 nodes, no ``nvlsEfficiency``, no NVLSTree cap, a fixed 5/6 ratio); Hopper's
+#: single-node LL cap ``{87.7, 22.5, 19.0}`` of releases before v2.21.5 is not (round 3 withdrew it).
 #: (The NVLSTree cap as a limit of the kernel's time, not of NCCL's choice, is release-keyed: see
 #: :data:`NVLS_TREE_CAP_ABSOLUTE`.)
 TUNING_TABLE_HISTORY: dict[str, tuple[tuple[tuple[int, int, int], int, tuple[float, float, float]], ...]] = {
     "ring_ll128": (((2, 0, 0), 3, (2 * 36.7, 2 * 36.7, 2 * 36.7)), ((2, 29, 0), 3, (40.0, 40.0, 40.0))),
     "tree_ll128": (((2, 0, 0), 3, (2 * 36.7, 2 * 36.7, 2 * 29.0)), ((2, 28, 0), 3, (55.6, 31.67, 20.0))),
     "tree": (((2, 0, 0), 3, (2 * 38.7, 2 * 41.4, 2 * 36.0)), ((2, 28, 0), 3, (70.0, 42.8, 24.0))),
+    # perChMaxNVLSTreeBws (first in v2.28.3; used only by the "efficiency" NVLS formula below):
+    # Blackwell N4+ 43.1 (v2.28.3 .. v2.28.7), 43.8 (v2.28.9 .. v2.29.7), 80.0 (v2.30.3 .. v2.30.7).
+    "nvls_tree": (((2, 0, 0), 3, (0.0, 96.0, 43.1)), ((2, 28, 9), 3, (0.0, 96.0, 43.8)),
+                  ((2, 30, 0), 3, (0.0, 96.0, 80.0))),
 }
 _TABLES = {"ll_max": LL_MAX_BWS_GBPS, "ring_ll128": PER_CH_MAX_RING_LL128_GBPS,
-           "tree_ll128": PER_CH_MAX_TREE_LL128_GBPS, "tree": PER_CH_MAX_TREE_GBPS}
+           "tree_ll128": PER_CH_MAX_TREE_LL128_GBPS, "tree": PER_CH_MAX_TREE_GBPS,
+           "nvls_tree": PER_CH_MAX_NVLS_TREE_GBPS}
+
+#: NVLS / NVLSTree bandwidth formula of ``ncclTopoTuneModel`` by release, read from
+#: ``src/graph/tuning.cc`` at the release tags of NVIDIA/nccl: (first version, form), oldest first.
+#:
+#: * ``"ratio56"`` (v2.19.3 .. v2.27.7): per channel ``min(bwIntra, bwInter)`` for NVLS all-reduce
+#:   (2.27.x: all-gather / reduce-scatter ``min(bwIntra (ppn-1)/ppn, 0.9 bwInter)``, before that the
+#:   all-reduce form), NVLSTree ``min(bwIntra, bwInter)`` on <= 2 nodes and ``min(bwIntra, bwInter/2)``
+#:   beyond; bus -> algorithm bandwidth ``x 5/6`` for both, whatever the rank count; no
+#:   ``nvlsEfficiency``, no NVLSTree cap, no ">= 2 channels" rule.
+#: * ``"efficiency"`` (v2.28.3 .. v2.30.7): ``bwIntra x nvlsEfficiency x (nCh-1)/nCh`` (x 2 for
+#:   all-reduce, x (ppn-1)/ppn otherwise) against ``bwInter`` (x 2 for NVLSTree on <= 2 nodes) and
+#:   ``perChMaxNVLSTreeBw``; bus -> algorithm bandwidth ``x nRanks/nsteps`` as the ring.
+#:
+#: v2.18.x had NVLS alone with the 5/6 ratio and NVLSTree with another latency form: releases
+#: before 2.19 get the oldest form here (not checked further; no point of the data runs them on NVLS).
+NVLS_FORMULA_HISTORY: tuple[tuple[tuple[int, int, int], str], ...] = (
+    ((2, 0, 0), "ratio56"), ((2, 28, 0), "efficiency"),
+)
+
+
+def nvls_formula(version: tuple[int, int, int] | None) -> str:
+    """The NVLS bandwidth form of an NCCL release (None: 2.30.7's), see :data:`NVLS_FORMULA_HISTORY`.
+
+    Examples
+    --------
+    >>> nvls_formula((2, 27, 7)), nvls_formula((2, 28, 3)), nvls_formula(None)
+    ('ratio56', 'efficiency', 'efficiency')
+    """
+    if version is None:
+        return NVLS_FORMULA_HISTORY[-1][1]
+    form = NVLS_FORMULA_HISTORY[0][1]
+    for first, name in NVLS_FORMULA_HISTORY:
+        if version >= first:
+            form = name
+    return form
 
 
 def parse_nccl_version(text) -> tuple[int, int, int] | None:

@@ -50,6 +50,7 @@ from collectives.nccl_model.constants import (  # noqa: F401
     _SIMPLE,
     _TREE,
     arch_index,
+    nvls_formula,
     tuning_tables,
 )
 from collectives.nccl_model.system import (  # noqa: F401
@@ -103,7 +104,10 @@ def _tune(system: NcclSystem) -> _Model:
     tree_max = caps["tree"][cc][idx2]
     ring_ll128_max = caps["ring_ll128"][cc][idx2]
     tree_ll128_max = caps["tree_ll128"][cc][idx2]
-    nvlstree_max = PER_CH_MAX_NVLS_TREE_GBPS[cc][idx2]
+    nvlstree_max = caps["nvls_tree"][cc][idx2]
+    # NVLS / NVLSTree bandwidth form of the release (constants.NVLS_FORMULA_HISTORY).
+    nvls_old = nvls_formula(system.nccl_version) == "ratio56"
+    nvls_agrs_ppn = system.nccl_version is None or system.nccl_version >= (2, 27, 0)
     collnet_on = system.collnet and n_nodes >= _COLLNET_NODE_THRESHOLD
 
     ring = _graph_for(t, "ring")
@@ -152,6 +156,7 @@ def _tune(system: NcclSystem) -> _Model:
                 continue
             g = graphs[a]
             nch = g.nchannels
+            nvlstree_keff = 1.0
             for p in range(3):
                 if a in (_NVLS, _NVLS_TREE) and p != _SIMPLE:
                     why[coll][a][p] = f"{ALGORITHMS[a]} supports only the Simple protocol"
@@ -163,7 +168,22 @@ def _tune(system: NcclSystem) -> _Model:
                     continue
                 collnet_algo = a in (_COLLNET_DIRECT, _COLLNET_CHAIN)
                 b = g.bw_intra_GBps if (n_nodes <= 2 or collnet_algo) else g.bw_inter_GBps
-                if a in (_NVLS, _NVLS_TREE):
+                if a in (_NVLS, _NVLS_TREE) and nvls_old:
+                    # Releases up to 2.27.x (tuning.cc @ v2.27.7 l.267-275): no efficiency, no cap.
+                    intra_bw, inter_bw = g.bw_intra_GBps, g.bw_inter_GBps
+                    if a == _NVLS_TREE:
+                        inter_bw = inter_bw if n_nodes <= 2 else inter_bw / 2
+                    elif coll != _AR and nvls_agrs_ppn:
+                        intra_bw, inter_bw = intra_bw * (ppn - 1) / ppn, inter_bw * 0.9
+                    b = min(intra_bw, inter_bw)
+                    if a == _NVLS_TREE and nch >= 2 and nvlstree_max > 0:
+                        # The kernel is the same as 2.28.3's (src/device/all_reduce.h v2.26.2 -> v2.28.3:
+                        # one send call's signature): its per-channel limit, first expressed by 2.28.3's
+                        # perChMaxNVLSTreeBw, is kept as the kernel efficiency (the choice stays 2.27's).
+                        n_intra = g.bw_intra_GBps * NVLS_EFFICIENCY[cc] * (nch - 1) / nch * 2.0
+                        n_inter = g.bw_inter_GBps * (2 if n_nodes <= 2 else 1)
+                        nvlstree_keff = min(1.0, nvlstree_max / min(n_intra, n_inter))
+                elif a in (_NVLS, _NVLS_TREE):
                     if nch < 2:
                         why[coll][a][p] = "NVLS needs an NVLS graph with >= 2 channels"
                         continue
@@ -176,7 +196,12 @@ def _tune(system: NcclSystem) -> _Model:
                 # the refinements below that fall short of it are kernel limits. NVLSTree's
                 # per-channel cap (perChMaxNVLSTreeBw) is such a limit of the kernel, not of the
                 # wire: the nominal is the uncapped min(intra, inter) (issue 8 item 6).
-                wire = nch * min(intra_bw, inter_bw) if a == _NVLS_TREE else bus
+                if a == _NVLS_TREE and nvls_old:
+                    wire = bus / nvlstree_keff
+                elif a == _NVLS_TREE:
+                    wire = nch * min(intra_bw, inter_bw)
+                else:
+                    wire = bus
                 nominal = wire * (0.92 if (a == _TREE and coll == _AR) else 1.0) * PROTOCOL_WIRE_EFFICIENCY[p]
                 # Model refinements, in tuning.cc's order (l.330-366).
                 if a == _RING and p == _LL:
@@ -213,12 +238,17 @@ def _tune(system: NcclSystem) -> _Model:
                         bus = 0.0
                         heads_reason = f"{ALGORITHMS[a]} across nodes needs one CollNet head per local GPU"
                 # Bus bandwidth -> algorithm bandwidth (l.367-372).
+                if a in (_NVLS, _NVLS_TREE) and nvls_old:
+                    ratio = 5.0 / 6.0  # up to 2.27.x (tuning.cc @ v2.27.7 l.324)
+                elif a in (_RING, _NVLS, _NVLS_TREE):
+                    ratio = n_ranks / nsteps
+                else:
+                    ratio = 0.5
                 if not (a != _RING and coll in (_AG, _RS)):
-                    ratio = n_ranks / nsteps if a in (_RING, _NVLS, _NVLS_TREE) else 0.5
                     bus *= ratio
                 bw[coll][a][p] = bus
                 if not (a != _RING and coll in (_AG, _RS)):
-                    nominal *= n_ranks / nsteps if a in (_RING, _NVLS, _NVLS_TREE) else 0.5
+                    nominal *= ratio
                 raw[coll][a][p] = nominal
                 if heads_reason:
                     why[coll][a][p] = heads_reason
@@ -377,6 +407,13 @@ def algo_times(
     protos = _names("protocol", protocols, _PROTO_ALIASES, PROTOCOLS)
     if not isinstance(system, NcclSystem):
         raise SpecError(f"system must be an NcclSystem, got {type(system).__name__}")
+    return list(_algo_times(system, name, nbytes, tuple(algos), tuple(protos)))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _algo_times(system: NcclSystem, name: str, nbytes: int, algos: tuple, protos: tuple) -> tuple:
+    """:func:`algo_times` after its checks (memoized: a pure function of its arguments; the
+    estimates are frozen, callers get a fresh list)."""
     coll = _COLL_INDEX[name]
     factor = busbw_factor(name, system.nranks)
     out: list[AlgoEstimate] = []
@@ -389,7 +426,7 @@ def algo_times(
                     an, pn, 0.0 if ok else math.nan, math.inf if ok else 0.0, 0.0 if ok else math.inf,
                     0.0, 1 if ok else 0, ok, None if ok else "a single rank runs Ring/Simple",
                 ))
-        return out
+        return tuple(out)
     m = _tune(system)
     for a, an in enumerate(ALGORITHMS):
         if an not in algos:
@@ -415,7 +452,7 @@ def algo_times(
             out.append(AlgoEstimate(
                 an, pn, lat_us * 1e-6, b_gbps * 1e9, time_s, busbw, m.graphs[a].nchannels, enabled, reason, keff,
             ))
-    return out
+    return tuple(out)
 
 
 def choose(system: NcclSystem, collective: str, size_bytes: int) -> AlgoEstimate:
