@@ -27,7 +27,8 @@ Every algorithm turns (ranks, size, options) into a :class:`fabric.FlowSet`:
   stages are pipelined, so they run concurrently;
 * **direct**: all-to-all (every pair, ``S/n``), send/recv (rank ``i`` to ``i+1``)
   and MoE dispatch/combine (bytes from a token-routing model, see
-  :mod:`collectives.moe`).
+  :mod:`collectives.moe`); the point-to-point machinery is :mod:`collectives.p2p`,
+  NCCL's inter-node trees :mod:`collectives.trees`.
 
 Wire efficiencies and software latencies come from :mod:`collectives.calibration`
 and NCCL's tuning model (:mod:`collectives.nccl_model`).
@@ -40,11 +41,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from collectives import nccl_model as nm
-from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, nic_p2p_factor, nvls_domain_terms,
-                                     nvls_fill_s, ring_fill_s,
+from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, nvls_domain_terms, nvls_fill_s, ring_fill_s,
                                      ring_nvlink_kernel_efficiency)
 from collectives.moe import plan_moe
 from collectives.ops import Collective
+from collectives.p2p import _PointToPointMixin
+from collectives.trees import nccl_btree_parent, nccl_dtree_parents
 from fabric import Router
 from fabric.flowset import FlowSet, concat
 from topologies import catalog
@@ -60,41 +62,6 @@ NCCL_TO_OURS = {
     "CollNetDirect": ("hier", {"intra": "ring", "inter": "sharp"}),
     "CollNetChain": ("hier", {"intra": "ring", "inter": "sharp"}),
 }
-
-
-def nccl_btree_parent(n: int, rank: int) -> int:
-    """Parent of ``rank`` in NCCL's binary tree over ``n`` nodes (``ncclGetBtree``, trees.cc); -1 at the root.
-
-    The root (0) has one child; every other node's parent clears its lowest set bit and sets the
-    next one, or only clears it when that falls outside ``n``.
-
-    Examples
-    --------
-    >>> [nccl_btree_parent(4, r) for r in range(4)]
-    [-1, 2, 0, 2]
-    """
-    if rank == 0:
-        return -1
-    bit = rank & -rank
-    up = (rank ^ bit) | (bit << 1)
-    return up if up < n else rank ^ bit
-
-
-def nccl_dtree_parents(n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Parents of every node in NCCL's two complementary trees (``ncclGetDtree``): the binary tree,
-    and its mirror (``n`` even) or its shift by one node (``n`` odd).
-
-    Examples
-    --------
-    >>> nccl_dtree_parents(4)
-    ((-1, 2, 0, 2), (1, 3, 1, -1))
-    """
-    t0 = tuple(nccl_btree_parent(n, r) for r in range(n))
-    if n % 2:
-        t1 = tuple(-1 if (u := nccl_btree_parent(n, (r - 1) % n)) < 0 else (u + 1) % n for r in range(n))
-    else:
-        t1 = tuple(-1 if (u := nccl_btree_parent(n, n - 1 - r)) < 0 else n - 1 - u for r in range(n))
-    return t0, t1
 
 
 @dataclass(frozen=True)
@@ -113,7 +80,7 @@ class Plan:
     min_time_s: float = 0.0  # kernel-side floor on the time (MoE SM / proxy pipelines); run() only, not schedule()
 
 
-class Planner:
+class Planner(_PointToPointMixin):
     """Builds :class:`Plan` s on one fabric (see the module docstring).
 
     Parameters
@@ -441,129 +408,6 @@ class Planner:
                 else:
                     sets.append(self.sharp(sub, shard, est, label=label))
         return concat(sets, merge_phases=True), f"hier({intra}+{inter})"
-
-    # ----------------------------------------------------------------- direct
-    def _resource_tier(self) -> np.ndarray:
-        """Tier code of every resource (a trunk takes its first member's tier)."""
-        if not hasattr(self, "_rt"):
-            r = self.router
-            t = r.cf.link_tier.astype(np.int64)
-            if len(r.trunk_links):
-                t = np.concatenate([t, t[r.trunk_links[r.trunk_ptr[:-1]]]])
-            self._rt = t
-        return self._rt
-
-    def nic_connections(self, res: np.ndarray) -> np.ndarray:
-        """Per flow, the most concurrent network connections on a NIC port it crosses (0 if none).
-
-        Every flow of one point-to-point operation is one connection (one queue pair in
-        NCCL and DeepEP); a NIC port's count is the number of flows that cross it, in
-        its direction (sender side ``nic-up``, receiver side ``nic-down``: incast).
-        One bincount and one gather per hop column (no F x h temporaries): the count of
-        every resource, kept on the NIC ports only, then each flow's maximum over its hops.
-        """
-        F = len(res)
-        if F == 0 or res.ndim != 2 or not self._nic_lut_of().any():
-            return np.zeros(F, np.int64)
-        R1 = len(self._resource_tier()) + 1
-        keys = np.empty(F, np.intp)  # one buffer for every column: slot = resource + 1, 0 = the padding
-        counts = np.zeros(R1, np.int64)  # entries per slot
-        nic_slot = np.r_[False, self._nic_lut]
-        nic_cols = []
-        for j in range(res.shape[1]):
-            cj = np.bincount(np.add(res[:, j], 1, out=keys, casting="unsafe"), minlength=R1)
-            counts += cj
-            if cj[nic_slot].any():
-                nic_cols.append(j)  # only these columns can raise a flow's maximum
-        per_slot = np.where(nic_slot, counts, 0)  # NIC ports only; the padding: 0
-        per = np.zeros(F, np.int64)
-        for j in nic_cols:  # gathers with intp ids (about 1.7x faster than with int32 / int16)
-            np.maximum(per, per_slot[np.add(res[:, j], 1, out=keys, casting="unsafe")], out=per)
-        return per
-
-    def _nic_lut_of(self) -> np.ndarray:
-        """bool[R]: the resource is a NIC port (a resource of a NIC tier)."""
-        lut = getattr(self, "_nic_lut", None)
-        if lut is None:
-            lut = self._nic_lut = np.isin(self._resource_tier(), self._nic_tiers)
-        return lut
-
-    def _on_nic(self, res: np.ndarray) -> np.ndarray:
-        """[flow, hop]: the hop is a NIC port (a resource of a NIC tier)."""
-        lut = self._nic_lut_of()
-        return lut[np.maximum(res, 0)] & (res >= 0)
-
-    def direct(self, op: Collective, src, dst, sizes, *, pxn: bool = True, label=None,
-               kernel: str = "nccl", connections_per_flow: int = 1) -> FlowSet:
-        """Point-to-point flows (all-to-all, send/recv, MoE) with the many-peer terms.
-
-        NIC goodput falls with the concurrent connections ``k`` on the port
-        (:func:`collectives.calibration.nic_p2p_factor` of the ``kernel`` family): weights
-        on NIC ports x 1/factor(k); a flow that stands for several connections (node-aggregated
-        all-to-all) says so with ``connections_per_flow`` (0: the flows are not concurrent connections,
-        e.g. sends routed in one batch for speed). The per-peer cost of MoE kernels is added by
-        :func:`collectives.moe.plan_moe` (it depends on the EP group, not on the flows).
-        """
-        src = np.asarray(src, dtype=np.int64)
-        dst = np.asarray(dst, dtype=np.int64)
-        inter = self.domain[src] != self.domain[dst]
-        # the net plugin's latencyInter belongs to NCCL's proxy path; MoE kernels carry their own fits
-        lat = np.where(inter, self.p2p_latency_s(True, plugin=kernel == "nccl"), self.p2p_latency_s(False))
-        fs = self.routed(src, dst, sizes, kind="p2p", protocol="Simple", latency_s=0.0, label=label or op.label,
-                         pxn=pxn, salt=0)  # one salt for every flow (a broadcast, no F-sized array)
-        w = fs.weight
-        conn = self.nic_connections(fs.res) if inter.any() else None  # > 0 exactly on flows crossing a NIC port
-        # the factor is monotone in k (and so is its correctly rounded evaluation): its extremes over a set of
-        # flows are its values at the extreme k, so the uniform case needs no per-flow factor array
-        k_all = (0, 0) if conn is None else (int(conn.min(initial=0)) * connections_per_flow,
-                                             int(conn.max(initial=0)) * connections_per_flow)
-        if float(np.min(nic_p2p_factor(np.array(k_all), kernel))) < 1.0:
-            crossing = conn > 0
-            k_nic = np.array([int(conn.min(where=crossing, initial=np.iinfo(np.int64).max)),
-                              int(conn.max(where=crossing, initial=0))]) * connections_per_flow
-            fn = nic_p2p_factor(k_nic, kernel) if crossing.any() else np.zeros(0)
-            if w is None and fs.resource_scale is not None and len(fn) and fn.min() == fn.max():
-                # every flow on a NIC port has the same factor (a uniform all-to-all): one factor per
-                # resource, no F x h array (the engine folds it into capacities: the same coefficients)
-                rs = fs.resource_scale * np.where(self._nic_lut_of(), 1.0 / fn[0], 1.0)
-                return FlowSet(**{**fs.__dict__, "resource_scale": rs, "latency_s": np.add(fs.latency_s, lat, out=lat)})
-            f = nic_p2p_factor(conn * connections_per_flow, kernel)
-            on_nic = self._on_nic(fs.res)
-            fac = np.where(on_nic, (1.0 / f)[:, None], 1.0)  # one F x h array (1 x w = w exactly)
-            del on_nic
-            if w is not None:
-                fac *= w
-            w = fac
-        return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": np.add(fs.latency_s, lat, out=lat)})
-
-    def all_to_all_aggregated(self, op: Collective) -> FlowSet:
-        """All-to-all with node-level forwarding (PXN), flows aggregated per node pair and rail.
-
-        Stage 1 (NVLink): GPU ``(A, i)`` hands the proxy ``(A, j)`` everything it sends to
-        GPUs of local index ``j`` in every domain: ``D x S/n`` bytes. Stage 2 (network):
-        proxy ``(A, j)`` sends GPU ``(B, j)`` the data of all ``g`` GPUs of ``A``:
-        ``g x S/n`` bytes, on rail ``j``. This is what PXN does on the wire; per link
-        the bytes equal those of the per-GPU-pair model with PXN, with
-        ``D g (g-1) + g D (D-1)`` flows instead of ``n (n-1)``.
-        """
-        groups = self.groups_by_domain(op.ranks)
-        g = len(groups[0])
-        D = len(groups)
-        if any(len(x) != g for x in groups) or g < 2 or D < 2:
-            raise SpecError("all_to_all aggregate=node: needs >= 2 domains with the same number (>= 2) of ranks each")
-        M = np.stack(groups)                     # [D, g] ranks, by domain and local order
-        chunk = op.size_bytes / op.n
-        a = np.repeat(M, g, axis=1).ravel()      # stage 1: (A, i) -> (A, j), j != i
-        b = np.tile(M, (1, g)).ravel()
-        keep = a != b
-        nv = self.direct(op, a[keep], b[keep], D * chunk, pxn=False)
-        j = np.arange(g)
-        A, B = np.meshgrid(np.arange(D), np.arange(D), indexing="ij")
-        off = A != B
-        src = M[A[off]][:, j].ravel()            # stage 2: (A, j) -> (B, j)
-        dst = M[B[off]][:, j].ravel()
-        net = self.direct(op, src, dst, g * chunk, pxn=False, connections_per_flow=g)
-        return concat([nv, net], merge_phases=True)
 
     # ------------------------------------------------------------------- plan
     def plan(self, op: Collective) -> Plan:

@@ -1,0 +1,145 @@
+"""Point-to-point traffic of the planner: all-to-all, send/recv and MoE flows with the many-peer terms.
+
+A mixin of :class:`collectives.algorithms.Planner` (as the router's tables and spray are mixins of
+:class:`fabric.Router`): NIC connection counts per flow, the NIC goodput factor of the kernel family
+(:func:`collectives.calibration.nic_p2p_factor`) on NIC ports, and the node-aggregated (PXN) all-to-all.
+It uses the planner's ``router``, ``domain``, ``routed``, ``p2p_latency_s``, ``groups_by_domain`` and
+``_nic_tiers``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from collectives.calibration import nic_p2p_factor
+from collectives.ops import Collective
+from fabric.flowset import FlowSet, concat
+from topologies.errors import SpecError
+
+__all__: list[str] = []
+
+
+class _PointToPointMixin:
+    """The planner's point-to-point methods (see the module docstring)."""
+
+    def _resource_tier(self) -> np.ndarray:
+        """Tier code of every resource (a trunk takes its first member's tier)."""
+        if not hasattr(self, "_rt"):
+            r = self.router
+            t = r.cf.link_tier.astype(np.int64)
+            if len(r.trunk_links):
+                t = np.concatenate([t, t[r.trunk_links[r.trunk_ptr[:-1]]]])
+            self._rt = t
+        return self._rt
+
+    def nic_connections(self, res: np.ndarray) -> np.ndarray:
+        """Per flow, the most concurrent network connections on a NIC port it crosses (0 if none).
+
+        Every flow of one point-to-point operation is one connection (one queue pair in
+        NCCL and DeepEP); a NIC port's count is the number of flows that cross it, in
+        its direction (sender side ``nic-up``, receiver side ``nic-down``: incast).
+        One bincount and one gather per hop column (no F x h temporaries): the count of
+        every resource, kept on the NIC ports only, then each flow's maximum over its hops.
+        """
+        F = len(res)
+        if F == 0 or res.ndim != 2 or not self._nic_lut_of().any():
+            return np.zeros(F, np.int64)
+        R1 = len(self._resource_tier()) + 1
+        keys = np.empty(F, np.intp)  # one buffer for every column: slot = resource + 1, 0 = the padding
+        counts = np.zeros(R1, np.int64)  # entries per slot
+        nic_slot = np.r_[False, self._nic_lut]
+        nic_cols = []
+        for j in range(res.shape[1]):
+            cj = np.bincount(np.add(res[:, j], 1, out=keys, casting="unsafe"), minlength=R1)
+            counts += cj
+            if cj[nic_slot].any():
+                nic_cols.append(j)  # only these columns can raise a flow's maximum
+        per_slot = np.where(nic_slot, counts, 0)  # NIC ports only; the padding: 0
+        per = np.zeros(F, np.int64)
+        for j in nic_cols:  # gathers with intp ids (about 1.7x faster than with int32 / int16)
+            np.maximum(per, per_slot[np.add(res[:, j], 1, out=keys, casting="unsafe")], out=per)
+        return per
+
+    def _nic_lut_of(self) -> np.ndarray:
+        """bool[R]: the resource is a NIC port (a resource of a NIC tier)."""
+        lut = getattr(self, "_nic_lut", None)
+        if lut is None:
+            lut = self._nic_lut = np.isin(self._resource_tier(), self._nic_tiers)
+        return lut
+
+    def _on_nic(self, res: np.ndarray) -> np.ndarray:
+        """[flow, hop]: the hop is a NIC port (a resource of a NIC tier)."""
+        lut = self._nic_lut_of()
+        return lut[np.maximum(res, 0)] & (res >= 0)
+
+    def direct(self, op: Collective, src, dst, sizes, *, pxn: bool = True, label=None,
+               kernel: str = "nccl", connections_per_flow: int = 1) -> FlowSet:
+        """Point-to-point flows (all-to-all, send/recv, MoE) with the many-peer terms.
+
+        NIC goodput falls with the concurrent connections ``k`` on the port
+        (:func:`collectives.calibration.nic_p2p_factor` of the ``kernel`` family): weights
+        on NIC ports x 1/factor(k); a flow that stands for several connections (node-aggregated
+        all-to-all) says so with ``connections_per_flow`` (0: the flows are not concurrent connections,
+        e.g. sends routed in one batch for speed). The per-peer cost of MoE kernels is added by
+        :func:`collectives.moe.plan_moe` (it depends on the EP group, not on the flows).
+        """
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        inter = self.domain[src] != self.domain[dst]
+        # the net plugin's latencyInter belongs to NCCL's proxy path; MoE kernels carry their own fits
+        lat = np.where(inter, self.p2p_latency_s(True, plugin=kernel == "nccl"), self.p2p_latency_s(False))
+        fs = self.routed(src, dst, sizes, kind="p2p", protocol="Simple", latency_s=0.0, label=label or op.label,
+                         pxn=pxn, salt=0)  # one salt for every flow (a broadcast, no F-sized array)
+        w = fs.weight
+        conn = self.nic_connections(fs.res) if inter.any() else None  # > 0 exactly on flows crossing a NIC port
+        # the factor is monotone in k (and so is its correctly rounded evaluation): its extremes over a set of
+        # flows are its values at the extreme k, so the uniform case needs no per-flow factor array
+        k_all = (0, 0) if conn is None else (int(conn.min(initial=0)) * connections_per_flow,
+                                             int(conn.max(initial=0)) * connections_per_flow)
+        if float(np.min(nic_p2p_factor(np.array(k_all), kernel))) < 1.0:
+            crossing = conn > 0
+            k_nic = np.array([int(conn.min(where=crossing, initial=np.iinfo(np.int64).max)),
+                              int(conn.max(where=crossing, initial=0))]) * connections_per_flow
+            fn = nic_p2p_factor(k_nic, kernel) if crossing.any() else np.zeros(0)
+            if w is None and fs.resource_scale is not None and len(fn) and fn.min() == fn.max():
+                # every flow on a NIC port has the same factor (a uniform all-to-all): one factor per
+                # resource, no F x h array (the engine folds it into capacities: the same coefficients)
+                rs = fs.resource_scale * np.where(self._nic_lut_of(), 1.0 / fn[0], 1.0)
+                return FlowSet(**{**fs.__dict__, "resource_scale": rs, "latency_s": np.add(fs.latency_s, lat, out=lat)})
+            f = nic_p2p_factor(conn * connections_per_flow, kernel)
+            on_nic = self._on_nic(fs.res)
+            fac = np.where(on_nic, (1.0 / f)[:, None], 1.0)  # one F x h array (1 x w = w exactly)
+            del on_nic
+            if w is not None:
+                fac *= w
+            w = fac
+        return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": np.add(fs.latency_s, lat, out=lat)})
+
+    def all_to_all_aggregated(self, op: Collective) -> FlowSet:
+        """All-to-all with node-level forwarding (PXN), flows aggregated per node pair and rail.
+
+        Stage 1 (NVLink): GPU ``(A, i)`` hands the proxy ``(A, j)`` everything it sends to
+        GPUs of local index ``j`` in every domain: ``D x S/n`` bytes. Stage 2 (network):
+        proxy ``(A, j)`` sends GPU ``(B, j)`` the data of all ``g`` GPUs of ``A``:
+        ``g x S/n`` bytes, on rail ``j``. This is what PXN does on the wire; per link
+        the bytes equal those of the per-GPU-pair model with PXN, with
+        ``D g (g-1) + g D (D-1)`` flows instead of ``n (n-1)``.
+        """
+        groups = self.groups_by_domain(op.ranks)
+        g = len(groups[0])
+        D = len(groups)
+        if any(len(x) != g for x in groups) or g < 2 or D < 2:
+            raise SpecError("all_to_all aggregate=node: needs >= 2 domains with the same number (>= 2) of ranks each")
+        M = np.stack(groups)                     # [D, g] ranks, by domain and local order
+        chunk = op.size_bytes / op.n
+        a = np.repeat(M, g, axis=1).ravel()      # stage 1: (A, i) -> (A, j), j != i
+        b = np.tile(M, (1, g)).ravel()
+        keep = a != b
+        nv = self.direct(op, a[keep], b[keep], D * chunk, pxn=False)
+        j = np.arange(g)
+        A, B = np.meshgrid(np.arange(D), np.arange(D), indexing="ij")
+        off = A != B
+        src = M[A[off]][:, j].ravel()            # stage 2: (A, j) -> (B, j)
+        dst = M[B[off]][:, j].ravel()
+        net = self.direct(op, src, dst, g * chunk, pxn=False, connections_per_flow=g)
+        return concat([nv, net], merge_phases=True)
