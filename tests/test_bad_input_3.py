@@ -72,3 +72,4 @@ def test_sweep_db_in_a_missing_folder(tmp_path):
     refused("sweep", "run", "all_reduce", "--topo", "nvl", "--set", "n=4", "--size", "1MiB", "--db", str(db),
             needle="does not exist")
     assert not db.parent.exists()
+
