@@ -459,24 +459,38 @@ class Planner:
         Every flow of one point-to-point operation is one connection (one queue pair in
         NCCL and DeepEP); a NIC port's count is the number of flows that cross it, in
         its direction (sender side ``nic-up``, receiver side ``nic-down``: incast).
+        One bincount and one gather per hop column (no F x h temporaries): the count of
+        every resource, kept on the NIC ports only, then each flow's maximum over its hops.
         """
-        nic = self._on_nic(res)
-        if not nic.any():
-            return np.zeros(len(res), np.int64)
-        counts = np.zeros(len(self._resource_tier()) + 1, np.int64)  # flows per resource, slot 0: none
-        for j in range(res.shape[1]):  # one hop column at a time (no F x h temporaries)
-            counts += np.bincount(np.where(nic[:, j], res[:, j] + 1, 0), minlength=len(counts))
-        counts[0] = 0
-        per = np.zeros(len(res), np.int64)
+        F = len(res)
+        if F == 0 or res.ndim != 2 or not self._nic_lut_of().any():
+            return np.zeros(F, np.int64)
+        R1 = len(self._resource_tier()) + 1
+        keys = np.empty(F, np.intp)  # one buffer for every column: slot = resource + 1, 0 = the padding
+        counts = np.zeros(R1, np.int64)  # entries per slot
+        nic_slot = np.r_[False, self._nic_lut]
+        nic_cols = []
         for j in range(res.shape[1]):
-            np.maximum(per, counts[np.where(nic[:, j], res[:, j] + 1, 0)], out=per)
+            cj = np.bincount(np.add(res[:, j], 1, out=keys, casting="unsafe"), minlength=R1)
+            counts += cj
+            if cj[nic_slot].any():
+                nic_cols.append(j)  # only these columns can raise a flow's maximum
+        per_slot = np.where(nic_slot, counts, 0)  # NIC ports only; the padding: 0
+        per = np.zeros(F, np.int64)
+        for j in nic_cols:  # gathers with intp ids (about 1.7x faster than with int32 / int16)
+            np.maximum(per, per_slot[np.add(res[:, j], 1, out=keys, casting="unsafe")], out=per)
         return per
 
-    def _on_nic(self, res: np.ndarray) -> np.ndarray:
-        """[flow, hop]: the hop is a NIC port (a resource of a NIC tier)."""
+    def _nic_lut_of(self) -> np.ndarray:
+        """bool[R]: the resource is a NIC port (a resource of a NIC tier)."""
         lut = getattr(self, "_nic_lut", None)
         if lut is None:
             lut = self._nic_lut = np.isin(self._resource_tier(), self._nic_tiers)
+        return lut
+
+    def _on_nic(self, res: np.ndarray) -> np.ndarray:
+        """[flow, hop]: the hop is a NIC port (a resource of a NIC tier)."""
+        lut = self._nic_lut_of()
         return lut[np.maximum(res, 0)] & (res >= 0)
 
     def direct(self, op: Collective, src, dst, sizes, *, pxn: bool = True, label=None,
@@ -496,24 +510,31 @@ class Planner:
         # the net plugin's latencyInter belongs to NCCL's proxy path; MoE kernels carry their own fits
         lat = np.where(inter, self.p2p_latency_s(True, plugin=kernel == "nccl"), self.p2p_latency_s(False))
         fs = self.routed(src, dst, sizes, kind="p2p", protocol="Simple", latency_s=0.0, label=label or op.label,
-                         pxn=pxn, salt=np.zeros(len(src), np.int64))
+                         pxn=pxn, salt=0)  # one salt for every flow (a broadcast, no F-sized array)
         w = fs.weight
-        k = self.nic_connections(fs.res) * connections_per_flow if inter.any() else np.zeros(len(src), np.int64)
-        f = nic_p2p_factor(k, kernel)
-        if (f < 1.0).any():
-            on_nic = self._on_nic(fs.res)
-            fn = f[on_nic.any(axis=1)]
+        conn = self.nic_connections(fs.res) if inter.any() else None  # > 0 exactly on flows crossing a NIC port
+        # the factor is monotone in k (and so is its correctly rounded evaluation): its extremes over a set of
+        # flows are its values at the extreme k, so the uniform case needs no per-flow factor array
+        k_all = (0, 0) if conn is None else (int(conn.min(initial=0)) * connections_per_flow,
+                                             int(conn.max(initial=0)) * connections_per_flow)
+        if float(np.min(nic_p2p_factor(np.array(k_all), kernel))) < 1.0:
+            crossing = conn > 0
+            k_nic = np.array([int(conn.min(where=crossing, initial=np.iinfo(np.int64).max)),
+                              int(conn.max(where=crossing, initial=0))]) * connections_per_flow
+            fn = nic_p2p_factor(k_nic, kernel) if crossing.any() else np.zeros(0)
             if w is None and fs.resource_scale is not None and len(fn) and fn.min() == fn.max():
                 # every flow on a NIC port has the same factor (a uniform all-to-all): one factor per
                 # resource, no F x h array (the engine folds it into capacities: the same coefficients)
-                rs = fs.resource_scale * np.where(self._nic_lut, 1.0 / fn[0], 1.0)
-                return FlowSet(**{**fs.__dict__, "resource_scale": rs, "latency_s": fs.latency_s + lat})
+                rs = fs.resource_scale * np.where(self._nic_lut_of(), 1.0 / fn[0], 1.0)
+                return FlowSet(**{**fs.__dict__, "resource_scale": rs, "latency_s": np.add(fs.latency_s, lat, out=lat)})
+            f = nic_p2p_factor(conn * connections_per_flow, kernel)
+            on_nic = self._on_nic(fs.res)
             fac = np.where(on_nic, (1.0 / f)[:, None], 1.0)  # one F x h array (1 x w = w exactly)
             del on_nic
             if w is not None:
                 fac *= w
             w = fac
-        return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": fs.latency_s + lat})
+        return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": np.add(fs.latency_s, lat, out=lat)})
 
     def all_to_all_aggregated(self, op: Collective) -> FlowSet:
         """All-to-all with node-level forwarding (PXN), flows aggregated per node pair and rail.
@@ -564,9 +585,12 @@ class Planner:
                             notes="PXN stages aggregated per node pair and rail")
             if agg not in (None, "none"):
                 raise SpecError(f"all_to_all aggregate: {agg!r} must be 'node' or 'none'")
-            s, d = np.meshgrid(ranks, ranks, indexing="ij")
-            m = s != d
-            fs = self.direct(op, s[m], d[m], size / n, pxn=op.options.get("pxn", True))
+            # every ordered pair, row by row (as meshgrid + mask would give), from broadcast views: no n x n copies
+            m = ranks[:, None] != ranks[None, :]
+            s = np.broadcast_to(ranks[:, None], m.shape)[m]
+            d = np.broadcast_to(ranks[None, :], m.shape)[m]
+            del m
+            fs = self.direct(op, s, d, size / n, pxn=op.options.get("pxn", True))
             return Plan(op, fs, "direct", "Simple", None, float(fs.latency_s.max(initial=0)))
         if coll == "send_recv":
             fs = self.direct(op, ranks, np.roll(ranks, -1), float(size), pxn=op.options.get("pxn", False))

@@ -97,6 +97,11 @@ def _row_hash(problem: FlowProblem) -> np.ndarray:
     Only "identical rows give equal hashes" matters for exactness: rows whose hash
     is unique are proven unique; rows sharing a hash are compared exactly.
     """
+    return _mix_hash(problem, None)
+
+
+def _mix_hash(problem: FlowProblem, columns) -> np.ndarray:
+    """:func:`_row_hash` of the hop ``columns`` alone, without the size (all columns and the size: None)."""
     res = np.asarray(problem.res)
     F = res.shape[0]
     h = np.zeros(F, dtype=np.uint64)
@@ -110,15 +115,34 @@ def _row_hash(problem: FlowProblem) -> np.ndarray:
         k += 1
 
     with np.errstate(over="ignore"):
-        for j in range(res.shape[1] if res.ndim == 2 else 0):
+        for j in (range(res.shape[1] if res.ndim == 2 else 0) if columns is None else columns):
             np.copyto(tmp, res[:, j], casting="unsafe")  # -1 wraps to 2**64 - 1: still one value
             mix(tmp)
         # the resources and the size only: rows that agree on them are compared field by field anyway
-        mix(np.ascontiguousarray(np.asarray(problem.size_bytes, dtype=np.float64).reshape(F)).view(np.uint64))
+        if columns is None:
+            mix(np.ascontiguousarray(np.asarray(problem.size_bytes, dtype=np.float64).reshape(F)).view(np.uint64))
         h ^= h >> np.uint64(31)
         h *= np.uint64(0xBF58476D1CE4E5B9)
         h ^= h >> np.uint64(29)
     return h
+
+
+def _shared_hashes(h: np.ndarray) -> np.ndarray:
+    """bool[F]: the flow's hash is also another flow's (rows alone in their bucket are unique: only the
+    crowded buckets' hashes are sorted)."""
+    F = h.shape[0]
+    out = np.zeros(F, dtype=np.bool_)
+    nb = 1 << max(4, int(F).bit_length() + 1)  # 2x to 4x the flows
+    bucket = (h & np.uint64(nb - 1)).astype(np.intp)
+    crowded = np.flatnonzero(np.bincount(bucket, minlength=nb)[bucket] > 1)
+    if crowded.shape[0] == 0:
+        return out
+    hc = h[crowded]
+    hs = np.sort(hc)
+    eq = hs[1:] == hs[:-1]
+    if eq.any():
+        out[crowded[np.isin(hc, hs[1:][eq])]] = True
+    return out
 
 
 def group_identical_flows(problem: FlowProblem) -> tuple[FlowProblem, np.ndarray] | None:
@@ -145,19 +169,15 @@ def group_identical_flows(problem: FlowProblem) -> tuple[FlowProblem, np.ndarray
     F = len(problem.size_bytes)
     if problem.multiplicity is not None or F < 2:
         return None
+    res = np.asarray(problem.res)
+    if res.ndim == 2 and res.shape[1] > 2 and not _shared_hashes(_mix_hash(problem, (0, res.shape[1] - 1))).any():
+        return None  # rows already unique on their first and last hop (e.g. the host links of an all-to-all)
     h = _row_hash(problem)
     # rows alone in their bucket of the hash are unique; sort only the others' hashes
-    nb = 1 << max(4, int(F).bit_length() + 1)  # 2x to 4x the flows
-    bucket = (h & np.uint64(nb - 1)).astype(np.intp)
-    crowded = np.flatnonzero(np.bincount(bucket, minlength=nb)[bucket] > 1)
-    if crowded.shape[0] == 0:
+    shared = _shared_hashes(h)
+    if not shared.any():
         return None
-    hc = h[crowded]
-    hs = np.sort(hc)
-    eq = hs[1:] == hs[:-1]
-    if not eq.any():
-        return None
-    cand = crowded[np.isin(hc, hs[1:][eq])]
+    cand = np.flatnonzero(shared)
     keys = _row_keys(_sub(problem, cand))
     uniq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
     if len(uniq) == len(keys):

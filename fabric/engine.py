@@ -41,6 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabric import maxmin as _mm
+from fabric.allocator import reuse_freed_memory
 from fabric.eventloop import _EventLoop
 from fabric.problem import FlowProblem, FlowResult, _Prob
 from fabric.reductions import _expand, _reduce_columns, _resource_bytes, _slot_max, _unfold
@@ -127,6 +128,7 @@ def simulate(problem: FlowProblem, *, mode: str = "auto", epsilon: float = 0.01,
     if not (0.0 < float(epsilon) < 1.0):
         raise FlowError(f"epsilon: {epsilon!r} must be in (0, 1)")
     pr = _Prob(problem)
+    reuse_freed_memory(entries=pr.res.size)  # large runs: freed temporaries are reused, not faulted in again
     est = estimate_memory_bytes(problem)
     if est > memory_limit_bytes:
         raise ProblemTooLargeError(
@@ -173,7 +175,9 @@ def _one_solve_ok(pr: _Prob) -> bool:
     if pr.F == 0:
         return True
     hi = float(pr.size.max())
-    lo = float(np.where(pr.size > 0, pr.size, hi).min())
+    lo = float(pr.size.min())
+    if lo <= 0.0:  # empty flows do not count (no F-sized temporary when every size is positive)
+        lo = float(pr.size.min(where=pr.size > 0, initial=hi))
     return lo == hi
 
 

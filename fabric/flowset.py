@@ -96,7 +96,7 @@ class FlowSet:
         P = int(phase.max(initial=0)) + 1 if n_phases is None else n_phases
         return cls(res=routes.res, weight=w, size_bytes=_vec(size_bytes, F, "size_bytes"),
                    src=routes.src.astype(np.int64, copy=False), dst=routes.dst.astype(np.int64, copy=False),
-                   latency_s=routes.latency_s + _vec(latency_s, F, "latency_s"),
+                   latency_s=_plus(routes.latency_s, latency_s, F),
                    release_s=_vec(release_s, F, "release_s"), phase=phase,
                    group=_vec(0, F, "group", np.int32), labels=(label,), n_phases=P, phase_deps=phase_deps,
                    phase_delay_s=phase_delay_s,
@@ -118,6 +118,13 @@ class FlowSet:
     def relabel(self, label: str) -> "FlowSet":
         """All flows under one group label."""
         return replace(self, group=_vec(0, self.n_flows, "group", np.int32), labels=(label,))
+
+
+def _plus(path_s: np.ndarray, extra_s, n: int) -> np.ndarray:
+    """``path_s + extra_s``; a constant 0 adds nothing (x + 0.0 == x for the non-negative path latencies)."""
+    if np.ndim(extra_s) == 0 and float(extra_s) == 0.0:
+        return path_s
+    return path_s + _vec(extra_s, n, "latency_s")
 
 
 def _pad(a: np.ndarray, width: int, fill) -> np.ndarray:
@@ -254,7 +261,13 @@ def _expand_conflicts(res: np.ndarray, weight: np.ndarray | None, router: Router
 
 def _used_mark(res: np.ndarray, n_resources: int) -> np.ndarray:
     mark = np.zeros(n_resources + 1, bool)
-    mark[res.ravel()] = True                 # -1 lands on the extra last slot
+    if res.ndim != 2 or res.dtype == np.intp:
+        mark[res.ravel()] = True             # -1 lands on the extra last slot
+    else:  # one hop column at a time, widened to intp (scatters with intp ids are ~3x faster)
+        buf = np.empty(res.shape[0], np.intp)
+        for j in range(res.shape[1]):
+            np.copyto(buf, res[:, j], casting="unsafe")
+            mark[buf] = True
     mark[-1] = False
     return mark
 
@@ -286,7 +299,14 @@ def to_problem(fs: FlowSet, router: Router, *, multiplicity: np.ndarray | None =
     ids = np.int16 if len(used) < np.iinfo(np.int16).max else np.int32  # half the memory on most problems
     lookup = np.full(R + 1, -1, ids)
     lookup[used] = np.arange(len(used), dtype=ids)
-    local = lookup[res]
+    if res.ndim == 2 and res.dtype != np.intp:  # one hop column at a time through an intp buffer (faster gathers)
+        local = np.empty(res.shape, ids)
+        buf = np.empty(res.shape[0], np.intp)
+        for j in range(res.shape[1]):
+            np.copyto(buf, res[:, j], casting="unsafe")
+            local[:, j] = lookup[buf]
+    else:
+        local = lookup[res]
     cap = router.resource_capacity_Bps()[used]
     if len(cap) and cap.min() <= 0:
         bad = used[np.argmin(cap)]

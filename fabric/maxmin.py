@@ -119,18 +119,22 @@ class _Index:
         return int(self.indices.nbytes + self.indptr.nbytes + c + (0 if self.flows is None else self.res.nbytes))
 
 
-#: Columns of at most this many flows are ordered by a stable argsort instead of scipy's counting sort.
-_SMALL_SORT = 1 << 16
+#: Columns of at most this many flows are ordered by a stable argsort instead of scipy's counting sort: with
+#: 16-bit keys numpy's stable argsort is a radix sort, 2-4x slower than scipy's counting sort per column
+#: but it spares the ~0.15-0.3 s import of scipy.sparse, which a 1,024-GPU all-to-all (1 M flows) needs
+#: for nothing else.
+_SMALL_SORT = 1 << 21
 
 
 def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
     """(indptr, indices[, ecoef]) of the slot -> local-flow incidence of ``rows``.
 
     One O(n) counting sort (scipy's CSR -> CSC) per hop column, which keeps
-    the scatter cache-friendlier than one sort over all entries; each column's
-    runs are written straight to their place in the output, so only one
-    column's temporaries are alive at a time.  Within a slot, entries are
-    ordered by column, then by flow.  With ``coef2d`` (float64[n, h]) the
+    the scatter cache-friendlier than one sort over all entries, and gives the
+    column's slot counts with it (the sorted columns, h x n ids, live until
+    they are placed); small columns are sorted by numpy's stable argsort and
+    counted by a bincount.  Each column's runs are written straight to their
+    place in the output.  Within a slot, entries are ordered by column, then by flow.  With ``coef2d`` (float64[n, h]) the
     coefficient of every entry is returned too, in the same order.
     """
     n, h = rows.shape
@@ -142,35 +146,57 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
         return empty if coef2d is None else empty + (np.zeros(0),)
     if _kernels.use_compiled(nnz):
         return _kernels.csc(rows, n_res, coef2d)
-    # entries per (slot, column), then where each column's run of a slot starts in the output
+    small = n <= _SMALL_SORT
+    # entries per (slot, column), then where each column's run of a slot starts in the output; large columns
+    # are sorted first (scipy's counting sort gives each column's slot counts with the order)
     counts = np.zeros((h, r1), dtype=np.int64)
-    for j in range(h):
-        counts[j] = np.bincount(np.add(rows[:, j], 1, dtype=np.intp), minlength=r1)
+    sorted_cols = []
+    if small:
+        for j in range(h):
+            counts[j] = np.bincount(np.add(rows[:, j], 1, dtype=np.intp), minlength=r1)
+    else:
+        import scipy.sparse as sp  # large columns: scipy's O(n) counting sort (and its import time)
+        ones = np.ones(n, dtype=np.bool_)
+        iptr = np.arange(n + 1, dtype=idx_t)
+        for j in range(h):
+            csc = sp.csr_array((ones, np.add(rows[:, j], 1, dtype=idx_t), iptr), shape=(n, r1)).tocsc()
+            counts[j] = np.diff(csc.indptr)
+            sorted_cols.append(csc.indices)
+            del csc
     indptr = np.zeros(r1 + 1, dtype=idx_t)
     np.cumsum(counts.sum(axis=0), out=indptr[1:])
     start = indptr[:-1].astype(np.int64) + np.cumsum(counts, axis=0) - counts  # [j, slot]
     indices = np.empty(nnz, dtype=idx_t)
     ecoef = None if coef2d is None else np.empty(nnz)
-    ones = np.ones(n, dtype=np.bool_)
-    iptr = np.arange(n + 1, dtype=idx_t)
-    small = n <= _SMALL_SORT
-    if not small:
-        import scipy.sparse as sp  # large columns: scipy's O(n) counting sort (and its import time)
     for j in range(h):
-        keys = np.add(rows[:, j], 1, dtype=idx_t)
-        if small:  # the same order: flows by slot, stably (no scipy import on small problems)
+        if not small:
+            by_slot, sorted_cols[j] = sorted_cols[j], None
+        else:  # the same order: flows by slot, stably (no scipy import on small problems)
+            if r1 <= 1 << 16:  # 16-bit keys (a radix sort); -1 wraps to 65535, + 1 to 0: the padding slot
+                keys = np.add(rows[:, j], 1, dtype=np.uint16, casting="unsafe")
+            else:
+                keys = np.add(rows[:, j], 1, dtype=idx_t)
             by_slot = np.argsort(keys, kind="stable").astype(idx_t)
-        else:
-            by_slot = sp.csr_array((ones, keys, iptr), shape=(n, r1)).tocsc().indices
-        del keys
+            del keys
         cj = counts[j]
-        # destination of the k-th entry of column j: start of its slot's run + its rank in the run
-        dest = np.repeat((start[j] - np.cumsum(cj) + cj).astype(idx_t), cj)
-        dest += np.arange(n, dtype=idx_t)
-        indices[dest] = by_slot
-        if ecoef is not None:
-            ecoef[dest] = coef2d[by_slot, j]
-        del by_slot, dest
+        cv = None if ecoef is None else coef2d[by_slot, j]
+        nz = np.flatnonzero(cj)
+        if nz.shape[0] * 64 <= n:
+            # few runs: copy each slot's run of column j to its place (slices; no n-sized destination array)
+            run0 = np.cumsum(cj) - cj
+            for a, b, c in zip(start[j][nz].tolist(), run0[nz].tolist(), cj[nz].tolist()):
+                indices[a:a + c] = by_slot[b:b + c]
+                if cv is not None:
+                    ecoef[a:a + c] = cv[b:b + c]
+        else:
+            # destination of the k-th entry of column j: start of its slot's run + its rank in the run
+            dest = np.repeat((start[j] - np.cumsum(cj) + cj).astype(np.intp), cj)
+            dest += np.arange(n, dtype=np.intp)
+            indices[dest] = by_slot
+            if cv is not None:
+                ecoef[dest] = cv
+            del dest
+        del by_slot, cv
     return (indptr, indices) if coef2d is None else (indptr, indices, ecoef)
 
 
@@ -350,7 +376,7 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
             cand = np.flatnonzero(share <= s0 * (1.0 + window)) if s0 > 0.0 else None
             if cand is None or cand.shape[0] == 1:
                 # ---- one bottleneck slot
-                fl = indices[indptr[j0]:indptr[j0 + 1]]
+                fl = indices[indptr[j0]:indptr[j0 + 1]].astype(intp)  # intp ids: faster takes and puts
                 fl = fl[take(state, fl) == _ALIVE]
                 sv = s0 if s0 > 0.0 else 0.0
                 if fl.shape[0]:
@@ -385,7 +411,7 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                 ng0 = int(np.searchsorted(sc, s0 * (1.0 + TIE_RTOL), side="right"))
                 starts = indptr[cand].tolist()
                 ends = indptr[cand + 1].tolist()
-                fl = np.concatenate([indices[a:b] for a, b in zip(starts, ends)])
+                fl = np.concatenate([indices[a:b] for a, b in zip(starts, ends)]).astype(intp)
                 lens = np.subtract(ends, starts)
                 pidx = np.repeat(np.arange(k, dtype=np.uint8), lens)
                 m = take(state, fl) == _ALIVE

@@ -62,12 +62,17 @@ class _SprayMixin:
             pb = cf.node_pod[np.maximum(b_leaf, 0)]
             pl = cf.node_plane[np.maximum(a_leaf, 0)].astype(np.int64)
             inter_pod = cross & (pa != pb)
+            any_inter = bool(inter_pod.any())
             cols = [
                 ("leaf-up", cross, look["leaf-up"][np.maximum(a_leaf, 0)]),
-                ("spine-up", inter_pod, look["spine-up"][pl, np.maximum(pa, 0)] if inter_pod.any() else None),
-                ("core-down", inter_pod, look["core-down"][pl, np.maximum(pb, 0)] if inter_pod.any() else None),
+                ("spine-up", inter_pod, look["spine-up"][pl, np.maximum(pa, 0)] if any_inter else None),
+                ("core-down", inter_pod, look["core-down"][pl, np.maximum(pb, 0)] if any_inter else None),
                 ("spine-down", cross, look["spine-down"][np.maximum(b_leaf, 0)]),
             ]
+            if not any_inter and not look["pod_tier"]:
+                # no spine-up / core-down trunks (a two-tier Clos): no chunk can fill these columns (a flow
+                # between pods is unreachable and raises), so they are not written as -1 and dropped later
+                del cols[1:3]
             for name, sel, mapped in cols:
                 if mapped is None:
                     r = np.full(n, -1, np.int64)
@@ -96,6 +101,7 @@ class _SprayMixin:
             else:
                 out[name][k] = t
         out["pods"] = pods
+        out["pod_tier"] = bool((out["spine-up"] >= 0).any() or (out["core-down"] >= 0).any())
         self._cache["clos_lookup"] = out
         return out
 
