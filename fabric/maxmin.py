@@ -278,13 +278,14 @@ class _Fill:
     none).  A frozen flow's rate is ``level[bneck]``.
     """
 
-    __slots__ = ("bneck", "level", "rounds", "rem")
+    __slots__ = ("bneck", "level", "rounds", "rem", "rem_left")
 
     def __init__(self, n: int, r1: int):
         self.bneck = np.zeros(n, dtype=np.int32)
         self.level = np.full(r1, _INF)
         self.rounds = 0
         self.rem = None
+        self.rem_left = None
 
     def rates(self, sel=None) -> np.ndarray:
         """Rates of the flows ``sel`` (all if None); level[0] = inf for unconstrained flows."""
@@ -348,6 +349,7 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
         out = _Fill.__new__(_Fill)
         out.level, out.bneck, out.rounds = _kernels.fill(ix, rem, cnt, state, _ALIVE, _DONE, TIE_RTOL)
         out.rem = rem
+        out.rem_left = None
         return out
     out = _Fill(ix.size, r1)
     bneck, level = out.bneck, out.level
@@ -358,6 +360,8 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
     coef2d = weighted and coef.ndim == 2
     share = np.empty(r1)
     dead = np.empty(r1, dtype=np.bool_)
+    # slots that froze flows (full): their remaining capacity is kept (a dead slot's share is never read)
+    full = np.zeros(r1, dtype=np.bool_)
     divide, copyto, bincount, less, add = np.divide, np.copyto, np.bincount, np.less, np.add
     take, put = np.take, np.put
     intp = np.intp
@@ -391,7 +395,7 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                         dc = bincount(rows, minlength=r1)
                     cnt -= dc
                     rem -= dc * sv
-                rem[j0] = _INF
+                full[j0] = True
                 cnt[j0] = 0.0
                 window = min(window * 2.0, 0.25)
             else:
@@ -508,7 +512,7 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                 accs = cand[accp]
                 lv = live[accp]
                 level[accs[lv]] = s[accp][lv]
-                rem[accs] = _INF
+                full[accs] = True
                 cnt[accs] = 0.0
                 na = int(accp.sum())
                 if na == k:
@@ -519,7 +523,9 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
             less(cnt, ceps, out=dead)
             copyto(share, _INF, where=dead)
     out.rounds = rounds
-    out.rem = rem  # remaining capacity per slot; inf on the slots that froze flows (they are full)
+    out.rem_left = rem  # capacity left per slot by all the flows (fixed and filled), ~0 on full slots
+    out.rem = np.where(full, _INF, rem)  # remaining capacity per slot; inf on the slots that froze flows
+    out.rem[0] = _INF
     return out
 
 
