@@ -37,6 +37,9 @@ _INF = np.inf
 #: epoch mode keeps the per-slot load at max-min rates up to date for the warm start (False: recompute it
 #: from the fixed flows at every warm start, the reference the tests compare against)
 _INCREMENTAL = True
+#: a warm start fills an index of the re-filled flows only when they are fewer than 1/_SUB_FILL of the listed
+#: flows (its build is a sort of their entries; the full index's filling walks every listed flow it meets)
+_SUB_FILL = 4
 
 
 
@@ -441,7 +444,16 @@ class _EventLoop(_EpochMixin):
                 fl_load[self.nact == np.bincount(keys.reshape(-1), minlength=self.pr.R + 1)] = 0.0
             else:
                 fl_load = _mm.fixed_load(ix, fixed, prev)
-            out = _mm.fill(ix, self.pr.cap, state, cnt, fl_load, compiled=self.exact)
+            if _INCREMENTAL and not self.exact and ri.shape[0] * _SUB_FILL < self.n_listed:
+                # few flows to re-fill: fill an index of them only (same lists, same order, same arithmetic)
+                # rather than walk the fixed and finished flows in every bottleneck's list
+                out = _mm.fill(_mm.sub_index(ix, ri), self.pr.cap, np.full(ri.shape[0], _mm.ALIVE, dtype=np.uint8),
+                               cnt, fl_load, compiled=False)
+                bn = np.zeros(n, dtype=out.bneck.dtype)
+                bn[ri] = out.bneck
+                out.bneck = bn
+            else:
+                out = _mm.fill(ix, self.pr.cap, state, cnt, fl_load, compiled=self.exact)
             rates = np.where(fixed[aidx], prev[aidx], out.level[out.bneck[aidx]])
             self.L_bneck[ri] = out.bneck[ri]
         else:

@@ -238,6 +238,24 @@ def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | 
     return _Index(flows, rows, coef, indptr, indices, n_res, ceps, ecoef)
 
 
+def _sub_index(ix: _Index, sel: np.ndarray) -> _Index:
+    """The adjacency of the local flows ``sel`` (sorted) of ``ix``, renumbered 0..len(sel)-1.
+
+    Each slot lists the same flows in the same order as ``ix`` restricted to
+    ``sel`` (by column, then by flow), with the same ``ceps``: a filling of the
+    sub-index does the same arithmetic as one of ``ix`` whose other flows are
+    not alive, without walking them.
+    """
+    rows = np.take(ix.res, sel, axis=0)
+    coef = None if ix.coef is None else np.take(ix.coef, sel, axis=0)
+    ecoef = None
+    if coef is not None and coef.ndim == 2:
+        indptr, indices, ecoef = _csc(rows, ix.n_res, coef)
+    else:
+        indptr, indices = _csc(rows, ix.n_res)
+    return _Index(None, rows, coef, indptr, indices, ix.n_res, ix.ceps, ecoef)
+
+
 def _merge_duplicates(rows: np.ndarray, coef: np.ndarray | None):
     """Merge repeated resource ids within a row (their coefficients add up)."""
     n, h = rows.shape
@@ -538,6 +556,7 @@ ALIVE = _ALIVE  #: flow state: unfrozen, to be filled
 DONE = _DONE  #: flow state: frozen, inactive or fixed
 Index = _Index
 build_index = _build_index
+sub_index = _sub_index
 fill = _fill
 coef_sums = _counts
 fixed_load = _fixed_load

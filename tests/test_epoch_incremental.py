@@ -74,3 +74,24 @@ def test_exact_mode_is_unchanged(seed, monkeypatch):
     a, _ = _run(p, monkeypatch, False, mode="exact")
     b, _ = _run(p, monkeypatch, True, mode="exact")
     np.testing.assert_array_equal(a.finish_s, b.finish_s)
+
+
+@pytest.mark.parametrize("make,seed", [(_random, 1), (_random, 3), (_routed, 0), (_routed, 2)])
+def test_filling_only_the_refilled_flows_is_bit_identical(make, seed, monkeypatch):
+    p = make(seed)
+    subs = []
+    real = maxmin.sub_index
+
+    def counted(ix, sel):
+        subs.append(sel.shape[0])
+        return real(ix, sel)
+
+    monkeypatch.setattr(eventloop._mm, "sub_index", counted)
+    monkeypatch.setattr(eventloop, "_SUB_FILL", float("inf"))  # never: fill the whole index
+    a = simulate(p, mode="epoch", epsilon=0.01)
+    assert not subs
+    monkeypatch.setattr(eventloop, "_SUB_FILL", 4)
+    b = simulate(p, mode="epoch", epsilon=0.01)
+    assert subs  # the sub-index was used
+    np.testing.assert_array_equal(a.finish_s, b.finish_s)
+    assert (a.events, a.solves, a.rounds) == (b.events, b.solves, b.rounds)
