@@ -430,15 +430,22 @@ class _EventLoop(_EpochMixin):
             state = np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8)
             ri = np.flatnonzero(refill)
             nfix = aidx.shape[0] - ri.shape[0]
-            if 2 * nfix < aidx.shape[0]:
-                cnt = self.cntw - _mm.coef_sums(ix, np.where(fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8))
-            else:
-                cnt = _mm.coef_sums(ix, state)
-            if _INCREMENTAL and self.mm_load is not None:
-                # the fixed flows' load: the maintained load of all active flows minus the re-filled ones'
-                # (O(re-filled flows) instead of a pass over every fixed flow's entries)
+            incr = _INCREMENTAL and self.mm_load is not None
+            if incr:
+                # the re-filled flows' slots and coefficients, in local-flow order (as coef_sums gathers them)
                 keys = np.add(np.take(ix.res, ri, axis=0), 1, dtype=np.intp)
                 coef = None if ix.coef is None else np.take(ix.coef, ri, axis=0)
+            if 2 * nfix < aidx.shape[0]:
+                cnt = self.cntw - _mm.coef_sums(ix, np.where(fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8))
+            elif incr:  # = coef_sums(ix, state), the same entries in the same order
+                h = keys.shape[1]
+                w = None if coef is None else (coef.reshape(-1) if coef.ndim == 2 else np.repeat(coef, h))
+                cnt = np.bincount(keys.reshape(-1), weights=w, minlength=self.pr.R + 1).astype(np.float64)
+            else:
+                cnt = _mm.coef_sums(ix, state)
+            if incr:
+                # the fixed flows' load: the maintained load of all active flows minus the re-filled ones'
+                # (O(re-filled flows) instead of a pass over every fixed flow's entries)
                 fl_load = self.mm_load - _row_bincount(keys, prev[ri], coef, self.pr.R + 1)
                 # no fixed flow on a slot: exactly no load (no rounding residue of the subtraction)
                 fl_load[self.nact == np.bincount(keys.reshape(-1), minlength=self.pr.R + 1)] = 0.0
