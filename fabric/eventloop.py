@@ -427,8 +427,9 @@ class _EventLoop(_EpochMixin):
                 fixed = None
         if fixed is not None:
             refill = self.L_act & ~fixed
-            state = np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8)
             ri = np.flatnonzero(refill)
+            sub = _INCREMENTAL and not self.exact and ri.shape[0] * _SUB_FILL < self.n_listed
+            state = None if sub else np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8)
             nfix = aidx.shape[0] - ri.shape[0]
             incr = _INCREMENTAL and self.mm_load is not None
             if incr:
@@ -442,7 +443,8 @@ class _EventLoop(_EpochMixin):
                 w = None if coef is None else (coef.reshape(-1) if coef.ndim == 2 else np.repeat(coef, h))
                 cnt = np.bincount(keys.reshape(-1), weights=w, minlength=self.pr.R + 1).astype(np.float64)
             else:
-                cnt = _mm.coef_sums(ix, state)
+                cnt = _mm.coef_sums(ix, state if state is not None else
+                                    np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8))
             if incr:
                 # the fixed flows' load: the maintained load of all active flows minus the re-filled ones'
                 # (O(re-filled flows) instead of a pass over every fixed flow's entries)
@@ -451,7 +453,7 @@ class _EventLoop(_EpochMixin):
                 fl_load[self.nact == np.bincount(keys.reshape(-1), minlength=self.pr.R + 1)] = 0.0
             else:
                 fl_load = _mm.fixed_load(ix, fixed, prev)
-            if _INCREMENTAL and not self.exact and ri.shape[0] * _SUB_FILL < self.n_listed:
+            if sub:
                 # few flows to re-fill: fill an index of them only (same lists, same order, same arithmetic)
                 # rather than walk the fixed and finished flows in every bottleneck's list
                 out = _mm.fill(_mm.sub_index(ix, ri), self.pr.cap, np.full(ri.shape[0], _mm.ALIVE, dtype=np.uint8),
