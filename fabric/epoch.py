@@ -66,6 +66,9 @@ class _EpochMixin:
         mult = None if self.L_mult is None else self.L_mult[gd]
         self.members -= np.bincount(self.L_bneck[gd], weights=mult, minlength=self.pr.R + 1)
         self.members[0] = 0.0
+        if self.mm_load is not None:  # the same flows at their max-min rates
+            self.mm_load -= _row_bincount(keys, np.take(self.L_mm, gd), coef, self.pr.R + 1)
+            self.mm_load[0] = 0.0
 
     def _rescale(self, aidx):
         """Cheap update between solves (epoch mode): every flow's rate times ``min over its slots of c / load``.

@@ -34,6 +34,12 @@ _GUARD_MAX = 0.5
 _MAX_RESCALES = 20  # at most this many rescales between two max-min solves
 _ULP = float(np.finfo(np.float64).eps)
 _INF = np.inf
+#: epoch mode keeps the per-slot load at max-min rates up to date for the warm start (False: recompute it
+#: from the fixed flows at every warm start, the reference the tests compare against)
+_INCREMENTAL = True
+#: a warm start fills an index of the re-filled flows only when they are fewer than 1/_SUB_FILL of the listed
+#: flows (its build is a sort of their entries; the full index's filling walks every listed flow it meets)
+_SUB_FILL = 4
 
 
 
@@ -70,6 +76,9 @@ class _EventLoop(_EpochMixin):
         self.agg_lost = 0.0  # sum over slots of the idled flow-time: int idle_l * members_l / c_l dt
         self.idle0 = np.zeros(R + 1)  # idle capacity per slot right after the last solve or rescale
         self.load = np.zeros(R + 1)  # epoch mode: load per slot (set by solves, lowered by departures)
+        # epoch mode: load per slot of the active flows at their max-min rates of the last solve (L_mm), kept
+        # up to date on departures; the warm start takes the fixed flows' load from it (None: recompute)
+        self.mm_load = None
         self._curve = None  # aggregate budget curve of the current epoch (from _epoch_end)
         self._kguess = 256  # completions to examine first when looking for the epoch end
         self._by_aggregate = False  # the last epoch ended on the aggregate budget
@@ -418,15 +427,43 @@ class _EventLoop(_EpochMixin):
                 fixed = None
         if fixed is not None:
             refill = self.L_act & ~fixed
-            state = np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8)
-            nfix = int(np.count_nonzero(fixed))
+            ri = np.flatnonzero(refill)
+            sub = _INCREMENTAL and not self.exact and ri.shape[0] * _SUB_FILL < self.n_listed
+            state = None if sub else np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8)
+            nfix = aidx.shape[0] - ri.shape[0]
+            incr = _INCREMENTAL and self.mm_load is not None
+            if incr:
+                # the re-filled flows' slots and coefficients, in local-flow order (as coef_sums gathers them)
+                keys = np.add(np.take(ix.res, ri, axis=0), 1, dtype=np.intp)
+                coef = None if ix.coef is None else np.take(ix.coef, ri, axis=0)
             if 2 * nfix < aidx.shape[0]:
                 cnt = self.cntw - _mm.coef_sums(ix, np.where(fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8))
+            elif incr:  # = coef_sums(ix, state), the same entries in the same order
+                h = keys.shape[1]
+                w = None if coef is None else (coef.reshape(-1) if coef.ndim == 2 else np.repeat(coef, h))
+                cnt = np.bincount(keys.reshape(-1), weights=w, minlength=self.pr.R + 1).astype(np.float64)
             else:
-                cnt = _mm.coef_sums(ix, state)
-            out = _mm.fill(ix, self.pr.cap, state, cnt, _mm.fixed_load(ix, fixed, prev), compiled=self.exact)
+                cnt = _mm.coef_sums(ix, state if state is not None else
+                                    np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8))
+            if incr:
+                # the fixed flows' load: the maintained load of all active flows minus the re-filled ones'
+                # (O(re-filled flows) instead of a pass over every fixed flow's entries)
+                fl_load = self.mm_load - _row_bincount(keys, prev[ri], coef, self.pr.R + 1)
+                # no fixed flow on a slot: exactly no load (no rounding residue of the subtraction)
+                fl_load[self.nact == np.bincount(keys.reshape(-1), minlength=self.pr.R + 1)] = 0.0
+            else:
+                fl_load = _mm.fixed_load(ix, fixed, prev)
+            if sub:
+                # few flows to re-fill: fill an index of them only (same lists, same order, same arithmetic)
+                # rather than walk the fixed and finished flows in every bottleneck's list
+                out = _mm.fill(_mm.sub_index(ix, ri), self.pr.cap, np.full(ri.shape[0], _mm.ALIVE, dtype=np.uint8),
+                               cnt, fl_load, compiled=False)
+                bn = np.zeros(n, dtype=out.bneck.dtype)
+                bn[ri] = out.bneck
+                out.bneck = bn
+            else:
+                out = _mm.fill(ix, self.pr.cap, state, cnt, fl_load, compiled=self.exact)
             rates = np.where(fixed[aidx], prev[aidx], out.level[out.bneck[aidx]])
-            ri = np.flatnonzero(refill)
             self.L_bneck[ri] = out.bneck[ri]
         else:
             if all_active:
@@ -449,6 +486,12 @@ class _EventLoop(_EpochMixin):
                 self.load = np.where(np.isinf(out.rem), self.capx, self.capx - out.rem)
             self.load[~np.isfinite(self.capx)] = 0.0  # never a bottleneck; its load is not needed
             self.load[0] = 0.0
+            if _INCREMENTAL and out.rem_left is not None:
+                with np.errstate(invalid="ignore"):
+                    self.mm_load = np.where(np.isfinite(self.capx), self.capx - out.rem_left, 0.0)
+                self.mm_load[0] = 0.0
+            else:
+                self.mm_load = None
         self.solves += 1
         self.rounds += out.rounds
         if self.peak is not None:

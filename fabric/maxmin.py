@@ -238,6 +238,24 @@ def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | 
     return _Index(flows, rows, coef, indptr, indices, n_res, ceps, ecoef)
 
 
+def _sub_index(ix: _Index, sel: np.ndarray) -> _Index:
+    """The adjacency of the local flows ``sel`` (sorted) of ``ix``, renumbered 0..len(sel)-1.
+
+    Each slot lists the same flows in the same order as ``ix`` restricted to
+    ``sel`` (by column, then by flow), with the same ``ceps``: a filling of the
+    sub-index does the same arithmetic as one of ``ix`` whose other flows are
+    not alive, without walking them.
+    """
+    rows = np.take(ix.res, sel, axis=0)
+    coef = None if ix.coef is None else np.take(ix.coef, sel, axis=0)
+    ecoef = None
+    if coef is not None and coef.ndim == 2:
+        indptr, indices, ecoef = _csc(rows, ix.n_res, coef)
+    else:
+        indptr, indices = _csc(rows, ix.n_res)
+    return _Index(None, rows, coef, indptr, indices, ix.n_res, ix.ceps, ecoef)
+
+
 def _merge_duplicates(rows: np.ndarray, coef: np.ndarray | None):
     """Merge repeated resource ids within a row (their coefficients add up)."""
     n, h = rows.shape
@@ -278,13 +296,14 @@ class _Fill:
     none).  A frozen flow's rate is ``level[bneck]``.
     """
 
-    __slots__ = ("bneck", "level", "rounds", "rem")
+    __slots__ = ("bneck", "level", "rounds", "rem", "rem_left")
 
     def __init__(self, n: int, r1: int):
         self.bneck = np.zeros(n, dtype=np.int32)
         self.level = np.full(r1, _INF)
         self.rounds = 0
         self.rem = None
+        self.rem_left = None
 
     def rates(self, sel=None) -> np.ndarray:
         """Rates of the flows ``sel`` (all if None); level[0] = inf for unconstrained flows."""
@@ -348,6 +367,7 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
         out = _Fill.__new__(_Fill)
         out.level, out.bneck, out.rounds = _kernels.fill(ix, rem, cnt, state, _ALIVE, _DONE, TIE_RTOL)
         out.rem = rem
+        out.rem_left = None
         return out
     out = _Fill(ix.size, r1)
     bneck, level = out.bneck, out.level
@@ -358,6 +378,8 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
     coef2d = weighted and coef.ndim == 2
     share = np.empty(r1)
     dead = np.empty(r1, dtype=np.bool_)
+    # slots that froze flows (full): their remaining capacity is kept (a dead slot's share is never read)
+    full = np.zeros(r1, dtype=np.bool_)
     divide, copyto, bincount, less, add = np.divide, np.copyto, np.bincount, np.less, np.add
     take, put = np.take, np.put
     intp = np.intp
@@ -391,7 +413,7 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                         dc = bincount(rows, minlength=r1)
                     cnt -= dc
                     rem -= dc * sv
-                rem[j0] = _INF
+                full[j0] = True
                 cnt[j0] = 0.0
                 window = min(window * 2.0, 0.25)
             else:
@@ -508,7 +530,7 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                 accs = cand[accp]
                 lv = live[accp]
                 level[accs[lv]] = s[accp][lv]
-                rem[accs] = _INF
+                full[accs] = True
                 cnt[accs] = 0.0
                 na = int(accp.sum())
                 if na == k:
@@ -519,7 +541,9 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
             less(cnt, ceps, out=dead)
             copyto(share, _INF, where=dead)
     out.rounds = rounds
-    out.rem = rem  # remaining capacity per slot; inf on the slots that froze flows (they are full)
+    out.rem_left = rem  # capacity left per slot by all the flows (fixed and filled), ~0 on full slots
+    out.rem = np.where(full, _INF, rem)  # remaining capacity per slot; inf on the slots that froze flows
+    out.rem[0] = _INF
     return out
 
 
@@ -532,6 +556,7 @@ ALIVE = _ALIVE  #: flow state: unfrozen, to be filled
 DONE = _DONE  #: flow state: frozen, inactive or fixed
 Index = _Index
 build_index = _build_index
+sub_index = _sub_index
 fill = _fill
 coef_sums = _counts
 fixed_load = _fixed_load

@@ -1,0 +1,97 @@
+"""Epoch mode's maintained max-min load (warm starts) against the recomputed reference, to 1e-9 relative."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from synthetic import leaf_spine
+
+from fabric import eventloop, maxmin
+from fabric.engine import FlowProblem, simulate
+
+
+def _run(p, monkeypatch, incremental, mode="epoch", **kw):
+    calls = []
+    real = maxmin.fixed_load
+
+    def counted(*a):
+        calls.append(1)
+        return real(*a)
+
+    monkeypatch.setattr(eventloop, "_INCREMENTAL", incremental)
+    monkeypatch.setattr(eventloop._mm, "fixed_load", counted)
+    return simulate(p, mode=mode, **kw), len(calls)
+
+
+def _random(seed):
+    rng = np.random.default_rng(seed)
+    R, F = int(rng.integers(8, 40)), int(rng.integers(200, 1500))
+    cap = rng.uniform(1.0, 4.0, R) * 1e9
+    h = 4
+    res = rng.integers(-1, R, (F, h))
+    res[:, 0] = rng.integers(0, R, F)
+    kw = {}
+    if seed % 2:
+        kw["weight"] = rng.choice([0.25, 0.5, 1.0], (F, h))
+    if seed % 3 == 0:
+        kw["multiplicity"] = rng.integers(1, 4, F).astype(float)
+    if seed % 4 == 1:
+        kw["release_s"] = rng.uniform(0, 1e-3, F) * (rng.random(F) < 0.3)
+    return FlowProblem(capacity_Bps=cap, res=res, size_bytes=rng.lognormal(13, 1.5, F), **kw)
+
+
+def _routed(seed):
+    cap, res = leaf_spine(64, 8, 8, seed=seed, link_Bps=50e9)
+    rng = np.random.default_rng(seed)
+    dst = res[:, 3].copy()
+    dst[dst < 0] = res[dst < 0, 1]
+    size = rng.lognormal(0, 0.7, 128)[dst] * rng.lognormal(0, 0.3, len(res)) * 1e6
+    return FlowProblem(capacity_Bps=cap, res=res, size_bytes=size)
+
+
+@pytest.mark.parametrize("make,seed", [(_random, s) for s in range(6)] + [(_routed, s) for s in range(3)])
+@pytest.mark.parametrize("eps", [0.01, 0.05])
+def test_epoch_maintained_load_matches_recomputed(make, seed, eps, monkeypatch):
+    p = make(seed)
+    ref, n_ref = _run(p, monkeypatch, False, epsilon=eps)
+    new, n_new = _run(p, monkeypatch, True, epsilon=eps)
+    assert n_new == 0  # the fixed flows' load is never recomputed ...
+    np.testing.assert_allclose(new.finish_s, ref.finish_s, rtol=1e-9)
+    np.testing.assert_allclose(new.resource_busy_s, ref.resource_busy_s, rtol=1e-9, atol=1e-15)
+    assert (new.events, new.solves) == (ref.events, ref.solves)
+
+
+
+def test_the_warm_start_with_fixed_flows_is_exercised(monkeypatch):
+    # ... on problems where the reference does recompute it (the comparison above is not vacuous)
+    n = sum(_run(_routed(s), monkeypatch, False, epsilon=0.01)[1] for s in range(3))
+    assert n > 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_exact_mode_is_unchanged(seed, monkeypatch):
+    p = _random(seed)
+    a, _ = _run(p, monkeypatch, False, mode="exact")
+    b, _ = _run(p, monkeypatch, True, mode="exact")
+    np.testing.assert_array_equal(a.finish_s, b.finish_s)
+
+
+@pytest.mark.parametrize("make,seed", [(_random, 1), (_random, 3), (_routed, 0), (_routed, 2)])
+def test_filling_only_the_refilled_flows_is_bit_identical(make, seed, monkeypatch):
+    p = make(seed)
+    subs = []
+    real = maxmin.sub_index
+
+    def counted(ix, sel):
+        subs.append(sel.shape[0])
+        return real(ix, sel)
+
+    monkeypatch.setattr(eventloop._mm, "sub_index", counted)
+    monkeypatch.setattr(eventloop, "_SUB_FILL", float("inf"))  # never: fill the whole index
+    a = simulate(p, mode="epoch", epsilon=0.01)
+    assert not subs
+    monkeypatch.setattr(eventloop, "_SUB_FILL", 4)
+    b = simulate(p, mode="epoch", epsilon=0.01)
+    assert subs  # the sub-index was used
+    np.testing.assert_array_equal(a.finish_s, b.finish_s)
+    assert (a.events, a.solves, a.rounds) == (b.events, b.solves, b.rounds)
