@@ -69,14 +69,14 @@ SM_SHARE_EP_COMM = 20 / 132
 #: their bandwidth (the memory clock does not throttle with the SM clock). Fitted on the fit split
 #: of ``workloads/data/training_points.toml`` (docs/steptime.md §5); GPUs without fit points use
 #: ``default`` (the mean of the fitted ones). 1.0 until fitted.
-TRAINING_EFFICIENCY = {"GB200": 0.741, "GB300": 0.866, "H100": 0.666, "default": 0.758}
+TRAINING_EFFICIENCY = {"GB200": 0.743, "GB300": 0.864, "H100": 0.666, "default": 0.758}
 
 #: Framework time per MoE layer and micro-batch pass (forward or backward), per GPU model, in
 #: seconds: host launches, the device-host synchronisation of the tokens-per-expert counts,
 #: small kernels the inventory does not list (Megatron-LM deepseek-v3-gb200-optimization: the
 #: MoE step is host-bound without CUDA graphs). Fitted on the fit split with
 #: :data:`TRAINING_EFFICIENCY`; ``default`` is the mean of the fitted ones.
-FRAMEWORK_OVERHEAD = {"GB200": 0.0, "GB300": 0.0, "H100": 1.806e-3, "default": 0.602e-3}
+FRAMEWORK_OVERHEAD = {"GB200": 0.0, "GB300": 0.0, "H100": 1.827e-3, "default": 0.609e-3}
 
 _KIND = {"embed": "embedding", "head": "lm_head", "dense": "dense", "moe": "moe", "mtp": "mtp"}
 
