@@ -144,18 +144,17 @@ def training_table(rep) -> Table:
 
 
 def _check_seed_used(spec, *, ep: int, moe_routing: str, routing: str) -> None:
-    """Refuse ``--seed`` where nothing of the step draws from it (as ``run`` does): it seeds
-    ECMP hashing (``--routing ecmp``) and the token routing of a sampled ``--moe-routing``."""
+    """Refuse ``--seed`` where nothing of the step draws from it (as ``run`` does)."""
     from cli.options import given_options
     from topologies.errors import SpecError
+    from workloads.step import seed_unused_because
 
     if "seed" not in given_options(click.get_current_context()):
         return
-    if routing == "ecmp" or (spec.is_moe and ep > 1 and moe_routing != "balanced"):
-        return
-    raise SpecError(f"--seed: seeds ECMP hashing (--routing ecmp) and sampled MoE token routing "
-                    f"(--moe-routing uniform/model/skewed with --ep > 1); --routing {routing} with "
-                    f"--moe-routing {moe_routing} draws nothing from it")
+    if seed_unused_because(spec, ep=ep, moe_routing=moe_routing, policy=routing):
+        raise SpecError(f"--seed: seeds ECMP hashing (--routing ecmp) and sampled MoE token routing "
+                        f"(--moe-routing uniform/model/skewed with --ep > 1); --routing {routing} with "
+                        f"--moe-routing {moe_routing} draws nothing from it")
 
 
 @click.command("step")

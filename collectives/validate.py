@@ -38,7 +38,6 @@ True
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, replace
 from importlib import resources

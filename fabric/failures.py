@@ -244,14 +244,15 @@ def apply_failures(cf: CompiledFabric, fail=(), degrade=()) -> CompiledFabric:
         alive[links] = False
         cap[links] = 0.0
         fails.append((sel, tuple(int(x) for x in links)))
-    seen = {}
+    seen: dict = {}  # selected link set -> the first selector that chose it
     for item in degrade:
         sel, frac, absolute = parse_degradation(item) if isinstance(item, str) else item
         links = resolve(cf, sel)
-        same = seen.setdefault(tuple(sorted(int(x) for x in links)), sel)
-        if same is not sel:
-            raise SelectorError(f"degradation {brief(sel)}: selects the same links as {brief(same)}; degrade each "
-                                f"link once (where selectors overlap in part, the lower capacity applies)")
+        key = tuple(sorted(int(x) for x in links))
+        if key in seen:
+            raise SelectorError(f"degradation {brief(sel)}: selects the same links as {brief(seen[key])}; degrade "
+                                f"each link once (where selectors overlap in part, the lower capacity applies)")
+        seen[key] = sel
         new = cf.link_nominal_Bps[links] * frac if frac is not None else np.full(len(links), absolute)
         if (new >= cf.link_nominal_Bps[links]).any():
             raise SelectorError(f"degradation {brief(sel)}: {absolute / 1e9 * 8 if absolute else 0:g} Gb/s is not "

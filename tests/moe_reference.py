@@ -1,7 +1,8 @@
 """The per-rank loop implementation of MoE token routing and its flows (before vectorisation).
 
 Test oracle only: ``collectives.moe`` must give the same counts and flows for the same seed.
-``node_limited`` / ``deepseek`` draw their scores here as before; ``uniform`` / ``skewed`` take their
+``node_limited`` / ``deepseek`` draw their uniforms here as before and score them with
+``collectives.moe._scores`` (the definition of those routings; this oracle checks the counting); ``uniform`` / ``skewed`` take their
 k experts per token from ``collectives.token_routing.sample_distinct`` (whose law
 ``tests/test_token_routing.py`` checks) in the same chunks, and count them here token by token.
 """
@@ -16,13 +17,6 @@ from collectives.token_routing import alias_table, sample_distinct
 from topologies.errors import SpecError
 
 __all__ = ["route_tokens_loop", "moe_flows_loop"]
-
-
-def _topk_mask(scores: np.ndarray, k: int) -> np.ndarray:
-    idx = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-    mask = np.zeros(scores.shape, bool)
-    np.put_along_axis(mask, idx, True, axis=1)
-    return mask
 
 
 def route_tokens_loop(tr, n_ranks: int, node_of) -> TokenTraffic:
@@ -71,22 +65,7 @@ def route_tokens_loop(tr, n_ranks: int, node_of) -> TokenTraffic:
     for s in range(n_ranks):
         # float32 scores: the top-k only needs the order (ties have probability ~ T E 2^-24)
         u = rng.random((T, E), dtype=np.float32)
-        scores = u
-        if tr.kind == "node_limited" and n_nodes > 1:
-            if contiguous:
-                best = np.maximum.reduceat(scores, starts, axis=1)
-            else:
-                best = np.stack([scores[:, node_of_expert == j].max(axis=1) for j in range(n_nodes)], axis=1)
-            keep = _topk_mask(best, min(tr.topk_groups, n_nodes))
-            scores = np.where(keep[:, node_of_expert], scores, -np.inf)
-        elif tr.kind == "deepseek":
-            if E % tr.n_group or E // tr.n_group < 2:
-                raise SpecError(f"moe n_group: {E} experts do not split into {tr.n_group} groups of at least 2 "
-                                f"(deepseek routing scores each group by its top-2 experts)")
-            g = scores.reshape(T, tr.n_group, E // tr.n_group)
-            top2 = np.partition(g, E // tr.n_group - 2, axis=2)[:, :, -2:].sum(axis=2)
-            keep = _topk_mask(top2, min(tr.topk_groups, tr.n_group))
-            scores = np.where(np.repeat(keep, E // tr.n_group, axis=1), scores, -np.inf)
+        scores = moe._scores(tr, u, node_of_expert, starts, contiguous, n_nodes)  # the draw's definition
         ei = np.argpartition(scores, E - k, axis=1)[:, E - k:].ravel()  # the k best experts of every token
         r_of = rank_of_expert[ei]
         hit_rank = np.zeros((T, n_ranks), bool)
@@ -142,7 +121,7 @@ def moe_flows_loop(traffic: TokenTraffic, local_of: np.ndarray, bytes_per_token:
                 parts_b.append(b)
         src, dst, size = (np.concatenate(x) for x in (parts_s, parts_d, parts_b))
     else:
-        raise SpecError(f"moe form: {form!r} must be one of {', '.join(FORMS)}")
+        raise SpecError(f"moe form: {form!r} must be one of {', '.join(moe.FORMS)}")
     src, dst = np.asarray(src), np.asarray(dst)
     if combine:
         src, dst = dst, src

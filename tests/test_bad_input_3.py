@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from tests.test_bad_input import check, refused
@@ -36,6 +37,12 @@ def test_step_seed_refused_for_a_dense_model_even_with_sampled_routing():
 
 def test_same_links_degraded_twice_is_refused():
     refused(*A2A, "--degrade", "spine 0=50%", "--degrade", "spine 0=20%", needle="same links")
+    from fabric import SelectorError, apply_failures, compile_fabric
+    from topologies.clos import fat_tree
+
+    with pytest.raises(SelectorError, match="same links"):  # parsed tuples with one (interned) selector string
+        apply_failures(compile_fabric(fat_tree(hosts=16, radix=8)),
+                       degrade=[("spine 0", 0.5, None), ("spine 0", 0.2, None)])
 
 
 def _time_us(*extra) -> float:
@@ -45,6 +52,17 @@ def _time_us(*extra) -> float:
 
 def test_overlapping_degradations_apply_the_lower_capacity():
     # the cable leaf 0 - spine 0 is in both selectors: it runs at 20 %, the rest of spine 0 at 50 %
+    from fabric import apply_failures, compile_fabric, resolve
+    from topologies.clos import fat_tree
+
+    cf = compile_fabric(fat_tree(hosts=16, radix=8))
+    spine, cable = resolve(cf, "spine 0"), resolve(cf, "leaf 0 spine 0")
+    rest = np.setdiff1d(spine, cable)
+    assert len(cable) and len(rest)
+    for order in (("spine 0=50%", "leaf 0 spine 0=20%"), ("leaf 0 spine 0=20%", "spine 0=50%")):
+        cap = apply_failures(cf, degrade=order).link_capacity_Bps
+        assert np.allclose(cap[cable], 0.2 * cf.link_nominal_Bps[cable], rtol=1e-12)
+        assert np.allclose(cap[rest], 0.5 * cf.link_nominal_Bps[rest], rtol=1e-12)
     both = _time_us("--degrade", "spine 0=50%", "--degrade", "leaf 0 spine 0=20%")
     assert both == pytest.approx(_time_us("--degrade", "leaf 0 spine 0=20%", "--degrade", "spine 0=50%"), rel=1e-12)
     assert both >= _time_us("--degrade", "spine 0=50%") * (1 - 1e-12)

@@ -46,11 +46,11 @@ from workloads.memory import Memory, check_fits, memory_per_gpu, params_per_gpu
 from workloads.ops import Split, layer_ops
 from workloads.pipeline import simulate_pipeline
 from workloads.trace import Span, chrome_trace
-from workloads.traffic import GRAD_BYTES, PARAM_BYTES, ROUTINGS, SharedPlanner, StepTraffic, step_traffic
+from workloads.traffic import ROUTINGS, SharedPlanner, StepTraffic, step_traffic
 
 __all__ = ["OVERLAPS", "ATTENTION_PRECISIONS", "FUSED_PERMUTE_GPUS", "SM_SHARE_EP_COMM", "TRAINING_EFFICIENCY", "FRAMEWORK_OVERHEAD", "training_efficiency", "framework_overhead_s",
            "FP8_ATTENTION_GPUS", "attention_precision_for", "Overlap", "LayerTimes", "StepResult",
-           "parse_overlap", "layer_times", "estimate_step"]
+           "parse_overlap", "seed_unused_because", "layer_times", "estimate_step"]
 
 #: Overlap options (``--overlap``): ``dp-grad`` gradient reduce-scatter under the last backward,
 #: ``dp-param`` parameter all-gather under the first forward, ``tp`` TP communication under the
@@ -93,6 +93,25 @@ class Overlap:
 
     def names(self) -> list[str]:
         return [n for n in OVERLAPS if getattr(self, n.replace("-", "_"))]
+
+
+def seed_unused_because(spec, *, ep: int, moe_routing: str, policy: str) -> str:
+    """Why a step draws nothing from its seed ("" when it does).
+
+    The seed drives ECMP hashing (``policy = "ecmp"``) and the sampled token routing of an MoE
+    model's EP all-to-alls (``moe_routing`` other than ``balanced``, with ``ep > 1``).
+
+    Examples
+    --------
+    >>> from workloads.models import get_model
+    >>> seed_unused_because(get_model("llama3-8b"), ep=1, moe_routing="skewed", policy="ecmp")
+    ''
+    >>> seed_unused_because(get_model("llama3-8b"), ep=1, moe_routing="skewed", policy="auto")
+    'routing auto with moe_routing skewed'
+    """
+    if policy == "ecmp" or (spec.is_moe and ep > 1 and moe_routing != "balanced"):
+        return ""
+    return f"routing {policy} with moe_routing {moe_routing}"
 
 
 def parse_overlap(text: str | None, *, moe: bool = False, schedule: str = "1f1b") -> Overlap:

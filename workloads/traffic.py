@@ -55,7 +55,7 @@ import numpy as np
 
 from collectives.moe import TokenRouting
 from collectives.ops import Collective
-from collectives.schedule import CollectiveTask, PlanCache, SendTask, schedule
+from collectives.schedule import CollectiveTask, PlanCache, schedule
 from collectives.runner import planner_for
 
 __all__ = ["ROUTINGS", "GRAD_BYTES", "PARAM_BYTES", "JOINT_EPSILON", "PhaseResult", "SharedPlanner", "StepTraffic", "phase_tasks",

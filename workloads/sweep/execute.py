@@ -123,10 +123,10 @@ def _seed_unused_because(p, tiers: dict) -> str:
     x = p.inputs
     if p.kind == "step":
         from workloads.models import get_model
+        from workloads.step import seed_unused_because
 
-        if x["routing"] == "ecmp" or (get_model(x["model"]).is_moe and x["ep"] > 1 and x["moe_routing"] != "balanced"):
-            return ""
-        return f"routing {x['routing']} with moe_routing {x['moe_routing']}"
+        return seed_unused_because(get_model(x["model"]), ep=x["ep"], moe_routing=x["moe_routing"],
+                                   policy=x["routing"])
     if p.op.startswith("moe"):
         return ""
     if x["routing"] != "ecmp":
