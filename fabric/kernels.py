@@ -32,7 +32,7 @@ import os
 
 import numpy as np
 
-__all__ = ["MIN_ENTRIES", "mode", "use_compiled", "csc", "fill"]
+__all__ = ["MIN_ENTRIES", "mode", "available", "use_compiled", "csc", "fill"]
 
 #: Adjacency entries from which ``auto`` uses the compiled kernels.
 MIN_ENTRIES = 1 << 24
@@ -50,23 +50,30 @@ def _load():
     """The compiled functions, or None when numba is not installed (imported once, lazily)."""
     if "k" in _STATE:
         return _STATE["k"]
-    os.environ.setdefault("NUMBA_CACHE_DIR", os.environ.get("FABRIC_EMU_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "fabric-emu", "numba"))
-    try:
-        import numba  # noqa: F401
-    except ImportError:
-        _STATE["k"] = None
-        return None
-    _STATE["k"] = _compile()
+    _STATE["k"] = _compile() if available() else None
     return _STATE["k"]
 
 
-def use_compiled(entries: int) -> bool:
-    """Whether a problem with ``entries`` adjacency entries runs on the compiled kernels."""
+def available() -> bool:
+    """Whether numba can be imported (imported once, lazily; sets numba's cache folder first)."""
+    if "numba" not in _STATE:
+        os.environ.setdefault("NUMBA_CACHE_DIR", os.environ.get("FABRIC_EMU_CACHE") or os.path.join(
+            os.path.expanduser("~"), ".cache", "fabric-emu", "numba"))
+        try:
+            import numba  # noqa: F401
+        except ImportError:
+            _STATE["numba"] = False
+        else:
+            _STATE["numba"] = True
+    return _STATE["numba"]
+
+
+def use_compiled(entries: int, min_entries: int = MIN_ENTRIES) -> bool:
+    """Whether a problem with ``entries`` entries runs on compiled kernels (``auto``: from ``min_entries``)."""
     m = mode()
-    if m == "numpy" or (m == "auto" and entries < MIN_ENTRIES):
+    if m == "numpy" or (m == "auto" and entries < min_entries):
         return False
-    return _load() is not None
+    return available()
 
 
 def _compile():
