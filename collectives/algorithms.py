@@ -77,7 +77,7 @@ class Plan:
     logical_bytes: float | None = None  # MoE: bytes as DeepEP counts them
     notes: str = ""
     kernel_efficiency: float = 1.0  # NCCL kernel limit / large-domain NVLS factor applied to the flows
-    min_time_s: float = 0.0  # kernel-side floor on the time (MoE SM / proxy pipelines); run() only, not schedule()
+    min_time_s: float = 0.0  # kernel-side floor on the time (MoE SM / proxy pipelines, NVLSTree); run() and schedule()
 
 
 class Planner(_PointToPointMixin):

@@ -14,7 +14,10 @@ becomes phase(s) of the engine's phase DAG (``phase_deps`` CSR and
 ``delay_s + duration_s``. All flows share the fabric max-min fairly, so tasks
 that overlap in time contend for links and tasks that do not, do not. Each
 task gets its own start, end, duration, bandwidth, max-link utilisation and
-lower bound, and the tasks it shared links with while both ran.
+lower bound, and the tasks it shared links with while both ran. A plan's
+kernel-side floor on its time (``Plan.min_time_s``: an SM-bound MoE kernel,
+NVLSTree's ceiling) becomes one more empty phase of its task, delayed by the
+floor, so the task and everything after it wait for it, as :func:`run` does.
 
 Plans are cached (:class:`PlanCache`) by the op's shape and rescaled in size;
 the rescale is exact (see :class:`PlanCache`).
@@ -290,6 +293,15 @@ def _empty(label: str, like: FlowSet | None = None) -> FlowSet:
                    release_s=z, phase=np.zeros(0, np.int32), group=np.zeros(0, np.int32), labels=(label,), **kw)
 
 
+def _with_floor_phase(s: FlowSet) -> FlowSet:
+    """``s`` with one more phase, empty and without internal dependencies (a task's time floor, see schedule)."""
+    sp_, si_ = s.phase_deps if s.phase_deps is not None else (np.zeros(s.n_phases + 1, np.int64), np.zeros(0, np.int64))
+    sp_ = np.append(np.asarray(sp_, np.int64), np.int64(sp_[-1]))
+    dl = s.phase_delay_s if s.phase_delay_s is not None else np.zeros(s.n_phases)
+    return replace(s, n_phases=s.n_phases + 1, phase_deps=(sp_, np.asarray(si_, np.int64)),
+                   phase_delay_s=np.append(dl, 0.0))
+
+
 def _unique_labels(tasks) -> list[str]:
     names = [t.label for t in tasks]
     seen: dict = {}
@@ -341,8 +353,12 @@ def schedule(router: Router, tasks, *, policy: str = "ecmp", seed: int = 0, plan
                                                for i in send_ix])):
             plans[i] = p
     like = next((p.flows for p in plans if p is not None), None)
+    floor = np.zeros(T)  # a kernel-side floor on a task's time (Plan.min_time_s: MoE SM pipelines, NVLSTree)
     for i, t in enumerate(tasks):
         sets.append(plans[i].flows.relabel(labels[i]) if plans[i] is not None else _empty(labels[i], like))
+        if plans[i] is not None and plans[i].min_time_s > 0.0:
+            floor[i] = plans[i].min_time_s
+            sets[i] = _with_floor_phase(sets[i])
     # phases: task i owns phases [off[i], off[i] + n[i]); its entry phases (no internal deps) wait for every
     # phase of the tasks it is after, plus its delay; a compute task is one empty phase delayed by delay + duration
     n_ph = np.array([s.n_phases for s in sets], np.int64)
@@ -359,6 +375,8 @@ def schedule(router: Router, tasks, *, policy: str = "ecmp", seed: int = 0, plan
             if not inner:
                 idx.extend(ext)
                 delay[off[i] + q] = own
+                if floor[i] > 0.0 and q == s.n_phases - 1:  # the floor phase: ends `floor` after the task starts
+                    delay[off[i] + q] += floor[i]
             idx.extend(inner)
             ptr.append(len(idx))
             if s.phase_delay_s is not None:
