@@ -65,7 +65,7 @@ def test_models_seq_len_is_ascii_and_bounded(value):
 def test_models_given_twice_is_listed_once_and_json_is_finite():
     rows = json.loads(check("models", "--model", "llama3-8b", "--model", "llama3-8b", "--json", ok=(0,)).stdout)
     assert [r["name"] for r in rows] == ["llama3-8b"]
-    err = refused("models", "--model", "x/\u202e[red]y\\[b].toml", needle="cannot read")
+    err = refused("models", "--model", "x/\u202e[red]y\\[b].toml", needle="does not exist")
     assert "\\u202e[red]y" in err  # markup shown as typed, the override escaped
 
 

@@ -57,8 +57,12 @@ def _label(path) -> str:
     return brief(str(path))
 
 
-def read_bytes(path: str | Path, *, what: str, max_bytes: int | None = None, limit_env: str = MAX_INPUT_ENV) -> bytes:
-    """The bytes of regular file ``path`` (``what`` names it in errors), at most ``max_bytes``."""
+def read_bytes(path: str | Path, *, what: str, max_bytes: int | None = None,
+               limit_env: str | None = MAX_INPUT_ENV) -> bytes:
+    """The bytes of regular file ``path`` (``what`` names it in errors), at most ``max_bytes``.
+
+    ``limit_env`` names the variable that raises the limit in the error (None: a fixed limit).
+    """
     if isinstance(path, str) and not path.strip():
         raise SpecError(f"{what}: empty file name")
     cap = max_input_bytes() if max_bytes is None else int(max_bytes)
@@ -71,8 +75,9 @@ def read_bytes(path: str | Path, *, what: str, max_bytes: int | None = None, lim
         raise SpecError(f"{where}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
     if not stat.S_ISREG(st.st_mode):
         raise SpecError(f"{where}: is {_kind(st.st_mode)}; give a regular file")
+    raise_it = f" (set {limit_env} to raise it)" if limit_env else ""
     if st.st_size > cap:
-        raise SpecError(f"{where}: is {st.st_size:,} bytes, over the {cap:,}-byte limit (set {limit_env} to raise it)")
+        raise SpecError(f"{where}: is {st.st_size:,} bytes, over the {cap:,}-byte limit{raise_it}")
     try:
         # O_NONBLOCK: if the file was swapped for a FIFO since the stat, open does not hang
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
@@ -88,7 +93,7 @@ def read_bytes(path: str | Path, *, what: str, max_bytes: int | None = None, lim
                 break
             total += len(chunk)
             if total > cap:
-                raise SpecError(f"{where}: is over the {cap:,}-byte limit (set {limit_env} to raise it)")
+                raise SpecError(f"{where}: is over the {cap:,}-byte limit{raise_it}")
             chunks.append(chunk)
     except OSError as exc:
         raise SpecError(f"{where}: cannot read ({exc.strerror})") from None
@@ -97,7 +102,8 @@ def read_bytes(path: str | Path, *, what: str, max_bytes: int | None = None, lim
     return b"".join(chunks)
 
 
-def read_text(path: str | Path, *, what: str, max_bytes: int | None = None, limit_env: str = MAX_INPUT_ENV) -> str:
+def read_text(path: str | Path, *, what: str, max_bytes: int | None = None,
+              limit_env: str | None = MAX_INPUT_ENV) -> str:
     """The UTF-8 text of regular file ``path`` (a leading byte-order mark is dropped)."""
     data = read_bytes(path, what=what, max_bytes=max_bytes, limit_env=limit_env)
     try:

@@ -24,14 +24,12 @@ import dataclasses
 import functools
 import os
 import re
-import stat
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 
-from topologies.errors import SpecError
-from topologies.files import parse_toml
+from topologies.errors import SpecError, brief
+from topologies.files import parse_toml, read_text
 
 __all__ = [
     "ModelSpec",
@@ -316,26 +314,9 @@ def load_model(path: str | os.PathLike) -> ModelSpec:
     Errors (missing file, not a regular file, too large, bad TOML, bad field) raise
     :class:`~topologies.errors.SpecError` with one line naming the file and the field.
     """
-    p = Path(path)
-    try:
-        st = os.stat(p)
-    except OSError as exc:
-        raise SpecError(f"model file {str(p)!r}: cannot read ({exc.strerror or exc})") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise SpecError(f"model file {str(p)!r}: not a regular file")
-    if st.st_size > MODEL_FILE_MAX_BYTES:
-        raise SpecError(f"model file {str(p)!r}: {st.st_size} bytes, at most {MODEL_FILE_MAX_BYTES} allowed")
-    try:
-        with open(p, "rb") as fh:
-            raw = fh.read(MODEL_FILE_MAX_BYTES + 1)
-        doc = parse_toml(raw.decode("utf-8"), source=f"model file {str(p)!r}")
-    except OSError as exc:
-        raise SpecError(f"model file {str(p)!r}: cannot read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"model file {str(p)!r}: not valid TOML ({exc})") from None
-    if len(raw) > MODEL_FILE_MAX_BYTES:
-        raise SpecError(f"model file {str(p)!r}: larger than {MODEL_FILE_MAX_BYTES} bytes")
-    return model_from_dict(doc, where=f"model file {str(p)!r}")
+    where = f"model file {brief(str(path))}"
+    text = read_text(path, what="model file", max_bytes=MODEL_FILE_MAX_BYTES, limit_env=None)
+    return model_from_dict(parse_toml(text, source=where), where=where)
 
 
 def _catalog_dir():
