@@ -17,12 +17,18 @@ from cli.options import AsciiInt, VocabularyChoice, failure_options, given_optio
     parse_sets
 from cli.output import clean, echo_json, handles_errors, progress_console, stdout_console
 
-__all__ = ["run_cmd", "run_command", "make_groups", "check_applicable", "MOE_OPTIONS", "MAX_SEED", "MAX_SIZE_BYTES"]
+__all__ = ["run_cmd", "run_command", "make_groups", "check_applicable", "nccl_version_option", "MOE_OPTIONS",
+           "MAX_SEED", "MAX_SIZE_BYTES", "OLDEST_NCCL"]
 
 #: Options that only MoE dispatch/combine use.
 MOE_OPTIONS = ("tokens", "hidden", "experts", "topk", "moe_routing")
 #: Collectives whose flows take PXN forwarding as an option.
 _PXN = ("all_to_all", "send_recv", "moe_dispatch", "moe_combine")
+#: Collectives NCCL can run on NVLS (NVLink SHARP), which ``--no-nvls`` (``NCCL_NVLS_ENABLE=0``) turns off.
+_NVLS = ("all_reduce", "all_gather", "reduce_scatter")
+#: Oldest NCCL release ``--nccl-version`` takes: the release histories of the tuning tables start there.
+OLDEST_NCCL = (2, 18, 0)
+_NCCL_RE = re.compile(r"v?2\.([0-9]{1,3})(?:\.([0-9]{1,3}))?")
 #: Largest message size: 1 PiB, far beyond any GPU's memory (288 GB HBM on B300); above it the
 #: times overflow to meaningless values.
 MAX_SIZE_BYTES = 1 << 50
@@ -51,7 +57,24 @@ def _ranks(ranks: str) -> int:
     return int(ranks)
 
 
-def check_applicable(collective: str, given: set[str], *, routing: str, groups: int) -> None:
+def nccl_version_option(text: str | None) -> str | None:
+    """Check ``--nccl-version`` (``2.MINOR[.PATCH]``, from 2.18); returns it normalised as ``2.M.P``."""
+    from topologies.errors import SpecError, brief
+
+    if text is None:
+        return None
+    m = _NCCL_RE.fullmatch(text.strip()) if isinstance(text, str) else None
+    if m is None:
+        raise SpecError(f"--nccl-version: {brief(text)} is not an NCCL release such as 2.21.5 or 2.27")
+    version = (2, int(m[1]), int(m[2] or 0))
+    if version < OLDEST_NCCL:
+        raise SpecError(f"--nccl-version: {brief(text)} is older than {'.'.join(map(str, OLDEST_NCCL))}, the "
+                        f"oldest release whose tuning tables are modelled")
+    return ".".join(map(str, version))
+
+
+def check_applicable(collective: str, given: set[str], *, routing: str, groups: int, algo: str = "auto",
+                     nvls: bool | None = None) -> None:
     """Refuse options the user gave that this collective would ignore."""
     from topologies.errors import SpecError
 
@@ -59,6 +82,15 @@ def check_applicable(collective: str, given: set[str], *, routing: str, groups: 
     for name in MOE_OPTIONS:
         if name in given and not moe:
             raise SpecError(f"{_flag(name)}: applies only to moe_dispatch and moe_combine, not {collective}")
+    if "dispatch_dtype" in given and collective != "moe_dispatch":
+        raise SpecError(f"--dispatch-dtype: applies only to moe_dispatch (the combine sends BF16), not {collective}")
+    if "nccl_version" in given and moe:
+        raise SpecError(f"--nccl-version: selects NCCL's tuning tables; {collective} runs an expert-parallel "
+                        f"kernel, not NCCL's tuner")
+    if "nvls" in given and collective not in _NVLS:
+        raise SpecError(f"--nvls/--no-nvls: applies to {', '.join(_NVLS)}; NCCL runs {collective} without NVLS")
+    if nvls is False and algo == "nvls":
+        raise SpecError("--no-nvls: turns NVLS off (NCCL_NVLS_ENABLE=0); it cannot go with --algo nvls")
     for name in ("size", "sizes"):
         if name in given and moe:
             raise SpecError(f"{_flag(name)}: does not apply to {collective}: the token routing gives the bytes "
@@ -75,7 +107,7 @@ def check_applicable(collective: str, given: set[str], *, routing: str, groups: 
 def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: dict, ranks: str,
                 size, sizes, algo, routing, seed, groups, layout, pxn, moe_routing, tokens, hidden, experts, topk,
                 fail, degrade, report, memory_limit=None, given: set[str] = frozenset(), top=10,
-                plot=None) -> None:
+                plot=None, nccl_version=None, nvls=None, dispatch_dtype="fp8") -> None:
     from collectives import COLLECTIVES, TokenRouting, planner_for, sweep
     from collectives.budget import check_collective, fabric_tiers, hops_bound
     from fabric import Router, compile_with_failures
@@ -90,7 +122,8 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
     memory_limit_bytes(memory_limit)  # a malformed --memory-limit fails first
     if size is not None and sizes is not None:
         raise SpecError("--size and --sizes: give one of them")
-    check_applicable(collective, given, routing=routing, groups=groups)
+    check_applicable(collective, given, routing=routing, groups=groups, algo=algo, nvls=nvls)
+    nccl_version = nccl_version_option(nccl_version)
     moe = collective.startswith("moe")
     if moe:
         size_list = [0]
@@ -106,7 +139,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
     tr = None
     if moe:
         tr = TokenRouting(moe_routing or "uniform", tokens_per_rank=tokens, hidden=hidden, experts=experts,
-                          topk=topk, seed=seed)
+                          topk=topk, seed=seed, dispatch_dtype=dispatch_dtype)
     # 1. before building: the topology's own size, and the collective with the fewest hops a flow can have
     est = estimate_topology(topo, sets)
     if est is not None:
@@ -137,6 +170,10 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
     options: dict = {}
     if pxn is not None:
         options["pxn"] = pxn
+    if nccl_version is not None:
+        options["nccl_version"] = nccl_version
+    if nvls is not None:
+        options["nvls"] = nvls
     if moe:
         n_domains = len({int(cf.node_domain[cf.gpus[r]]) for r in rank_groups[0]})
         if moe_routing == "node_limited" and n_domains == 1:
@@ -144,7 +181,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
                             "node (use uniform, skewed or deepseek)")
         kind = moe_routing or ("node_limited" if n_domains > 1 else "uniform")
         options["moe"] = TokenRouting(kind, tokens_per_rank=tokens, hidden=hidden, experts=experts, topk=topk,
-                                      seed=seed)
+                                      seed=seed, dispatch_dtype=dispatch_dtype)
     planner = planner_for(router, policy=routing, seed=seed)
 
     def progress(k, n, s):
@@ -170,7 +207,9 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
 
     title = (f"{collective} on {clean(cf.name)}: {len(rank_groups)} group(s) of {len(rank_groups[0])} ranks, "
              f"routing {routing}" + (f", seed {seed}" if routing == "ecmp" or moe else "")
-             + (f", failed: {', '.join(clean(f) for f in fail)}" if fail else ""))
+             + (f", failed: {', '.join(clean(f) for f in fail)}" if fail else "")
+             + (f", NCCL {nccl_version}" if nccl_version else "") + (", NVLS off" if nvls is False else "")
+             + (", BF16 dispatch" if moe and dispatch_dtype == "bf16" else ""))
     out.print(results_table(rows, title))
     if moe:
         out.print("* MoE sizes are DeepEP's logical bytes per rank; algbw = logical bytes / time.")
@@ -203,6 +242,11 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
 @click.option("--layout", "layout", default="contiguous", show_default=True,
               type=VocabularyChoice("collectives.LAYOUTS"), help="How --groups split the ranks.")
 @click.option("--pxn/--no-pxn", "pxn", default=None, help="Force NCCL's PXN forwarding on or off.")
+@click.option("--nvls/--no-nvls", "nvls", default=None,
+              help="--no-nvls: NCCL_NVLS_ENABLE=0 (no NVLS or NVLSTree in NCCL's choice).")
+@click.option("--nccl-version", "nccl_version", default=None, metavar="2.M[.P]",
+              help="NCCL release whose tuning tables and caps apply, from 2.18 (default: the newest modelled, "
+                   "2.30.7).")
 @click.option("--moe-routing", "moe_routing", default=None, type=VocabularyChoice("collectives.ROUTING_KINDS"),
               help="MoE token routing (default: node_limited across domains, uniform inside one).")
 @click.option("--tokens", "tokens", default=4096, show_default=True, type=AsciiInt(min=1), help="MoE tokens per rank.")
@@ -210,6 +254,8 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
               help="MoE hidden size.")
 @click.option("--experts", "experts", default=256, show_default=True, type=AsciiInt(min=1), help="MoE routed experts.")
 @click.option("--topk", "topk", default=8, show_default=True, type=AsciiInt(min=1), help="MoE experts per token.")
+@click.option("--dispatch-dtype", "dispatch_dtype", default="fp8", show_default=True,
+              type=VocabularyChoice("collectives.moe.DISPATCH_DTYPES"), help="Token format of moe_dispatch.")
 @failure_options
 @click.option("--report", "report", is_flag=True, help="Add the congestion report (for the largest size).")
 @click.option("--top", "top", default=10, show_default=True, type=AsciiInt(min=1, max=10_000),
@@ -220,11 +266,13 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
 @json_option
 @click.pass_context
 @handles_errors
-def run_cmd(ctx, collective, topo, sets, ranks, size, sizes, algo, routing, seed, groups, layout, pxn, moe_routing,
-            tokens, hidden, experts, topk, fail, degrade, report, top, plot, memory_limit, as_json) -> None:
+def run_cmd(ctx, collective, topo, sets, ranks, size, sizes, algo, routing, seed, groups, layout, pxn, nvls,
+            nccl_version, moe_routing, tokens, hidden, experts, topk, dispatch_dtype, fail, degrade, report, top, plot,
+            memory_limit, as_json) -> None:
     """Simulate COLLECTIVE on a fabric and print nccl-tests-style results."""
     run_command(stdout_console(), progress_console(), as_json=as_json, collective=collective,
                 topo=topo, sets=parse_sets(sets), ranks=ranks, size=size, sizes=sizes, algo=algo, routing=routing,
                 seed=seed, groups=groups, layout=layout, pxn=pxn, moe_routing=moe_routing, tokens=tokens,
                 hidden=hidden, experts=experts, topk=topk, fail=fail, degrade=degrade, report=report,
-                memory_limit=memory_limit, given=given_options(ctx), top=top, plot=plot)
+                memory_limit=memory_limit, given=given_options(ctx), top=top, plot=plot, nccl_version=nccl_version,
+                nvls=nvls, dispatch_dtype=dispatch_dtype)
