@@ -82,7 +82,8 @@ class _PointToPointMixin:
         up = np.where(t == up_code, res, -1).max(axis=1)[both]    # one nic-up and one nic-down hop per network flow
         dn = np.where(t == down_code, res, -1).max(axis=1)[both]
         R = len(tier)
-        pairs = np.unique(up.astype(np.int64) * R + dn)
+        pairs = np.sort(up.astype(np.int64) * R + dn)  # distinct (up, down) port pairs (np.unique imports numpy.ma)
+        pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]]
         fan_up = np.bincount(pairs // R, minlength=R)
         fan_dn = np.bincount(pairs % R, minlength=R)
         out = np.zeros(F, np.int64)
@@ -130,7 +131,7 @@ class _PointToPointMixin:
         if conn is not None and kernel == "nccl":  # round 5: on reliable-connected NICs the drop follows the
             fan = self.nic_peer_ports(fs.res)      # remote NIC ports (incast), not the queue pairs
             conn = np.where(conn > 0, np.maximum(fan, 1), 0)
-            connections_per_flow = 1
+            connections_per_flow = min(connections_per_flow, 1)  # 0 (independent sends batched) stays 0
         # the factor is monotone in k (and so is its correctly rounded evaluation): its extremes over a set of
         # flows are its values at the extreme k, so the uniform case needs no per-flow factor array
         k_all = (0, 0) if conn is None else (int(conn.min(initial=0)) * connections_per_flow,
