@@ -1,7 +1,7 @@
 """Re-run the fits of collectives/calibration.py on the fit split (docs/collectives.md, "Fits").
 
 Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
-       deepep-sms|uccl-pipeline|ll-fixed|ring-kernel]
+       deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -203,9 +203,36 @@ def ring_kernel() -> None:
     v._ROUTERS.clear()
 
 
+def a2a_efa() -> None:
+    """Round 5: NCCL all-to-all over EFA, the many-peer drop ``d`` (``nccl_efa``) and the per-peer cost ``c``
+    on the fit-split AWS p5 sweeps (2-32 nodes, 32 MiB - 2 GiB), a coarse grid around the recorded values."""
+    ids = [f"awsgpucomm-p5-{n}node-efa-alltoall-by-size" for n in (2, 4, 8, 16, 32)]
+    old = (cal.NIC_PEER_DROP["nccl_efa"], cal.NCCL_P2P_PER_PEER_S["EFA"])
+    for d in (0.08, 0.105, 0.13, 0.236):
+        for c in (0.0, 4.0, 5.1, 6.0):
+            def setv(x, d=d):
+                cal.NIC_PEER_DROP["nccl_efa"] = d
+                cal.NCCL_P2P_PER_PEER_S["EFA"] = x * 1e-6
+            print(f"  d = {d}:", end="")
+            _grid(ids, setv, (c,))
+    cal.NIC_PEER_DROP["nccl_efa"], cal.NCCL_P2P_PER_PEER_S["EFA"] = old
+    v._ROUTERS.clear()
+
+
+def a2a_rc() -> None:
+    """Round 5: the drop of NCCL over reliable-connected NICs with ``k`` = remote NIC ports, on the fit-split
+    4 x DGX A100 all-to-all (GTC25; k = 3) and OCI B300 2-node (k = 1: not sensitive)."""
+    old = cal.NIC_PEER_DROP["nccl"]
+    _grid(["gtc25-dgxa100-4node-hdr-alltoall", "oci-b300-2node-roce-alltoall"],
+          lambda x: cal.NIC_PEER_DROP.__setitem__("nccl", float(x)), (0.236, 0.30, 0.338, 0.36))
+    cal.NIC_PEER_DROP["nccl"] = old
+    v._ROUTERS.clear()
+
+
 FITS = {"nvls-domain": nvls_domain, "nvls-window": nvls_window, "ring-window": ring_window, "net-latency": net_latency,
         "nic-drop": nic_drop, "per-peer": per_peer, "deepep-sms": deepep_sms,
         "uccl-pipeline": uccl_pipeline, "ll-fixed": ll_fixed, "ring-kernel": ring_kernel}
+FITS.update({"a2a-efa": a2a_efa, "a2a-rc": a2a_rc})  # round 5 (kept apart: merge-friendly)
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(FITS):

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from collectives.calibration import PROTOCOL_EFFICIENCY, nic_p2p_factor
+from collectives.calibration import PROTOCOL_EFFICIENCY, nccl_p2p_family, nccl_p2p_per_peer_s, nic_p2p_factor
 from fabric.arrays import sorted_unique
 
 __all__ = ["port_bytes", "time_s", "ring_allreduce_s"]
@@ -90,7 +90,8 @@ def time_s(planner, plan) -> float | None:
         B = float(per_nic.min())
         eta = eff_net * proto
         if plan.algorithm == "direct" and op.collective == "all_to_all":
-            eta *= float(nic_p2p_factor(op.n - 1))  # n-1 connections on every NIC port
+            # one GPU per domain: n-1 connections and n-1 remote NIC ports on every NIC port
+            eta *= float(nic_p2p_factor(op.n - 1, nccl_p2p_family("nccl", planner.calib.nic)))
     V = port_bytes(op.collective, plan.algorithm, op.n, float(op.size_bytes))
     if V is None:
         return None

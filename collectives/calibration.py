@@ -124,17 +124,21 @@ def host_link_efficiency() -> float:
     return HOST_LINK_MEASURED[0] / HOST_LINK_MEASURED[1]
 
 
-#: Many-peer NIC goodput (issue 8 item 1): with ``k`` concurrent connections (queue pairs) on a
-#: NIC port, point-to-point goodput is ``1 - NIC_PEER_DROP x (1 - 1/k)`` of the single-stream
-#: goodput: one connection keeps the measured goodput, many saturate at ``1 - NIC_PEER_DROP``.
-#: By kernel family. ``nccl`` (proxy-driven send/recv, one connection per peer pair, PXN): fitted
-#: on the fit-split 4 x DGX A100 all-to-all (GTC25 S72583: 24 GB/s busbw over 8 x 200G HDR, i.e.
-#: 18.6 GB/s per NIC at k = 24 against the 24 GB/s single-stream goodput), which is also the NCCL
-#: maintainers' rule that an all-to-all gets "the performance of a single NIC" (nccl-tests #267):
-#: 1 - 18.6/24 = 0.226 at 1 - 1/24 -> 0.236. ``moe`` (GPU-initiated IBGDA kernels: DeepEP, HybridEP):
+#: Many-peer NIC goodput (issue 8 item 1): with ``k`` concurrent peers on a NIC port, point-to-point
+#: goodput is ``1 - NIC_PEER_DROP x (1 - 1/k)`` of the single-stream goodput: one peer keeps the
+#: measured goodput, many saturate at ``1 - NIC_PEER_DROP``. By kernel family. ``nccl`` (proxy-driven
+#: send/recv over reliable-connected InfiniBand / RoCE, PXN): ``k`` is the number of remote NIC ports the
+#: port exchanges with (fan-out / incast, round 5; rounds 1-4 counted queue pairs, 8 x 3 = 24 on 4 HGX
+#: nodes, and d = 0.236). Round 5: the fit-split OCI B300 2-node all-to-all (one port pair per rail, k = 1)
+#: reaches 96.5 GB/s per GPU of 100 (0.965), above what any queue-pair drop at k = 8 allows (0.79 x 0.94),
+#: so the drop follows the remote ports, not the connections. Fitted on the fit-split 4 x DGX A100
+#: all-to-all (GTC25 S72583: 24 GB/s busbw over 8 x 200G HDR, i.e. 18.6 GB/s per NIC at k = 3 against the
+#: 24 GB/s single-stream goodput), which is also the NCCL maintainers' rule that an all-to-all gets "the
+#: performance of a single NIC" (nccl-tests #267): 1 - 18.6/24 = 0.225 at 1 - 1/3 -> 0.338. NCCL over EFA
+#: has its own entry (``nccl_efa``, :data:`NCCL_NET_PEER_DROP`, counted in connections). ``moe`` (GPU-initiated IBGDA kernels: DeepEP, HybridEP):
 #: the best value on the fit-split DeepEP internode rows (normal and low-latency, k = 1 to 248),
 #: which show no many-peer loss (docs/collectives.md, "Fits").
-NIC_PEER_DROP = {"nccl": 0.236, "moe": 0.0, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll": 0.0}
+NIC_PEER_DROP = {"nccl": 0.338, "moe": 0.0, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll": 0.0}
 
 #: Per-peer cost of point-to-point kernels, seconds per peer a sender serves (issue 8 item 2),
 #: by kernel family. ``moe``: least squares (through the origin) of measured minus modelled kernel
@@ -375,8 +379,8 @@ def nic_p2p_factor(k, kernel: str = "nccl"):
 
     Examples
     --------
-    >>> float(nic_p2p_factor(1)), round(float(nic_p2p_factor(24)), 3)
-    (1.0, 0.774)
+    >>> float(nic_p2p_factor(1)), round(float(nic_p2p_factor(3)), 3)
+    (1.0, 0.775)
     """
     import numpy as np
     k = np.maximum(np.asarray(k, dtype=np.float64), 1.0)
@@ -427,3 +431,64 @@ def calibration(gpu_name: str, nic_name: str | None = None) -> Calibration:
                        # a fabric without a catalog NIC has placeholder host links at the port rate
                        host=host_link_efficiency() if nic_name else 1.0,
                        net_latency_s=net_latency_us(nic_name) * 1e-6, net_protocols=net_protocols(nic_name))
+
+
+# ---- Round 5: NCCL all-to-all across NICs (issue 8 items 1-2; docs/collectives.md "Round 5, all-to-all
+# across NICs"). Kept apart from the tables above so that branches merge.
+
+#: Many-peer NIC goodput of NCCL's proxy path by net transport (the ``d`` of :func:`nic_p2p_factor`), for
+#: NICs whose name starts with a key; other NICs keep ``NIC_PEER_DROP["nccl"]`` (0.338 per remote NIC port, InfiniBand / RoCE:
+#: reliable-connected queue pairs, one per peer pair). ``EFA``: AWS's SRD transport is connectionless
+#: (one reliable-datagram endpoint per device, packets sprayed over many paths, aws-ofi-nccl's RDMA
+#: protocol over libfabric RDM endpoints), so the RC model's drop is not its own. Fitted jointly with
+#: :data:`NCCL_P2P_PER_PEER_S` (least |relative busbw error|, grid d 0.05-0.16 step 0.005, c 3-8 us step
+#: 0.1) on the fit-split AWS p5 all-to-all sweeps (group ``awsgpucomm-p5-efa-alltoall``: 2-32 nodes,
+#: 32 MiB - 2 GiB, NCCL 2.27.7, 35 values): d = 0.105, c = 5.1 us; mean |error| 15.2 % (today's d = 0.236,
+#: c = 0) -> 5.6 %. The measured per-GPU network rate at 2 GiB is 0.82-0.90 of the 4 x 100 Gb/s line
+#: from 2 to 32 nodes (k = 8 to 248 connections per NIC bundle): flat in k, as the form says.
+NCCL_NET_PEER_DROP = {"EFA": 0.105}
+NIC_PEER_DROP["nccl_efa"] = NCCL_NET_PEER_DROP["EFA"]
+
+#: Per-peer cost of NCCL's point-to-point schedule across the network, seconds per peer, by net transport
+#: (NIC name prefix; NICs not listed: 0, no fit data). NCCL runs a grouped send/recv (an all-to-all) in
+#: ``nRanks`` rounds, one (send peer, recv peer) pair per round (src/enqueue.cc, ``for (int round=0; round <
+#: nRanks; round++)`` over ``comm->p2pSchedule``, built in init.cc), so a rank's time grows with its peers
+#: (issue 8 item 2). Form: ``c`` per peer a rank serves (``n - 1`` in an all-to-all, 1 in a send/recv ring),
+#: added to the latency of the flows that cross the network. Fit: with :data:`NCCL_NET_PEER_DROP` (above). The per-node-count best
+#: ``c`` (d fixed at 0.11) is 4.25 / 4.25 / 6.75 / 4.75 us at 4 / 8 / 16 / 32 nodes: one constant per peer.
+NCCL_P2P_PER_PEER_S = {"EFA": 5.1e-6}
+
+__all__ += ["NCCL_NET_PEER_DROP", "NCCL_P2P_PER_PEER_S", "nccl_p2p_family", "nccl_p2p_per_peer_s"]
+
+
+def _net_key(table: dict, nic_name: str | None):
+    if not nic_name:
+        return None
+    name = catalog.nic(nic_name).name
+    return next((k for k in table if name.startswith(k)), None)
+
+
+def nccl_p2p_family(kernel: str, nic_name: str | None) -> str:
+    """The :data:`NIC_PEER_DROP` key of a point-to-point kernel family on ``nic_name``: NCCL over EFA has
+    its own (``nccl_efa``); every other case is the family itself.
+
+    Examples
+    --------
+    >>> nccl_p2p_family("nccl", "EFA-v2-100G"), nccl_p2p_family("nccl", "ConnectX-7"), nccl_p2p_family("moe", "EFA-v2-100G")
+    ('nccl_efa', 'nccl', 'moe')
+    """
+    if kernel == "nccl" and _net_key(NCCL_NET_PEER_DROP, nic_name) is not None:
+        return "nccl_efa"
+    return kernel
+
+
+def nccl_p2p_per_peer_s(nic_name: str | None) -> float:
+    """:data:`NCCL_P2P_PER_PEER_S` of the NIC's transport (0 where not fitted).
+
+    Examples
+    --------
+    >>> round(nccl_p2p_per_peer_s("EFA-v3-200G") * 1e6, 2), nccl_p2p_per_peer_s("ConnectX-7")
+    (5.1, 0.0)
+    """
+    key = _net_key(NCCL_P2P_PER_PEER_S, nic_name)
+    return NCCL_P2P_PER_PEER_S[key] if key is not None else 0.0

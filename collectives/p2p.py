@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from collectives.calibration import nic_p2p_factor
+from collectives.calibration import nccl_p2p_family, nccl_p2p_per_peer_s, nic_p2p_factor
 from collectives.ops import Collective
 from fabric.flowset import FlowSet, concat
 from topologies.errors import SpecError
@@ -60,6 +60,36 @@ class _PointToPointMixin:
             np.maximum(per, per_slot[np.add(res[:, j], 1, out=keys, casting="unsafe")], out=per)
         return per
 
+    def nic_peer_ports(self, res: np.ndarray) -> np.ndarray:
+        """Per flow, the most distinct remote NIC ports that a NIC port it crosses exchanges with (0 if none).
+
+        The fan-out of the sending NIC port (``nic-up``: distinct receiving ports of its flows) and the
+        fan-in (incast) of the receiving one (``nic-down``: distinct sending ports), the larger of the two.
+        With PXN a rail-aligned all-to-all over ``D`` nodes has ``D - 1`` on every port whatever the GPUs
+        per node; two nodes have 1 (one port pair per rail). Round 5 (calibration ``NCCL_NET_PEER_DROP``).
+        """
+        F = len(res)
+        if F == 0 or res.ndim != 2:
+            return np.zeros(F, np.int64)
+        tier = self._resource_tier()
+        valid = res >= 0
+        t = np.where(valid, tier[np.maximum(res, 0)], -1)
+        up_code, down_code = (int(x) for x in self._nic_tiers)
+        has_up, has_dn = (t == up_code).any(axis=1), (t == down_code).any(axis=1)
+        both = has_up & has_dn
+        if not both.any():
+            return np.zeros(F, np.int64)
+        up = np.where(t == up_code, res, -1).max(axis=1)[both]    # one nic-up and one nic-down hop per network flow
+        dn = np.where(t == down_code, res, -1).max(axis=1)[both]
+        R = len(tier)
+        pairs = np.sort(up.astype(np.int64) * R + dn)  # distinct (up, down) port pairs (np.unique imports numpy.ma)
+        pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]]
+        fan_up = np.bincount(pairs // R, minlength=R)
+        fan_dn = np.bincount(pairs % R, minlength=R)
+        out = np.zeros(F, np.int64)
+        out[both] = np.maximum(fan_up[up], fan_dn[dn])
+        return out
+
     def _nic_lut_of(self) -> np.ndarray:
         """bool[R]: the resource is a NIC port (a resource of a NIC tier)."""
         lut = getattr(self, "_nic_lut", None)
@@ -88,10 +118,20 @@ class _PointToPointMixin:
         inter = self.domain[src] != self.domain[dst]
         # the net plugin's latencyInter belongs to NCCL's proxy path; MoE kernels carry their own fits
         lat = np.where(inter, self.p2p_latency_s(True, plugin=kernel == "nccl"), self.p2p_latency_s(False))
+        if kernel == "nccl":  # round 5: NCCL's p2p rounds (one per peer) and its net transport's many-peer drop
+            c = nccl_p2p_per_peer_s(self.calib.nic)
+            if c > 0 and inter.any():
+                peers = op.n - 1 if op.collective == "all_to_all" else 1
+                lat = lat + np.where(inter, c * peers, 0.0)
+            kernel = nccl_p2p_family(kernel, self.calib.nic)
         fs = self.routed(src, dst, sizes, kind="p2p", protocol="Simple", latency_s=0.0, label=label or op.label,
                          pxn=pxn, salt=0)  # one salt for every flow (a broadcast, no F-sized array)
         w = fs.weight
         conn = self.nic_connections(fs.res) if inter.any() else None  # > 0 exactly on flows crossing a NIC port
+        if conn is not None and kernel == "nccl":  # round 5: on reliable-connected NICs the drop follows the
+            fan = self.nic_peer_ports(fs.res)      # remote NIC ports (incast), not the queue pairs
+            conn = np.where(conn > 0, np.maximum(fan, 1), 0)
+            connections_per_flow = min(connections_per_flow, 1)  # 0 (independent sends batched) stays 0
         # the factor is monotone in k (and so is its correctly rounded evaluation): its extremes over a set of
         # flows are its values at the extreme k, so the uniform case needs no per-flow factor array
         k_all = (0, 0) if conn is None else (int(conn.min(initial=0)) * connections_per_flow,

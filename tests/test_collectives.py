@@ -186,8 +186,10 @@ def test_failed_spine_shows_in_report():
     assert "spine 1" in res.report.verdict
     healthy = run(Router(compile_fabric(G)), [op])[0]
     # cross-rail traffic squeezed onto the one spine left (the healthy run is bound by the NICs, whose
-    # goodput falls with the 284 connections each carries, so the ratio is below the fabric-only 2x)
-    assert res.time_s > 1.2 * healthy.time_s
+    # goodput falls with the 216 remote NIC ports each exchanges with, so the ratio is below the
+    # fabric-only 2x); the failed run is bound by the fabric tier, the healthy one is not
+    assert res.time_s > 1.1 * healthy.time_s
+    assert "leaf-up" in res.report.verdict or "spine" in res.report.verdict.split("failed")[0]
 
 
 def test_bad_requests():

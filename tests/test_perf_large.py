@@ -47,6 +47,24 @@ def test_nic_connections_match_the_masked_reference(topo, sets, policy):
     assert (got > 0).any() and (got == 0).any() == (~planner._on_nic(routed.res).any(axis=1)).any()
 
 
+def _nic_peer_ports_reference(planner, res):
+    """Round 5: remote NIC ports per port, by Python sets over the flows (fan-out of nic-up, incast of nic-down)."""
+    tier = planner._resource_tier()
+    up_code, down_code = (int(x) for x in planner._nic_tiers)
+    ends = []
+    for row in res:
+        hops = [int(r) for r in row if r >= 0]
+        up = [r for r in hops if tier[r] == up_code]
+        dn = [r for r in hops if tier[r] == down_code]
+        ends.append((up[0], dn[0]) if up and dn else None)
+    outs, ins = {}, {}
+    for e in ends:
+        if e:
+            outs.setdefault(e[0], set()).add(e[1])
+            ins.setdefault(e[1], set()).add(e[0])
+    return np.array([max(len(outs[e[0]]), len(ins[e[1]])) if e else 0 for e in ends], np.int64)
+
+
 def test_direct_non_uniform_factor_matches_the_per_flow_factor():
     planner, cf = _planner()
     rng = np.random.default_rng(7)
@@ -57,8 +75,10 @@ def test_direct_non_uniform_factor_matches_the_per_flow_factor():
     fs = planner.direct(op, src[keep], dst[keep], 1e6)
     routed = planner.routed(src[keep], dst[keep], 1e6, kind="p2p", protocol="Simple", latency_s=0.0,
                             label="x", pxn=True, salt=np.zeros(keep.sum(), np.int64))
-    f = nic_p2p_factor(_nic_connections_reference(planner, routed.res), "nccl")
-    assert f.min() < f.max()  # random pairs: unequal connection counts (the per-entry weight path)
+    conn = _nic_connections_reference(planner, routed.res)
+    k = np.where(conn > 0, np.maximum(_nic_peer_ports_reference(planner, routed.res), 1), 0)
+    f = nic_p2p_factor(k, "nccl")  # over reliable-connected NICs: remote ports, not queue pairs (round 5)
+    assert f.min() < f.max()  # random pairs: unequal counts (the per-entry weight path)
     want = np.where(planner._on_nic(routed.res), 1.0 / f[:, None], 1.0) * routed.effective_weight()
     np.testing.assert_array_equal(fs.res, routed.res)
     np.testing.assert_array_equal(fs.effective_weight(), want)
