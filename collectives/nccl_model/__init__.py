@@ -115,6 +115,7 @@ __all__ = [
     "TUNING_TABLE_HISTORY",
     "NVLS_FORMULA_HISTORY",
     "nvls_formula",
+    "LL128_C2C_FROM",
     "arch_index",
     "parse_nccl_version",
     "tuning_tables",

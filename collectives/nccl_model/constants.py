@@ -16,7 +16,8 @@ __all__ = [
     "PER_CH_MAX_TREE_LL128_GBPS", "PROTOCOLS", "PROTOCOL_WIRE_EFFICIENCY", "RING_PLATEAU_FACTOR",
     "SM100_SPEED_ARRAY_INTER", "SM100_SPEED_ARRAY_INTRA", "SM90_SPEED_ARRAY_INTER", "SM90_SPEED_ARRAY_INTRA",
     "SPEED_ARRAY_INTER", "SPEED_ARRAY_INTRA", "TREE_CORRECTION_FACTOR", "TUNING_TABLE_HISTORY", "arch_index",
-    "parse_nccl_version", "tuning_tables", "nvlink_bw_per_link_GBps", "NVLS_FORMULA_HISTORY", "nvls_formula"
+    "parse_nccl_version", "tuning_tables", "nvlink_bw_per_link_GBps", "NVLS_FORMULA_HISTORY", "nvls_formula",
+    "LL128_C2C_FROM"
 ]
 
 NCCL_VERSION = "2.30.7"
@@ -165,6 +166,17 @@ _TABLES = {"ll_max": LL_MAX_BWS_GBPS, "ring_ll128": PER_CH_MAX_RING_LL128_GBPS,
 NVLS_FORMULA_HISTORY: tuple[tuple[tuple[int, int, int], str], ...] = (
     ((2, 0, 0), "ratio56"), ((2, 28, 0), "efficiency"),
 )
+
+
+#: First release whose LL128 runs over a network path that reaches the NIC through the CPU's C2C
+#: link (Grace: GB200 compute trays, ConnectX-7 on the Grace PCIe). Up to v2.26.x such a GPU -> NIC
+#: path is ``PATH_PHB`` (paths.cc @ v2.26.2-1 ``ncclTopoCheckGdr``: ``distance == PATH_PHB && ...
+#: PATH_C2C``), and ``ncclTopoTuneModel`` enables LL128 only for ``typeInter <= PATH_PXN`` (tuning.cc
+#: @ v2.26.2-1 l.428), so multi-node rings and trees of those trays run LL and Simple only. v2.27.3
+#: adds ``PATH_P2C`` (topo.h "Connection between a GPU and a NIC using the C2C connection to the CPU
+#: and the PCIe connection to the NIC") and ``NCCL_LL128_C2C`` (default 1: LL128 up to ``PATH_P2C``);
+#: release notes of 2.27.3: "Add support for P2C (PXN over C2C) and the LL128 protocol".
+LL128_C2C_FROM: tuple[int, int, int] = (2, 27, 3)
 
 
 def nvls_formula(version: tuple[int, int, int] | None) -> str:
