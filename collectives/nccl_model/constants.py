@@ -172,7 +172,7 @@ NVLS_FORMULA_HISTORY: tuple[tuple[tuple[int, int, int], str], ...] = (
 #: link (Grace: GB200 compute trays, ConnectX-7 on the Grace PCIe). Up to v2.26.x such a GPU -> NIC
 #: path is ``PATH_PHB`` (paths.cc @ v2.26.2-1 ``ncclTopoCheckGdr``: ``distance == PATH_PHB && ...
 #: PATH_C2C``), and ``ncclTopoTuneModel`` enables LL128 only for ``typeInter <= PATH_PXN`` (tuning.cc
-#: @ v2.26.2-1 l.428), so multi-node rings and trees of those trays run LL and Simple only. v2.27.3
+#: @ v2.26.2-1 l.429), so multi-node rings and trees of those trays run LL and Simple only. v2.27.3
 #: adds ``PATH_P2C`` (topo.h "Connection between a GPU and a NIC using the C2C connection to the CPU
 #: and the PCIe connection to the NIC") and ``NCCL_LL128_C2C`` (default 1: LL128 up to ``PATH_P2C``);
 #: release notes of 2.27.3: "Add support for P2C (PXN over C2C) and the LL128 protocol".
