@@ -87,3 +87,17 @@ def test_gb300_roce_net_test_is_bounded_by_the_nic_share_not_nvlink():
                                options=_collective_options(merged))])
     assert "nvls" not in res.algorithm
     assert res.busbw_Bps <= 8 * 50e9
+
+
+def test_gb200_racks_cross_domains_on_fifteen_nics_before_2_27_3_and_sixteen_after():
+    """NCCL 2.27.3's release notes: "Increase to 16 the number of NICs used to communicate between MNNVL
+    domains on GB200 systems". One ring / tree channel per NIC; the SM100 inter ladder's top rung went
+    48.0 -> 47.9 (search.cc), so 16 x 45.0 GB/s of NVLink beats 15 x 47.9 where it only tied 15 x 48.0."""
+    def channels(version):
+        s = nm.NcclSystem(arch_sm=100, gpus_per_node=72, nnodes=2, nics_per_node=72, nic_Bps=5e10,
+                          nccl_version=version)
+        return {e.algorithm: e.nchannels for e in nm.algo_times(s, "all_reduce", 1 << 30,
+                                                                  algorithms=["Ring", "Tree"], protocols=["Simple"])}
+    assert channels((2, 25, 1)) == channels((2, 26, 2)) == {"Ring": 15, "Tree": 15}
+    assert channels((2, 27, 3)) == channels((2, 27, 7)) == channels(None) == {"Ring": 16, "Tree": 16}
+    assert nm.sm100_speed_arrays((2, 26, 2))[1][0] == 48.0 and nm.sm100_speed_arrays((2, 27, 3))[1][0] == 47.9

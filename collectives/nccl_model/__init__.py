@@ -116,6 +116,8 @@ __all__ = [
     "NVLS_FORMULA_HISTORY",
     "nvls_formula",
     "LL128_C2C_FROM",
+    "SM100_SPEED_ARRAY_HISTORY",
+    "sm100_speed_arrays",
     "arch_index",
     "parse_nccl_version",
     "tuning_tables",
