@@ -144,7 +144,8 @@ class Planner(_PointToPointMixin):
                              nics_per_node=ppn if nnodes > 1 else 0, nic_Bps=nic_Bps if nnodes > 1 else 0.0,
                              collnet=self.has_sharp, latency_inter_us=self.calib.net_latency_s * 1e6,
                              nccl_version=version,
-                             protocols=self.calib.net_protocols if nnodes > 1 else None)
+                             protocols=self.calib.net_protocols if nnodes > 1 else None,
+                             nic_via_c2c=bool(self.calib.nic_via_c2c and nnodes > 1))
 
     def system_for(self, op: Collective) -> nm.NcclSystem:
         """:meth:`system` of ``op``'s ranks with its options ``nvls`` and ``nccl_version``."""

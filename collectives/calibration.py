@@ -360,6 +360,15 @@ NET_PROTOCOLS: dict[str, tuple[str, ...]] = {"EFA-v1-100G": ("Simple",), "TCPXO-
 
 __all__ += ["NET_PROTOCOLS", "net_protocols"]  # kept apart from the shared list above (merge-friendly)
 
+#: Round 5 (multi-rack NVL72): (GPU, NIC) pairs whose GPU reaches the NIC through the CPU's C2C link and
+#: the CPU's PCIe, which NCCL's topology sees as PATH_PHB up to 2.26.x and PATH_P2C from 2.27.3
+#: (``nccl_model.LL128_C2C_FROM``). GB200 compute tray: 2 Grace + 4 Blackwell, 4 x ConnectX-7 on the
+#: Grace PCIe (catalog source S16; NCCL paths.cc @ v2.26.2-1 "On C2C platforms we can still use GDRDMA
+#: on NICs connected to the CPUs"). Not GB300 + ConnectX-8: the GPU sits under the CX-8's own PCIe
+#: switch (DirectNIC), a PIX path.
+NIC_VIA_C2C: frozenset[tuple[str, str]] = frozenset({("GB200", "ConnectX-7")})
+__all__ += ["NIC_VIA_C2C"]
+
 
 def net_protocols(nic_name: str | None) -> tuple[str, ...] | None:
     """Protocols the NIC's net plugin leaves NCCL, or None (all).
@@ -404,6 +413,7 @@ class Calibration:
     host: float = 1.0
     net_latency_s: float = 0.0  #: the net plugin's latencyInter (:data:`NET_LATENCY_US`)
     net_protocols: tuple[str, ...] | None = None  #: protocols the net plugin leaves NCCL (:data:`NET_PROTOCOLS`)
+    nic_via_c2c: bool = False  #: GPU -> NIC over the CPU's C2C link (:data:`NIC_VIA_C2C`)
 
     def efficiency(self, kind: str) -> tuple[float, float, float]:
         """(nvlink, host, network) efficiency for kernel ``kind`` (collective, nvls, p2p)."""
@@ -430,7 +440,8 @@ def calibration(gpu_name: str, nic_name: str | None = None) -> Calibration:
                        nvlink_p2p=p2p_nvlink_efficiency(gpu.name), network=net,
                        # a fabric without a catalog NIC has placeholder host links at the port rate
                        host=host_link_efficiency() if nic_name else 1.0,
-                       net_latency_s=net_latency_us(nic_name) * 1e-6, net_protocols=net_protocols(nic_name))
+                       net_latency_s=net_latency_us(nic_name) * 1e-6, net_protocols=net_protocols(nic_name),
+                       nic_via_c2c=bool(nic_name) and (gpu.name, catalog.nic(nic_name).name) in NIC_VIA_C2C)
 
 
 # ---- Round 5: NCCL all-to-all across NICs (issue 8 items 1-2; docs/collectives.md "Round 5, all-to-all

@@ -16,7 +16,8 @@ __all__ = [
     "PER_CH_MAX_TREE_LL128_GBPS", "PROTOCOLS", "PROTOCOL_WIRE_EFFICIENCY", "RING_PLATEAU_FACTOR",
     "SM100_SPEED_ARRAY_INTER", "SM100_SPEED_ARRAY_INTRA", "SM90_SPEED_ARRAY_INTER", "SM90_SPEED_ARRAY_INTRA",
     "SPEED_ARRAY_INTER", "SPEED_ARRAY_INTRA", "TREE_CORRECTION_FACTOR", "TUNING_TABLE_HISTORY", "arch_index",
-    "parse_nccl_version", "tuning_tables", "nvlink_bw_per_link_GBps", "NVLS_FORMULA_HISTORY", "nvls_formula"
+    "parse_nccl_version", "tuning_tables", "nvlink_bw_per_link_GBps", "NVLS_FORMULA_HISTORY", "nvls_formula",
+    "LL128_C2C_FROM", "SM100_SPEED_ARRAY_HISTORY", "sm100_speed_arrays"
 ]
 
 NCCL_VERSION = "2.30.7"
@@ -167,6 +168,17 @@ NVLS_FORMULA_HISTORY: tuple[tuple[tuple[int, int, int], str], ...] = (
 )
 
 
+#: First release whose LL128 runs over a network path that reaches the NIC through the CPU's C2C
+#: link (Grace: GB200 compute trays, ConnectX-7 on the Grace PCIe). Up to v2.26.x such a GPU -> NIC
+#: path is ``PATH_PHB`` (paths.cc @ v2.26.2-1 ``ncclTopoCheckGdr``: ``distance == PATH_PHB && ...
+#: PATH_C2C``), and ``ncclTopoTuneModel`` enables LL128 only for ``typeInter <= PATH_PXN`` (tuning.cc
+#: @ v2.26.2-1 l.429), so multi-node rings and trees of those trays run LL and Simple only. v2.27.3
+#: adds ``PATH_P2C`` (topo.h "Connection between a GPU and a NIC using the C2C connection to the CPU
+#: and the PCIe connection to the NIC") and ``NCCL_LL128_C2C`` (default 1: LL128 up to ``PATH_P2C``);
+#: release notes of 2.27.3: "Add support for P2C (PXN over C2C) and the LL128 protocol".
+LL128_C2C_FROM: tuple[int, int, int] = (2, 27, 3)
+
+
 def nvls_formula(version: tuple[int, int, int] | None) -> str:
     """The NVLS bandwidth form of an NCCL release (None: 2.30.7's), see :data:`NVLS_FORMULA_HISTORY`.
 
@@ -265,6 +277,45 @@ SM100_SPEED_ARRAY_INTRA: tuple[float, ...] = (90.0, 80.0, 70.0, 60.0, 50.0, 45.0
 SM100_SPEED_ARRAY_INTER: tuple[float, ...] = (
     96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12,
 )
+
+#: Round 5: the SM100 ladders by release (search.cc at the tags of NVIDIA/nccl; the two above are
+#: v2.30.7's), (first release, intra, inter), oldest first; releases before 2.25 have no SM100 ladder
+#: and get the oldest. The top inter rung decides how many NICs a 72-GPU NVLink domain uses across
+#: domains: one ring / tree channel per NIC, as many as fit 18 x 40.1 GB/s of NVLink. 48.0 (<= 2.26.x)
+#: gives 15 channels (16 x 45.0 ties 15 x 48.0 and loses); 47.9 (2.27.3) gives 16 x 45.0, which the
+#: 2.27.3 release notes state as "Increase to 16 the number of NICs used to communicate between MNNVL
+#: domains on GB200 systems"; 45.1 (from 2.27.5) keeps 16.
+_SM100_INTRA_A = (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0)
+_SM100_INTER_TAIL = (42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12)
+SM100_SPEED_ARRAY_HISTORY: tuple[tuple[tuple[int, int, int], tuple[float, ...], tuple[float, ...]], ...] = (
+    ((2, 0, 0), _SM100_INTRA_A, (48.0, 45.0) + _SM100_INTER_TAIL),
+    ((2, 27, 3), _SM100_INTRA_A + (18.0,), (47.9, 45.0) + _SM100_INTER_TAIL),
+    ((2, 27, 5), _SM100_INTRA_A + (18.0,), (48.0, 45.1) + _SM100_INTER_TAIL),
+    ((2, 27, 6), _SM100_INTRA_A + (18.0,), (96.0, 48.0, 45.1) + _SM100_INTER_TAIL),
+    ((2, 29, 0), SM100_SPEED_ARRAY_INTRA, (96.0, 48.0, 45.1) + _SM100_INTER_TAIL),
+    ((2, 29, 7), SM100_SPEED_ARRAY_INTRA, (96.0, 80.0, 48.0, 45.1) + _SM100_INTER_TAIL),
+    ((2, 30, 0), SM100_SPEED_ARRAY_INTRA, SM100_SPEED_ARRAY_INTER),
+)
+
+
+def sm100_speed_arrays(version: tuple[int, int, int] | None) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(intra, inter) SM100 speed ladders of an NCCL release (None: 2.30.7's).
+
+    Examples
+    --------
+    >>> sm100_speed_arrays((2, 26, 2))[1][:2], sm100_speed_arrays((2, 27, 3))[1][:2]
+    ((48.0, 45.0), (47.9, 45.0))
+    >>> sm100_speed_arrays(None) == (SM100_SPEED_ARRAY_INTRA, SM100_SPEED_ARRAY_INTER)
+    True
+    """
+    if version is None:
+        return SM100_SPEED_ARRAY_INTRA, SM100_SPEED_ARRAY_INTER
+    intra, inter = SM100_SPEED_ARRAY_HISTORY[0][1:]
+    for first, a, b in SM100_SPEED_ARRAY_HISTORY:
+        if version >= first:
+            intra, inter = a, b
+    return intra, inter
+
 
 MAXCHANNELS = 64  # src/include/device.h
 NCCL_MAX_NVLS_ARITY = 32  # NVLS graph: maxChannels = min(32, nGPUs) (search.cc l.1125-1140)

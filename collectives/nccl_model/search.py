@@ -19,6 +19,7 @@ from collectives.nccl_model.constants import (  # noqa: F401
     SPEED_ARRAY_INTER,
     SPEED_ARRAY_INTRA,
     _EPS,
+    sm100_speed_arrays,
 )
 from collectives.nccl_model.system import (  # noqa: F401
     Graph,
@@ -30,10 +31,13 @@ from topologies.errors import SpecError
 
 __all__ = ["nccl_graph"]
 
-def _ladder(sm: int, inter: bool) -> tuple[float, ...]:
+def _ladder(sm: int, inter: bool, version: tuple[int, int, int] | None = None) -> tuple[float, ...]:
+    if sm >= 100:  # the SM100 ladders changed between releases (constants.SM100_SPEED_ARRAY_HISTORY)
+        intra_l, inter_l = sm100_speed_arrays(version)
+        return inter_l if inter else intra_l
     if inter:
-        return SM100_SPEED_ARRAY_INTER if sm >= 100 else SM90_SPEED_ARRAY_INTER if sm >= 90 else SPEED_ARRAY_INTER
-    return SM100_SPEED_ARRAY_INTRA if sm >= 100 else SM90_SPEED_ARRAY_INTRA if sm >= 90 else SPEED_ARRAY_INTRA
+        return SM90_SPEED_ARRAY_INTER if sm >= 90 else SPEED_ARRAY_INTER
+    return SM90_SPEED_ARRAY_INTRA if sm >= 90 else SPEED_ARRAY_INTRA
 
 
 def _nfit(avail: float, per: float) -> int:
@@ -50,6 +54,7 @@ class _Topo:
     nics: int
     nic_bw: float  # GB/s per NIC per direction
     inter: bool  # system->inter: the communicator spans several nodes
+    version: tuple[int, int, int] | None = None  # NCCL release (speed ladders); None: 2.30.7
 
     @property
     def max_bw(self) -> float:
@@ -116,7 +121,7 @@ def _capacity(t: _Topo, pattern: str, s_intra: float, s_inter: float, max_ch: in
 
 def _search(t: _Topo, pattern: str, min_ch: int, max_ch: int) -> Graph:
     """Follow ncclTopoCompute's two passes over the speed ladder (search.cc l.1036-1180)."""
-    ladder = _ladder(t.sm, t.inter)
+    ladder = _ladder(t.sm, t.inter, t.version)
     n = len(ladder)
     total = t.total_bw
     total_scaled = total
@@ -207,6 +212,7 @@ def _topo(system: NcclSystem) -> _Topo:
         nics=system.nics_per_node,
         nic_bw=system.nic_GBps,
         inter=system.nnodes > 1,
+        version=system.nccl_version,
     )
 
 

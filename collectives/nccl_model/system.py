@@ -61,6 +61,9 @@ class NcclSystem:
     nccl_version : tuple of int or None
         The NCCL release whose per-channel cap tables apply (``(2, 27, 3)``; see
         :data:`TUNING_TABLE_HISTORY`); None: the tables of the modelled release (2.30.7).
+    nic_via_c2c : bool
+        The GPU reaches its NIC through the CPU's C2C link and the CPU's PCIe (GB200 trays'
+        ConnectX-7): NCCL before :data:`LL128_C2C_FROM` runs no LL128 across nodes there.
 
     Examples
     --------
@@ -82,8 +85,11 @@ class NcclSystem:
     latency_inter_us: float = 0.0
     nccl_version: tuple[int, int, int] | None = None
     protocols: tuple[str, ...] | None = None
+    nic_via_c2c: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.nic_via_c2c, bool):
+            raise SpecError(f"nic_via_c2c must be True or False, got {self.nic_via_c2c!r}")
         if self.protocols is not None and not (
             isinstance(self.protocols, tuple) and self.protocols and set(self.protocols) <= set(PROTOCOLS)
         ):

@@ -12,6 +12,7 @@ from collectives.nccl_model.constants import (  # noqa: F401
     ALGORITHMS,
     BASE_LATENCIES_US,
     HW_LATENCIES_US,
+    LL128_C2C_FROM,
     LL_MAX_BWS_GBPS,
     MAXCHANNELS,
     MODELED_COLLECTIVES,
@@ -293,6 +294,10 @@ def _tune(system: NcclSystem) -> _Model:
         system.nvls_capable and system.has_nvswitch and sm >= 90 and system.gpus_per_node >= 2 and nvls.nchannels > 0
     )
     ll128_ok = (type_inter <= (_PATH_PXN if sm >= 90 else _PATH_PXB)) and type_intra <= _PATH_NVB and sm >= 70
+    # GPU -> NIC through the CPU's C2C link: PATH_PHB up to 2.26.x (no LL128 across nodes), PATH_P2C
+    # with NCCL_LL128_C2C=1 from 2.27.3 (constants.LL128_C2C_FROM).
+    ll128_c2c_off = (n_nodes > 1 and system.nic_via_c2c and system.nccl_version is not None
+                     and system.nccl_version < LL128_C2C_FROM)
     for coll in range(5):
         for a in range(7):
             algo_reason = None
@@ -324,6 +329,8 @@ def _tune(system: NcclSystem) -> _Model:
                     why[coll][a][p] = f"NCCL_PROTO={','.join(system.protocols)} (set by the net plugin)"
                 elif p == _LL128 and not ll128_ok:
                     why[coll][a][p] = "LL128 is enabled only over NVLink (SM >= 70) and PIX/PXB (PXN on Hopper+) NICs"
+                elif p == _LL128 and ll128_c2c_off:
+                    why[coll][a][p] = "LL128 across nodes needs NCCL >= 2.27.3 where the NIC is reached over C2C"
                 elif bw[coll][a][p] <= 0.0:
                     why[coll][a][p] = "NCCL's model gives this pair zero bandwidth"
 
