@@ -26,6 +26,8 @@ MOE_OPTIONS = ("tokens", "hidden", "experts", "topk", "moe_routing")
 _PXN = ("all_to_all", "send_recv", "moe_dispatch", "moe_combine")
 #: Collectives NCCL can run on NVLS (NVLink SHARP), which ``--no-nvls`` (``NCCL_NVLS_ENABLE=0``) turns off.
 _NVLS = ("all_reduce", "all_gather", "reduce_scatter")
+#: Collectives NCCL can run on CollNet (IB SHARP), which ``--collnet`` (``NCCL_COLLNET_ENABLE=1``) turns on.
+_COLLNET = ("all_reduce", "all_gather", "reduce_scatter")
 #: Oldest NCCL release ``--nccl-version`` takes: the release histories of the tuning tables start there.
 OLDEST_NCCL = (2, 18, 0)
 _NCCL_RE = re.compile(r"v?2\.([0-9]{1,3})(?:\.([0-9]{1,3}))?")
@@ -74,7 +76,7 @@ def nccl_version_option(text: str | None) -> str | None:
 
 
 def check_applicable(collective: str, given: set[str], *, routing: str, groups: int, algo: str = "auto",
-                     nvls: bool | None = None) -> None:
+                     nvls: bool | None = None, collnet: bool | None = None) -> None:
     """Refuse options the user gave that this collective would ignore."""
     from topologies.errors import SpecError
 
@@ -91,6 +93,11 @@ def check_applicable(collective: str, given: set[str], *, routing: str, groups: 
         raise SpecError(f"--nvls/--no-nvls: applies to {', '.join(_NVLS)}; NCCL runs {collective} without NVLS")
     if nvls is False and algo == "nvls":
         raise SpecError("--no-nvls: turns NVLS off (NCCL_NVLS_ENABLE=0); it cannot go with --algo nvls")
+    if "collnet" in given and collective not in _COLLNET:
+        raise SpecError(f"--collnet/--no-collnet: applies to {', '.join(_COLLNET)}; NCCL runs {collective} "
+                        f"without CollNet")
+    if collnet is False and algo == "sharp":
+        raise SpecError("--no-collnet: leaves CollNet off (NCCL_COLLNET_ENABLE=0); it cannot go with --algo sharp")
     for name in ("size", "sizes"):
         if name in given and moe:
             raise SpecError(f"{_flag(name)}: does not apply to {collective}: the token routing gives the bytes "
@@ -107,7 +114,7 @@ def check_applicable(collective: str, given: set[str], *, routing: str, groups: 
 def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: dict, ranks: str,
                 size, sizes, algo, routing, seed, groups, layout, pxn, moe_routing, tokens, hidden, experts, topk,
                 fail, degrade, report, memory_limit=None, given: set[str] = frozenset(), top=10,
-                plot=None, nccl_version=None, nvls=None, dispatch_dtype="fp8") -> None:
+                plot=None, nccl_version=None, nvls=None, dispatch_dtype="fp8", collnet=None) -> None:
     from collectives import COLLECTIVES, TokenRouting, planner_for, sweep
     from collectives.budget import check_collective, fabric_tiers, hops_bound
     from fabric import Router, compile_with_failures
@@ -122,7 +129,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
     memory_limit_bytes(memory_limit)  # a malformed --memory-limit fails first
     if size is not None and sizes is not None:
         raise SpecError("--size and --sizes: give one of them")
-    check_applicable(collective, given, routing=routing, groups=groups, algo=algo, nvls=nvls)
+    check_applicable(collective, given, routing=routing, groups=groups, algo=algo, nvls=nvls, collnet=collnet)
     nccl_version = nccl_version_option(nccl_version)
     moe = collective.startswith("moe")
     if moe:
@@ -174,6 +181,8 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
         options["nccl_version"] = nccl_version
     if nvls is not None:
         options["nvls"] = nvls
+    if collnet is not None:
+        options["collnet"] = collnet
     if moe:
         n_domains = len({int(cf.node_domain[cf.gpus[r]]) for r in rank_groups[0]})
         if moe_routing == "node_limited" and n_domains == 1:
@@ -183,6 +192,13 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
         options["moe"] = TokenRouting(kind, tokens_per_rank=tokens, hidden=hidden, experts=experts, topk=topk,
                                       seed=seed, dispatch_dtype=dispatch_dtype)
     planner = planner_for(router, policy=routing, seed=seed)
+    if "collnet" in given:  # NCCL_COLLNET_ENABLE counts only with SHARP switches, across NVLink domains
+        if not planner.has_sharp:
+            raise SpecError(f"--collnet/--no-collnet: {clean(cf.name)} has no switches with SHARP (CollNet needs "
+                            f"quantum-2 or quantum-x800 switches); NCCL runs without CollNet here")
+        if len(planner.groups_by_domain(rank_groups[0])) == 1:
+            raise SpecError("--collnet/--no-collnet: these ranks share one NVLink domain; CollNet (SHARP) "
+                            "reduces across domains over the network")
 
     def progress(k, n, s):
         if n > 1:
@@ -209,6 +225,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
              f"routing {routing}" + (f", seed {seed}" if routing == "ecmp" or moe else "")
              + (f", failed: {', '.join(clean(f) for f in fail)}" if fail else "")
              + (f", NCCL {nccl_version}" if nccl_version else "") + (", NVLS off" if nvls is False else "")
+             + (", CollNet on" if collnet else "")
              + (", BF16 dispatch" if moe and dispatch_dtype == "bf16" else ""))
     out.print(results_table(rows, title))
     if moe:
@@ -244,6 +261,9 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
 @click.option("--pxn/--no-pxn", "pxn", default=None, help="Force NCCL's PXN forwarding on or off.")
 @click.option("--nvls/--no-nvls", "nvls", default=None,
               help="--no-nvls: NCCL_NVLS_ENABLE=0 (no NVLS or NVLSTree in NCCL's choice).")
+@click.option("--collnet/--no-collnet", "collnet", default=None,
+              help="--collnet: NCCL_COLLNET_ENABLE=1 with the SHARP plugin (CollNet and multi-node NVLS in "
+                   "NCCL's choice on SHARP switches); default off, as NCCL's.")
 @click.option("--nccl-version", "nccl_version", default=None, metavar="2.M[.P]",
               help="NCCL release whose tuning tables and caps apply, from 2.18 (default: the newest modelled, "
                    "2.30.7).")
@@ -266,7 +286,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
 @json_option
 @click.pass_context
 @handles_errors
-def run_cmd(ctx, collective, topo, sets, ranks, size, sizes, algo, routing, seed, groups, layout, pxn, nvls,
+def run_cmd(ctx, collective, topo, sets, ranks, size, sizes, algo, routing, seed, groups, layout, pxn, nvls, collnet,
             nccl_version, moe_routing, tokens, hidden, experts, topk, dispatch_dtype, fail, degrade, report, top, plot,
             memory_limit, as_json) -> None:
     """Simulate COLLECTIVE on a fabric and print nccl-tests-style results."""
@@ -275,4 +295,4 @@ def run_cmd(ctx, collective, topo, sets, ranks, size, sizes, algo, routing, seed
                 seed=seed, groups=groups, layout=layout, pxn=pxn, moe_routing=moe_routing, tokens=tokens,
                 hidden=hidden, experts=experts, topk=topk, fail=fail, degrade=degrade, report=report,
                 memory_limit=memory_limit, given=given_options(ctx), top=top, plot=plot, nccl_version=nccl_version,
-                nvls=nvls, dispatch_dtype=dispatch_dtype)
+                nvls=nvls, dispatch_dtype=dispatch_dtype, collnet=collnet)

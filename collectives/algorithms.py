@@ -125,10 +125,11 @@ class Planner(_PointToPointMixin):
         cuts = np.flatnonzero(np.diff(dom)) + 1
         return np.split(ranks, cuts)
 
-    def system(self, ranks, nvls: bool = True, nccl_version=None) -> nm.NcclSystem:
+    def system(self, ranks, nvls: bool = True, nccl_version=None, collnet: bool = False) -> nm.NcclSystem:
         """NCCL's view of the group: ranks per domain, domains, NVLink, NICs, SHARP (``nvls=False``:
         ``NCCL_NVLS_ENABLE=0``, NCCL's NVLS and NVLSTree are off; ``nccl_version``: the release whose
-        cap tables apply, e.g. "2.27.3")."""
+        cap tables apply, e.g. "2.27.3"; ``collnet=True``: ``NCCL_COLLNET_ENABLE=1`` with the SHARP
+        plugin, which counts only where the switches reduce: NCCL's default is off, see :meth:`collnet`)."""
         version = nm.parse_nccl_version(nccl_version)
         if nccl_version is not None and version is None:
             raise SpecError(f"options nccl_version: {nccl_version!r} is not an NCCL release such as '2.27.3'")
@@ -142,19 +143,42 @@ class Planner(_PointToPointMixin):
                              has_nvswitch=has_nvlink,
                              nvls_capable=bool(nvls and has_nvlink and self.nvls_domain[self.domain[groups[0][0]]]),
                              nics_per_node=ppn if nnodes > 1 else 0, nic_Bps=nic_Bps if nnodes > 1 else 0.0,
-                             collnet=self.has_sharp, latency_inter_us=self.calib.net_latency_s * 1e6,
+                             collnet=bool(collnet and self.has_sharp), latency_inter_us=self.calib.net_latency_s * 1e6,
                              nccl_version=version,
                              protocols=self.calib.net_protocols if nnodes > 1 else None,
                              nic_via_c2c=bool(self.calib.nic_via_c2c and nnodes > 1))
 
-    def system_for(self, op: Collective) -> nm.NcclSystem:
-        """:meth:`system` of ``op``'s ranks with its options ``nvls`` and ``nccl_version``."""
-        return self.system(op.ranks, nvls=bool(op.options.get("nvls", True)),
-                           nccl_version=op.options.get("nccl_version"))
+    def collnet(self, op: Collective) -> bool:
+        """Whether ``op`` runs with CollNet (IB SHARP) enabled, as NCCL decides it.
 
-    def nccl_estimate(self, ranks, collective: str, size: int, algorithm: str, nccl_version=None) -> nm.AlgoEstimate:
+        NCCL considers CollNetDirect / CollNetChain and multi-node NVLS (NVLS + SHARP) only when the
+        job sets ``NCCL_COLLNET_ENABLE=1`` and loads the SHARP plugin (NCCL env docs: "Default is 0").
+        So the option ``collnet`` (default False) decides it, and an explicit SHARP algorithm
+        (``algorithm='sharp'``, ``hier`` with ``inter='sharp'``) is the user's choice that turns it on.
+        Only fabrics whose switches reduce (:attr:`has_sharp`) honour it.
+
+        >>> from topologies import build
+        >>> from fabric import compile_fabric
+        >>> from collectives.runner import planner_for
+        >>> G = build("hgx-h100", {"domains": "2", "scaleout": "quantum-2"})
+        >>> pl = planner_for(Router(compile_fabric(G)))
+        >>> ar = lambda **kw: Collective("all_reduce", tuple(range(16)), 1 << 30, **kw)
+        >>> pl.collnet(ar()), pl.collnet(ar(options={"collnet": True})), pl.collnet(ar(algorithm="sharp"))
+        (False, True, True)
+        """
+        hier = op.options.get("hier") or {}
+        forced = op.algorithm == "sharp" or (op.algorithm == "hier" and hier.get("inter") == "sharp")
+        return self.has_sharp and (bool(op.options.get("collnet", False)) or forced)
+
+    def system_for(self, op: Collective) -> nm.NcclSystem:
+        """:meth:`system` of ``op``'s ranks with its options ``nvls``, ``nccl_version`` and ``collnet``."""
+        return self.system(op.ranks, nvls=bool(op.options.get("nvls", True)),
+                           nccl_version=op.options.get("nccl_version"), collnet=self.collnet(op))
+
+    def nccl_estimate(self, ranks, collective: str, size: int, algorithm: str, nccl_version=None,
+                      collnet: bool = False) -> nm.AlgoEstimate:
         """NCCL's best protocol for ``algorithm`` (its latency is the software latency we add)."""
-        system = self.system(ranks, nccl_version=nccl_version)
+        system = self.system(ranks, nccl_version=nccl_version, collnet=collnet)
         ests = nm.algo_times(system, collective, max(size, 1), algorithms=[algorithm])
         enabled = [e for e in ests if np.isfinite(e.time_s)]
         if enabled:
@@ -444,7 +468,9 @@ class Planner(_PointToPointMixin):
         groups = self.groups_by_domain(ranks)
         # across domains NVLS pairs with an inter-domain stage: SHARP or a tree for all-reduce (NCCL's NVLS +
         # CollNet and NVLSTree), a ring for all-gather / reduce-scatter
-        cross = "ring" if coll != "all_reduce" else ("sharp" if self.has_sharp else "tree")
+        # (SHARP only with CollNet on, NCCL_COLLNET_ENABLE=1: without it NCCL has no multi-node NVLS)
+        collnet = self.collnet(op)
+        cross = "ring" if coll != "all_reduce" else ("sharp" if collnet else "tree")
         if algo == "auto":
             # trusted for the choice: NCCL's own tuning model (what NCCL runs); see docs/collectives.md
             best = nm.choose(self.system_for(op), coll, max(size, 1))
@@ -475,7 +501,8 @@ class Planner(_PointToPointMixin):
             inter = hier_opts.get("inter") or ("tree" if coll == "all_reduce" else "ring")
             nccl_name = {("nvls", "tree"): "NVLSTree", ("nvls", "sharp"): "NVLS", ("ring", "sharp"): "CollNetDirect",
                          ("nvls", "ring"): "NVLS", ("ring", "ring"): "Ring", ("ring", "tree"): "Tree"}[(intra, inter)]
-            est = self.nccl_estimate(ranks, coll, size, nccl_name, op.options.get("nccl_version"))
+            est = self.nccl_estimate(ranks, coll, size, nccl_name, op.options.get("nccl_version"),
+                                     collnet=collnet or inter == "sharp")
             if nccl_name in ("NVLSTree", "NVLS", "CollNetDirect"):
                 est = replace(est, protocol="Simple")  # NCCL runs these with the Simple protocol only
             fs, name = self.hier(op, size, est, intra=intra, inter=inter)
@@ -489,7 +516,7 @@ class Planner(_PointToPointMixin):
             return Plan(op, fs, name, est.protocol, nccl_name, est.latency_s, min_time_s=floor)
         if algo == "sharp":
             nccl_name = "CollNetDirect"
-            est = self.nccl_estimate(ranks, coll, size, nccl_name, op.options.get("nccl_version"))
+            est = self.nccl_estimate(ranks, coll, size, nccl_name, op.options.get("nccl_version"), collnet=True)
             return Plan(op, self.sharp(op, size, est), "sharp", "Simple", nccl_name, est.latency_s)
         est = self.nccl_estimate(ranks, coll, size, nccl_name, op.options.get("nccl_version"))
         keff, lat = est.kernel_efficiency, est.latency_s

@@ -19,7 +19,9 @@ File format (TOML): arrays of tables ``[[collective]]``, ``[[moe_alltoall]]`` an
   token-routing keys (``routing``, ``experts``, ``experts_per_rank``, ``tokens_per_rank``,
   ``hidden``, ``topk``, ``dispatch_dtype``, ``form``), ``gpus_per_node`` (EP sweeps
   spanning ``ep / gpus_per_node`` domains), and crossover windows
-  (``crossover_window_bytes``, ``crossover_algorithms``); ``concurrent_load`` (the collective was
+  (``crossover_window_bytes``, ``crossover_algorithms``); ``sharp`` (``"on ..."``: the job enabled
+  CollNet / IB SHARP, ``NCCL_COLLNET_ENABLE=1``; ``"off ..."`` or absent: NCCL's default, CollNet off,
+  the switches' reduction unused); ``concurrent_load`` (the collective was
   timed while the GPUs also computed, e.g. a soak test: listed as not modelled, the model's GPU is
   idle). Top-level keys of the
   same names are read too (the shared ``reference_points.toml`` format).
@@ -313,7 +315,8 @@ def _collective_cases(p) -> list[tuple[int | None, int, str, float, str]]:
 
 def _collective_options(p) -> dict:
     """Algorithm options named by a point: ``hier`` shapes (NCCL_ALGO=NVLSTree, SHARP on), ``pxn``, ``nvls``
-    (``NCCL_NVLS_ENABLE=0`` with NCCL's own choice)."""
+    (``NCCL_NVLS_ENABLE=0`` with NCCL's own choice), ``collnet`` (``sharp = "on ..."`` or
+    ``NCCL_COLLNET_ENABLE = "1"``: CollNet in NCCL's choice; otherwise off, NCCL's default)."""
     opts = {}
     if "hier" in p:
         opts["hier"] = dict(p["hier"])
@@ -329,6 +332,8 @@ def _collective_options(p) -> dict:
         opts["nccl_version"] = str(p["nccl_version"])  # that release's cap tables (nccl_model.tuning_tables)
     if str(p.get("NCCL_NVLS_ENABLE", "")).strip() == "0" and p.get("algorithm", "auto") == "auto":
         opts["nvls"] = False  # NCCL's choice without NVLS / NVLSTree
+    if str(p.get("sharp", "")).startswith("on") or str(p.get("NCCL_COLLNET_ENABLE", "")).strip() == "1":
+        opts["collnet"] = True  # the source enabled CollNet (SHARP); without it NCCL's default, off
     return opts
 
 

@@ -56,8 +56,11 @@ def test_sharp_off_on_quantum_x800_makes_nccl_pick_nvlstree():
     on = planner_for(_router("gb200-nvl72", {"domains": 2, "scaleout": "quantum-x800"}))
     off = planner_for(_router("gb200-nvl72", {"domains": 2, "scaleout": "quantum-x800-nosharp"}))
     ranks = tuple(range(144))
-    assert nm.choose(on.system(ranks), "all_reduce", 4 << 30).algorithm == "NVLS"
-    assert nm.choose(off.system(ranks), "all_reduce", 4 << 30).algorithm == "NVLSTree"
+    # (a job with CollNet on picks NVLS + CollNet on the SHARP switches only; NCCL's default, CollNet off,
+    # picks NVLSTree on both: round 5)
+    assert nm.choose(on.system(ranks, collnet=True), "all_reduce", 4 << 30).algorithm == "NVLS"
+    assert nm.choose(off.system(ranks, collnet=True), "all_reduce", 4 << 30).algorithm == "NVLSTree"
+    assert nm.choose(on.system(ranks), "all_reduce", 4 << 30).algorithm == "NVLSTree"
 
 
 @pytest.mark.parametrize("enable, nvls_used", [("1", True), ("0", False)])

@@ -279,8 +279,9 @@ class SharedPlanner:
         return hit
 
     def system_for(self, op):
-        """``Planner.system_for``, kept per (ranks, ``nvls``, ``nccl_version``): all it depends on."""
-        key = (op.ranks, bool(op.options.get("nvls", True)), op.options.get("nccl_version"))
+        """``Planner.system_for``, kept per (ranks, ``nvls``, ``nccl_version``, CollNet): all it depends on."""
+        key = (op.ranks, bool(op.options.get("nvls", True)), op.options.get("nccl_version"),
+               self._planner.collnet(op))
         hit = self._systems.get(key)
         if hit is None:
             hit = self._systems[key] = self._planner.system_for(op)
