@@ -55,7 +55,8 @@ CASES = {f"a2a-{n}-{r}": _a2a(n, r) for n in _A2A for r in ("ecmp", "spray")}
 CASES["moe-1024"] = ["run", "moe_dispatch", "--topo", "fat-tree", "--set", "hosts=1024", "--set", "radix=64",
                      "--set", "link=400Gb/s", "--moe-routing", "skewed", "--experts", "1024", "--seed", "1", "--json"]
 CASES["a2a-16k"] = ["run", "all_to_all", "--topo", "gb300-nvl72", "--set", "domains=256", "--set",
-                    "gpus_per_domain=64", "--set", "scaleout=quantum-x800", "--size", "1GiB", "--json"]
+                    "gpus_per_domain=64", "--set", "scaleout=quantum-x800", "--size", "1GiB", "--routing", "ecmp",
+                    "--json"]  # ecmp as recorded before `run` defaulted to the fabric's forwarding (auto)
 CASES["help"] = ["--help"]
 DEFAULT = ["help", "a2a-128-ecmp", "a2a-1024-ecmp", "a2a-1024-spray", "a2a-4096-ecmp", "a2a-4096-spray", "a2a-16k"]
 
@@ -100,7 +101,7 @@ def stages(case: str) -> dict:
     cf = compile_with_failures(load_topology(argv[argv.index("--topo") + 1], sets), (), ())
     router = Router(cf)
     t_fab = time.perf_counter()
-    planner = planner_for(router, policy=opt.get("--routing", "ecmp"), seed=int(opt.get("--seed", 0)))
+    planner = planner_for(router, policy=opt.get("--routing", "auto"), seed=int(opt.get("--seed", 0)))
     ranks = tuple(range(cf.n_gpus))
     from topologies.units import parse_size
     if argv[1].startswith("moe"):

@@ -106,7 +106,7 @@ def check_applicable(collective: str, given: set[str], *, routing: str, groups: 
         raise SpecError(f"--pxn/--no-pxn: applies to {', '.join(_PXN)}; {collective} picks its own forwarding")
     if "layout" in given and groups == 1:
         raise SpecError("--layout: applies only with --groups > 1")
-    if "seed" in given and routing != "ecmp" and not moe:
+    if "seed" in given and routing not in ("ecmp", "auto") and not moe:  # auto: once the fabric is built
         raise SpecError(f"--seed: seeds ECMP hashing and MoE token routing; --routing {routing} with {collective} "
                         f"does not use it")
 
@@ -116,6 +116,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
                 fail, degrade, report, memory_limit=None, given: set[str] = frozenset(), top=10,
                 plot=None, nccl_version=None, nvls=None, dispatch_dtype="fp8", collnet=None) -> None:
     from collectives import COLLECTIVES, TokenRouting, planner_for, sweep
+    from collectives.runner import resolve_policy
     from collectives.budget import check_collective, fabric_tiers, hops_bound
     from fabric import Router, compile_with_failures
     from topologies import load_topology
@@ -174,6 +175,10 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
     check_collective(collective, [len(g) for g in rank_groups], hops=hops_bound(fabric_tiers(cf), nvlink),
                      domain_gpus=domain_gpus, moe=tr, pxn=pxn, limit=memory_limit)
     router = Router(cf)
+    policy = resolve_policy(router, routing)  # auto: as the fabric's scale-out switches forward
+    if routing == "auto" and "seed" in given and policy != "ecmp" and not moe and fabric_tiers(cf):
+        raise SpecError(f"--seed: seeds ECMP hashing and MoE token routing; --routing auto routes {clean(cf.name)} "
+                        f"with {policy} (its switches' forwarding), which does not use it; --routing ecmp hashes")
     options: dict = {}
     if pxn is not None:
         options["pxn"] = pxn
@@ -191,7 +196,8 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
         kind = moe_routing or ("node_limited" if n_domains > 1 else "uniform")
         options["moe"] = TokenRouting(kind, tokens_per_rank=tokens, hidden=hidden, experts=experts, topk=topk,
                                       seed=seed, dispatch_dtype=dispatch_dtype)
-    planner = planner_for(router, policy=routing, seed=seed)
+    planner = planner_for(router, policy=policy, seed=seed)
+    shown = f"{policy} (auto)" if routing == "auto" else routing
     if "collnet" in given:  # NCCL_COLLNET_ENABLE counts only with SHARP switches, across NVLink domains
         if not planner.has_sharp:
             raise SpecError(f"--collnet/--no-collnet: {clean(cf.name)} has no switches with SHARP (CollNet needs "
@@ -214,7 +220,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
         from topologies.graph import TIERS
 
         run_figure(plot, rows, last, np.asarray(TIERS)[cf.link_tier] if last is not None else None,
-                   title=f"{collective} on {cf.name}, routing {routing}")
+                   title=f"{collective} on {cf.name}, routing {shown}")
         err.print(f"wrote {plot}")
     if as_json:
         echo_json([r.as_dict() for r in rows])
@@ -222,7 +228,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
     from cli.report import congestion_panel, results_table
 
     title = (f"{collective} on {clean(cf.name)}: {len(rank_groups)} group(s) of {len(rank_groups[0])} ranks, "
-             f"routing {routing}" + (f", seed {seed}" if routing == "ecmp" or moe else "")
+             f"routing {shown}" + (f", seed {seed}" if policy == "ecmp" or moe else "")
              + (f", failed: {', '.join(clean(f) for f in fail)}" if fail else "")
              + (f", NCCL {nccl_version}" if nccl_version else "") + (", NVLS off" if nvls is False else "")
              + (", CollNet on" if collnet else "")
@@ -251,7 +257,10 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
 @click.option("--size", "size", default=None, help="Message size, e.g. 1MiB (nccl-tests' size; default 1GiB).")
 @click.option("--sizes", "sizes", default=None, help="Size sweep MIN:MAX[:xF], e.g. 1KiB:8GiB.")
 @click.option("--algo", "algo", default="auto", show_default=True, type=VocabularyChoice("collectives.ALGORITHMS"))
-@click.option("--routing", "routing", default="ecmp", show_default=True, type=VocabularyChoice("fabric.POLICIES"))
+@click.option("--routing", "routing", default="auto", show_default=True,
+              type=VocabularyChoice("collectives.runner.POLICY_CHOICES"),
+              help="Scale-out load balancing; auto: as the fabric's switches forward (InfiniBand by destination "
+                   "= dmodk, Spectrum-X and EFA spray, other Ethernet ECMP hashing).")
 @click.option("--seed", "seed", default=0, show_default=True, type=AsciiInt(min=0, max=MAX_SEED),
               help="Seed of ECMP hashing and token routing.")
 @click.option("--groups", "groups", default=1, show_default=True, type=AsciiInt(min=1, max=1 << 20),

@@ -31,7 +31,7 @@ def _point_options(f):
     helps = {
         "topo": "run: preset name or .toml spec.", "ranks": "run: GPU ranks (first N) or 'all'.",
         "size": "run: message size, e.g. 64MiB.", "algo": "run: algorithm (ring, tree, nvls, ..., auto).",
-        "routing": "ecmp, dmodk or spray (step also: auto).", "seed": "ECMP hashing and token routing seed.",
+        "routing": "auto (the fabric's forwarding), ecmp, dmodk or spray.", "seed": "ECMP hashing and token routing seed.",
         "groups": "run: concurrent groups.", "layout": "run: contiguous or strided groups.",
         "moe_routing": "MoE token routing.", "tokens": "run: MoE tokens per rank.", "hidden": "run: MoE hidden size.",
         "experts": "run: MoE routed experts.", "topk": "run: MoE experts per token.",

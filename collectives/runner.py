@@ -27,13 +27,24 @@ from collectives.algorithms import Plan, Planner
 from collectives.budget import check_ops
 from collectives.calibration import calibration
 from collectives.ops import Collective, busbw_factor
-from fabric import Router
+from fabric import POLICIES, Router
 from fabric.congestion import CongestionReport, congestion, max_link_utilization
 from fabric.decompose import simulate_split
 from fabric.flowset import concat, to_problem
 from topologies.errors import SpecError
 
-__all__ = ["CollectiveResult", "run", "sweep", "planner_for"]
+__all__ = ["CollectiveResult", "run", "sweep", "planner_for", "fabric_policy", "resolve_policy",
+           "POLICY_OF_FORWARDING", "POLICY_CHOICES"]
+
+#: Router policy (``fabric.POLICIES``) that reproduces each switch forwarding kind
+#: (``topologies.catalog.FORWARDING``): InfiniBand's destination LFTs are d-mod-k on a fat-tree,
+#: Ethernet ECMP hashes flows, adaptive routing / SRD spraying is the router's ``spray``.
+POLICY_OF_FORWARDING = {"destination": "dmodk", "hash": "ecmp", "adaptive-spray": "spray"}
+#: What a caller may ask for: ``auto`` (the fabric's own forwarding, :func:`fabric_policy`) or a policy.
+POLICY_CHOICES = ("auto",) + tuple(POLICIES)
+#: Policy of a fabric with no catalog scale-out switch (generic fat-trees, single NVLink domains).
+_UNKNOWN_POLICY = "ecmp"
+_SCALEOUT_ROLES = ("leaf", "spine", "core")
 
 
 @dataclass(frozen=True)
@@ -73,11 +84,50 @@ class CollectiveResult:
         return out
 
 
+def fabric_policy(cf) -> str:
+    """The routing policy of a compiled fabric's own scale-out switches (what ``auto`` routes with).
+
+    The scale-out switch is the builder's ``meta["switch"]``, else the catalog model of the
+    leaf / spine / core nodes; its ``forwarding`` (``topologies.catalog.FORWARDING``) maps to a
+    router policy by :data:`POLICY_OF_FORWARDING`. A fabric with no catalog scale-out switch
+    (a generic fat-tree, one NVLink domain) keeps ECMP hashing.
+
+    Examples
+    --------
+    >>> from topologies import build
+    >>> from fabric import compile_fabric
+    >>> fabric_policy(compile_fabric(build("fat-tree", {"hosts": 8, "radix": 4, "switch": "QM9700"})))
+    'dmodk'
+    >>> fabric_policy(compile_fabric(build("fat-tree", {"hosts": 8, "radix": 4, "switch": "spectrum-x"})))
+    'spray'
+    >>> fabric_policy(compile_fabric(build("fat-tree", {"hosts": 8, "radix": 4})))
+    'ecmp'
+    """
+    from topologies.catalog import SWITCHES
+    from topologies.graph import ROLES
+
+    names = {cf.meta["switch"]} if cf.meta.get("switch") else {
+        cf.node_model[i] for i in np.flatnonzero(np.isin(cf.node_role, [ROLES.index(r) for r in _SCALEOUT_ROLES]))}
+    kinds = {SWITCHES[n].forwarding for n in names if n in SWITCHES and SWITCHES[n].forwarding}
+    if len(kinds) != 1:  # none known, or switches that forward differently: hashing, as an Ethernet default
+        return _UNKNOWN_POLICY
+    return POLICY_OF_FORWARDING[kinds.pop()]
+
+
+def resolve_policy(router: Router, policy: str) -> str:
+    """``policy`` itself, or for ``"auto"`` the fabric's own (:func:`fabric_policy`)."""
+    return fabric_policy(router.cf) if policy == "auto" else policy
+
+
 def planner_for(router: Router, *, policy: str = "ecmp", seed: int = 0, gpu: str | None = None) -> Planner:
-    """A :class:`Planner` with the calibration of the fabric's GPU and NIC models."""
+    """A :class:`Planner` with the calibration of the fabric's GPU and NIC models.
+
+    ``policy`` is one of ``fabric.POLICIES`` or ``"auto"`` (the fabric's own forwarding,
+    :func:`fabric_policy`); the planner's ``policy`` attribute holds the resolved name.
+    """
     meta = router.cf.meta
     gpu = gpu or meta.get("gpu") or "H100"
-    return Planner(router, calibration(gpu, meta.get("nic")), policy=policy, seed=seed)
+    return Planner(router, calibration(gpu, meta.get("nic")), policy=resolve_policy(router, policy), seed=seed)
 
 
 def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: int = 0, report: bool = False,

@@ -169,16 +169,16 @@ _ROUTERS: dict = {}
 _MEMO: dict = {}
 
 
-def _run_once(router: Router, op: Collective, **kw):
-    """:func:`collectives.runner.run` of one op, memoised per router on (op, engine settings): results
-    identical. An entry holds its router, so an id is never reused while its entry exists; routers no
-    longer in ``_ROUTERS`` (a fit grid clears it after patching a constant) are dropped."""
-    entry = _MEMO.get(id(router))
+def _run_once(router: Router, op: Collective, policy: str = "auto", **kw):
+    """:func:`collectives.runner.run` of one op, memoised per (router, policy) on (op, engine settings):
+    results identical. An entry holds its router, so an id is never reused while its entry exists; routers
+    no longer in ``_ROUTERS`` (a fit grid clears it after patching a constant) are dropped."""
+    entry = _MEMO.get((id(router), policy))
     if entry is None or entry[0] is not router:
         live = {id(x) for x in _ROUTERS.values()}
-        for k in [k for k in _MEMO if k not in live]:
+        for k in [k for k in _MEMO if k[0] not in live]:
             del _MEMO[k]
-        entry = _MEMO[id(router)] = (router, planner_for(router), {})
+        entry = _MEMO[(id(router), policy)] = (router, planner_for(router, policy=policy), {})
     _, planner, memo = entry
     key = (op, tuple(sorted(kw.items())))
     if key not in memo:
@@ -211,8 +211,8 @@ _NOSHARP = {"quantum-2": "quantum-2-nosharp", "quantum-x800": "quantum-x800-nosh
 class _Point:
     """One point's fields with its ``settings`` merged over the top-level keys."""
 
-    def __init__(self, kind: str, p: dict, k: int):
-        self.kind, self.p, self.k = kind, p, k
+    def __init__(self, kind: str, p: dict, k: int, policy: str = "auto"):
+        self.kind, self.p, self.k, self.policy = kind, p, k, policy
         s = p.get("settings", {})
         if not isinstance(s, dict):
             raise SpecError(f"validation point {p.get('id', k)!r}: settings must be a table")
@@ -250,9 +250,10 @@ class _Point:
 
 
 def crossover_bytes(router: Router, n: int = 8, lo: int = 1 << 16, hi: int = 1 << 26,
-                    algorithms: tuple[str, str] = ("ring", "nvls"), collective: str = "all_reduce") -> float:
+                    algorithms: tuple[str, str] = ("ring", "nvls"), collective: str = "all_reduce",
+                    policy: str = "auto") -> float:
     """Smallest size where ``algorithms[1]`` beats ``algorithms[0]`` (best protocol) in the flow-level model."""
-    planner = planner_for(router)
+    planner = planner_for(router, policy=policy)
     ranks = tuple(range(n))
     a, b = algorithms
 
@@ -344,7 +345,7 @@ def _collective(p: _Point) -> list[ValidationRow]:
     if "crossover_window_bytes" in p:
         lo, hi = (int(x) for x in p["crossover_window_bytes"])
         algos = tuple(p.get("crossover_algorithms", ("ring", "nvls")))
-        x = crossover_bytes(r, p.get("ranks", 8), algorithms=algos, collective=p["collective"])
+        x = crossover_bytes(r, p.get("ranks", 8), algorithms=algos, collective=p["collective"], policy=p.policy)
         ok = lo < x <= hi
         return [ValidationRow(p.id, "collective", f"{algos[0]}->{algos[1]} bytes", x, None, None, None, ok,
                               f"measured: {algos[0]} <= {lo} B, {algos[1]} >= {hi} B", p.split, p.consistency,
@@ -356,7 +357,8 @@ def _collective(p: _Point) -> list[ValidationRow]:
         n = r.cf.n_gpus if n is None else n
         if not 2 <= n <= r.cf.n_gpus:
             raise SpecError(f"validation point {p.id!r}: ranks {n} must be in [2, {r.cf.n_gpus}]")
-        res = _run_once(r, Collective(p["collective"], tuple(range(int(n))), size, algo, options=dict(opts)))
+        res = _run_once(r, Collective(p["collective"], tuple(range(int(n))), size, algo, options=dict(opts)),
+                        policy=p.policy)
         rows.append(p.row(p.id + (suffix if len(cases) > 1 else ""), f"busbw GB/s ({n} ranks)",
                           res.busbw_Bps / 1e9, busbw, f"{res.algorithm}/{res.protocol}"))
     return rows
@@ -416,7 +418,8 @@ def _moe_one(p: _Point, ep: int, coll: str, measured: float, rid: str, quantity:
         opts["metric"] = metric
     # epoch mode (1 % tolerance): MoE flows all differ in size, exact re-solves at every finish are
     # 3x slower for < 1 % difference in the completion time
-    res = _run_once(r, Collective(coll, tuple(range(ep)), 0, options=opts), mode="epoch", epsilon=0.01)
+    res = _run_once(r, Collective(coll, tuple(range(ep)), 0, options=opts), policy=p.policy, mode="epoch",
+                    epsilon=0.01)
     if metric == "latency":
         return p.row(rid, "latency us", res.time_s * 1e6, float(measured), res.algorithm)
     return p.row(rid, quantity, res.algbw_Bps / 1e9, float(measured), res.algorithm)
@@ -480,7 +483,7 @@ def _sidecar(path: Path) -> dict:
 
 
 def validate(path: str | Path | None = None, *, ids: list[str] | None = None, progress=None,
-             splits: tuple[str, ...] | None = None) -> ValidationReport:
+             splits: tuple[str, ...] | None = None, policy: str = "auto") -> ValidationReport:
     """Predict every point of the validation file(s) and compare with the measurements.
 
     Parameters
@@ -493,6 +496,10 @@ def validate(path: str | Path | None = None, *, ids: list[str] | None = None, pr
         ``progress(id, k, n)`` before each point.
     splits : tuple of str, optional
         Only points of these splits.
+    policy : {"auto", "ecmp", "dmodk", "spray"}
+        Scale-out routing of every point: ``auto`` routes each point as its fabric's switches
+        forward (:func:`collectives.runner.fabric_policy`: InfiniBand by destination, Spectrum-X
+        and EFA spraying, other Ethernet ECMP hashing); the others force one policy on all points.
     """
     paths = [Path(path)] if path else list(default_points_paths())
     items = []
@@ -508,7 +515,7 @@ def validate(path: str | Path | None = None, *, ids: list[str] | None = None, pr
             raise SpecError(f"{where} has no validation points ([[collective]], [[moe_alltoall]], [[host_copy]] "
                             "or [[training]] tables); nothing was checked")
         items += found
-    rows, training = _predict(items, ids, splits, progress)
+    rows, training = _predict(items, ids, splits, progress, policy)
     errors = [r for r in rows if not r.consistency]
     summaries = tuple(_summary(s, [r for r in errors if r.split == s]) for s in SPLITS
                       if any(r.split == s for r in errors))
@@ -543,7 +550,7 @@ def _items(path: Path, doc: dict, side: dict) -> list:
     return items
 
 
-def _predict(items, ids, splits, progress) -> tuple[list, int]:
+def _predict(items, ids, splits, progress, policy: str = "auto") -> tuple[list, int]:
     rows: list[ValidationRow] = []
     training = 0
     checked = ("collective", "moe_alltoall")
@@ -557,7 +564,7 @@ def _predict(items, ids, splits, progress) -> tuple[list, int]:
         if ids and raw.get("id") not in ids:
             continue
         try:
-            p = _Point(kind, raw, k)
+            p = _Point(kind, raw, k, policy)
             if splits and p.split not in splits:
                 continue
             if progress:

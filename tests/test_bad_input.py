@@ -516,7 +516,7 @@ def test_choices_come_from_the_library():
     run = group.get_command(None, "run")
     params = {p.name: p for p in run.params}
     assert tuple(params["algo"].type.choices) == tuple(collectives.ALGORITHMS)
-    assert tuple(params["routing"].type.choices) == tuple(fabric.POLICIES)
+    assert tuple(params["routing"].type.choices) == ("auto",) + tuple(fabric.POLICIES)
     assert tuple(params["moe_routing"].type.choices) == tuple(collectives.ROUTING_KINDS)
     assert tuple(params["collective"].type.choices) == tuple(collectives.COLLECTIVES)
     export = {p.name: p for p in group.commands["topo"].commands["export"].params}

@@ -34,7 +34,7 @@ def test_unknown_key_names_it():
 
 
 def test_identity_is_normalised_and_versioned():
-    a = normalise({"op": "all_reduce", **FT, "size": "1MiB", "routing": "ECMP"})
+    a = normalise({"op": "all_reduce", **FT, "size": "1MiB", "routing": "AUTO"})
     b = normalise({"op": "all_reduce", "topo": "fat-tree", "hosts": "16", "radix": "8", "size": 1 << 20})
     c = normalise({"op": "all_reduce", **FT, "size": "2MiB"})
     assert a.point_id == b.point_id != c.point_id

@@ -40,6 +40,7 @@ __all__ = [
     "NICS",
     "SWITCHES",
     "SCALEOUT_FABRICS",
+    "FORWARDING",
     "PRECISIONS",
     "SOURCES",
     "gpu",
@@ -84,6 +85,10 @@ SOURCES: dict[str, str] = {
     "S35": "Zhao et al., 'Insights into DeepSeek-V3: Scaling Challenges and Reflections on Hardware for AI Architectures', ISCA 2025, arXiv 2505.09343",
     "S38": "kentino.com 'Latency dissection ...' (cut-through switch hop: IB < 100 ns, Ethernet 400-600 ns; secondary, unverified)",
     "S46": "NVIDIA press release on xAI Colossus / Spectrum-X, as reported by Fierce Electronics, StorageReview and thebeat.tech",
+    "S-IBLFT": "InfiniBand Architecture Specification vol. 1 ch. 18 (switch forwarding: the linear forwarding table maps a destination LID to an output port, set by the subnet manager); linux-rdma/opensm doc/current-routing.txt ('Fat-tree Unicast routing algorithm - this algorithm optimizes routing of fat-trees for congestion-free \"shift\" communication pattern'); NVIDIA UFM Enterprise User Manual v6.17.5 'Network Management' (same routing engines)",
+    "S-IBAR": "NVIDIA InfiniBand Cluster Bring-up Procedure v1.0, 'Adaptive Routing' (the SM configures AR groups and AR LFTs per destination LID; 'AR is enabled by default in the opensm.conf file', routing_engine ar_updn)",
+    "S-SRD": "Shalev et al., 'A Cloud-Optimized Transport Protocol for Elastic and Scalable HPC', IEEE Micro 40(6), 2020 (AWS SRD: packets of one flow sprayed over many paths, reordered at the receiver)",
+    "S-ECMP": "RFC 2991 / RFC 2992 (equal-cost multipath: next hop chosen by a hash of the packet's flow header, so one flow keeps one path)",
     "S-H20": "willitrunai.com/es/gpus/h20-96gb (H20: 96 GB HBM3 at 4.0 TB/s, 148 TFLOPS FP16 dense, 296 INT8 TOPS, NVLink 4.0 900 GB/s, 400 W); huggingface.co/hardware/h20 (96 GB, 148 TFLOPS, 400 W). Third-party: no NVIDIA datasheet for H20 in the sources",
     "S-DGXA100": "geektopia.es 2020-05-14 'Nvidia anuncia el servidor DGX A100' (eight Mellanox NICs at 200 Gb/s, six NVSwitch, NVLink3 600 GB/s); besthub.dev 'Inside the High-Performance GPU Server: A100/A800 & H100 Topologies' (8 GPU-dedicated NICs, 4 PCIe Gen4 switches, 6 NVSwitch); alpha-one-index.github.io/ai-infra-index/specs/networking-interconnects.html (ConnectX-6: HDR 200G, A100 clusters); devblogs.nvidia.com 'Introducing NVIDIA HGX A100' (6 NVSwitch, 12 NVLink ports per GPU). Secondary sources",
 }
@@ -121,6 +126,10 @@ _SHORT: dict[str, str] = {
     "S35": "Zhao et al., ISCA 2025, arXiv 2505.09343",
     "S38": "kentino.com latency dissection (secondary)",
     "S46": "NVIDIA xAI Colossus / Spectrum-X press release (reported)",
+    "S-IBLFT": "IBTA spec vol. 1 ch. 18 (LFT by destination LID); opensm current-routing.txt (ftree)",
+    "S-IBAR": "NVIDIA IB Cluster Bring-up Procedure v1.0, Adaptive Routing",
+    "S-SRD": "Shalev et al., AWS SRD, IEEE Micro 2020",
+    "S-ECMP": "RFC 2991 / RFC 2992 (ECMP flow hashing)",
     "S-H20": "willitrunai.com H20 page; huggingface.co/hardware/h20 (third-party)",
     "S-DGXA100": "geektopia.es DGX A100 announcement; besthub.dev A100 server topology; ai-infra-index networking page; NVIDIA HGX A100 devblog",
 }
@@ -233,6 +242,12 @@ class NIC:
 
 _FAMILIES = ("nvswitch", "infiniband", "ethernet")
 _REDUCTIONS = (None, "nvls", "sharpv3", "sharpv4")
+#: How a scale-out switch picks the next hop of a packet (``Switch.forwarding``):
+#: ``destination`` (InfiniBand: the subnet manager's linear forwarding table by destination LID, fat-tree
+#: routing ~ d-mod-k [S-IBLFT]), ``hash`` (Ethernet ECMP: a hash of the flow's header, one path per
+#: flow [S-ECMP]), ``adaptive-spray`` (packets of one flow over every next hop by load, reordered at the
+#: receiver: Spectrum-X [S30], AWS SRD [S-SRD]). NVSwitch crossbars have none (one hop).
+FORWARDING = ("destination", "hash", "adaptive-spray")
 
 
 @dataclass(frozen=True)
@@ -258,6 +273,8 @@ class Switch:
     adaptive_routing: bool
     sources: tuple[str, ...] = ()
     notes: str = ""
+    #: next-hop choice of a scale-out switch (one of FORWARDING; None for NVSwitch crossbars)
+    forwarding: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.family not in _FAMILIES:
@@ -268,6 +285,9 @@ class Switch:
             )
         if not self.sources:
             raise SpecError(f"sources: switch {self.name!r} needs at least one source")
+        if (self.forwarding is None) != (self.family == "nvswitch") or self.forwarding not in (None, *FORWARDING):
+            raise SpecError(f"forwarding: {self.forwarding!r} for {self.family} switch {self.name!r}: a scale-out "
+                            f"switch takes one of {', '.join(FORWARDING)}; an NVSwitch none")
 
     @property
     def capacity_Bps(self) -> float:
@@ -410,57 +430,81 @@ _SWITCH_LIST = (
                  "bidir [S12]); 72 ports per chip [S11]. NVLS with FP8 SHARP support [S12]. "
                  "hop_latency_s = 150 ns is an UNVERIFIED parameter, as for NVSwitch3."),
     Switch("QM9700", "infiniband", 64, 400e9 / 8, 250e-9, "sharpv3", True,
-           sources=_src("S14", "S31", "S38", "S1-net", "S13"),
+           sources=_src("S14", "S31", "S38", "S1-net", "S13", "S-IBLFT", "S-IBAR"),
            notes="Quantum-2 NDR: 64 x 400G (or 128 x 200G), 51.2 Tb/s bidir, SHARPv3, adaptive routing "
                  "[S14][S31]. hop_latency_s = 250 ns is a PARAMETER inside the UNVERIFIED 200-300 ns range; "
-                 "NVIDIA publishes no NDR hop latency (third-party: <150, ~330, <400 ns) [S1-net][S31]."),
+                 "NVIDIA publishes no NDR hop latency (third-party: <150, ~330, <400 ns) [S1-net][S31]."
+                 " Forwarding by destination LID through the subnet manager's LFTs (fat-tree routing) [S-IBLFT]; the "
+                 "SM can add adaptive-routing groups per destination (on in NVIDIA's opensm.conf [S-IBAR]): not "
+                 "modelled as the default, see docs/collectives.md 'Round 5, forwarding by fabric'.",
+           forwarding="destination"),
     Switch("Q3400", "infiniband", 144, 800e9 / 8, 250e-9, "sharpv4", True,
-           sources=_src("S15", "S32", "S31", "S38"),
+           sources=_src("S15", "S32", "S31", "S38", "S-IBLFT"),
            notes="Quantum-X800 XDR: 144 x 800G, 115.2 Tb/s (one direction), SHARPv4, 200 Gb/s SerDes "
                  "(SPEC, second-hand) [S15][S32]. Adaptive routing assumed as on Quantum-2. "
-                 "hop_latency_s = 250 ns is a PARAMETER in the UNVERIFIED 200-300 ns range."),
+                 "hop_latency_s = 250 ns is a PARAMETER in the UNVERIFIED 200-300 ns range."
+                 " Forwarding by destination LID (LFT) [S-IBLFT], as QM9700.",
+           forwarding="destination"),
     Switch("QM8700", "infiniband", 40, 200e9 / 8, 250e-9, None, True,
-           sources=_src("S1-net", "S31"),
+           sources=_src("S1-net", "S31", "S-IBLFT"),
            notes="Quantum HDR: 40 x 200G. SHARPv2 exists but is not modelled (in_network_reduction None); the "
                  "points that need this fabric ran without SHARP. hop_latency_s = 250 ns is an UNVERIFIED "
                  "PARAMETER (NVIDIA published 0.6 us 'latency' for HDR [S1-net]; a cut-through hop is a "
-                 "fraction of it)."),
+                 "fraction of it)."
+                 " Forwarding by destination LID (LFT) [S-IBLFT], as QM9700.",
+           forwarding="destination"),
     Switch("QM9700-noSHARP", "infiniband", 64, 400e9 / 8, 250e-9, None, True,
-           sources=_src("S14", "S31"),
+           sources=_src("S14", "S31", "S-IBLFT"),
            notes="Quantum-2 NDR run without SHARP (NCCL_COLLNET_ENABLE=0, no SHARP plugin): QM9700 with the "
-                 "in-network reduction disabled. Same ports and UNVERIFIED latency parameter as QM9700."),
+                 "in-network reduction disabled. Same ports and UNVERIFIED latency parameter as QM9700."
+                 " Forwarding by destination LID (LFT) [S-IBLFT].",
+           forwarding="destination"),
     Switch("Q3400-noSHARP", "infiniband", 144, 800e9 / 8, 250e-9, None, True,
-           sources=_src("S15", "S32", "S31", "S38", "S13"),
+           sources=_src("S15", "S32", "S31", "S38", "S13", "S-IBLFT"),
            notes="Quantum-X800 XDR run without SHARP: CollNet is off unless NCCL_COLLNET_ENABLE=1 (NCCL "
                  "env.rst 'Default is 0' [S13]; CoreWeave's GB200 multi-rack jobs set it to 0). Q3400 with "
-                 "the in-network reduction disabled; same ports and UNVERIFIED latency parameter as Q3400."),
+                 "the in-network reduction disabled; same ports and UNVERIFIED latency parameter as Q3400."
+                 " Forwarding by destination LID (LFT) [S-IBLFT].",
+           forwarding="destination"),
     Switch("EFA-fabric-100G", "ethernet", 64, 100e9 / 8, 500e-9, None, True,
-           sources=_src("S1-net", "S38"),
+           sources=_src("S1-net", "S38", "S-SRD"),
            notes="AWS's EFA network as seen from one 100G device: not a published switch; a non-blocking "
                  "Clos of 64-port switches at the device rate is an ASSUMPTION. SRD sprays packets over "
-                 "paths (adaptive routing True). hop_latency_s is an UNVERIFIED PARAMETER, as Ethernet [S38]."),
+                 "paths (adaptive routing True). hop_latency_s is an UNVERIFIED PARAMETER, as Ethernet [S38]."
+                 " SRD sprays one flow's packets over many paths and reorders at the receiver [S-SRD].",
+           forwarding="adaptive-spray"),
     Switch("EFA-fabric-200G", "ethernet", 64, 200e9 / 8, 500e-9, None, True,
-           sources=_src("S1-net", "S38"),
-           notes="As EFA-fabric-100G (UNVERIFIED latency parameter), ports at 200G (p5en)."),
+           sources=_src("S1-net", "S38", "S-SRD"),
+           notes="As EFA-fabric-100G (UNVERIFIED latency parameter), ports at 200G (p5en)."
+                 " SRD spraying [S-SRD].",
+           forwarding="adaptive-spray"),
     Switch("EFA-fabric-400G", "ethernet", 64, 400e9 / 8, 500e-9, None, True,
-           sources=_src("S1-net", "S38"),
+           sources=_src("S1-net", "S38", "S-SRD"),
            notes="As EFA-fabric-100G (UNVERIFIED latency parameter), ports at 400G (p5 bundles of 4 x 100G, "
-                 "p6-b200)."),
+                 "p6-b200)."
+                 " SRD spraying [S-SRD].",
+           forwarding="adaptive-spray"),
     Switch("GCP-TCPXO-fabric", "ethernet", 64, 200e9 / 8, 500e-9, None, False,
-           sources=_src("S1-net", "S38"),
+           sources=_src("S1-net", "S38", "S-ECMP"),
            notes="GCP A3 Mega's network as seen from one 200G NIC: a non-blocking Clos is an ASSUMPTION; "
-                 "hop_latency_s is an UNVERIFIED PARAMETER, as Ethernet [S38]."),
+                 "hop_latency_s is an UNVERIFIED PARAMETER, as Ethernet [S38]."
+                 " TCP flows over ECMP: one path per flow by header hash [S-ECMP].",
+           forwarding="hash"),
     Switch("GCP-RDMA-fabric", "ethernet", 64, 400e9 / 8, 500e-9, None, True,
-           sources=_src("S1-net", "S38"),
+           sources=_src("S1-net", "S38", "S-ECMP"),
            notes="GCP A3 Ultra's GPU RDMA network (RoCE) as seen from one 400G ConnectX-7: a non-blocking "
                  "Clos of 64-port switches is an ASSUMPTION, as for the other cloud fabrics; NCCL runs over "
-                 "Google's gIB plugin (IB verbs). hop_latency_s is an UNVERIFIED PARAMETER, as Ethernet [S38]."),
+                 "Google's gIB plugin (IB verbs). hop_latency_s is an UNVERIFIED PARAMETER, as Ethernet [S38]."
+                 " RoCE v2 over ECMP: one path per queue pair by UDP/IP header hash [S-ECMP] (no published adaptive "
+                 "routing for this fabric).",
+           forwarding="hash"),
     Switch("SN5600", "ethernet", 64, 800e9 / 8, 500e-9, None, True,
            sources=_src("S17", "S30", "S46", "S38", "S31"),
            notes="Spectrum-4: 64 x 800GbE at 100 Gb/s per lane (or 128 x 400G / 256 x 200G), 51.2 Tb/s "
                  "[S17]. Spectrum-X per-packet adaptive routing (spraying), reordered by the SuperNIC "
                  "[S30][S46]; no in-network reduction. hop_latency_s = 500 ns is a PARAMETER in the "
-                 "UNVERIFIED 400-600 ns range [S38]."),
+                 "UNVERIFIED 400-600 ns range [S38].",
+           forwarding="adaptive-spray"),
 )
 
 #: Read-only name -> entry mappings (canonical names).

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from collectives.runner import planner_for
+from collectives.runner import planner_for, resolve_policy
 from fabric import Router, compile_with_failures
 from topologies import build, catalog, load_topology
 from topologies.errors import SpecError
@@ -374,8 +374,9 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
         See :func:`parse_overlap`.
     routing : one of :data:`workloads.traffic.ROUTINGS`.
     policy : {"auto", "ecmp", "dmodk", "spray"}
-        Scale-out load balancing; ``auto`` sprays (adaptive routing, on by default on the
-        InfiniBand and Spectrum-X fabrics of the reference architectures).
+        Scale-out load balancing; ``auto`` routes as the cluster's switches forward
+        (:func:`collectives.runner.fabric_policy`: InfiniBand by destination = d-mod-k,
+        Spectrum-X and EFA spraying, other Ethernet ECMP).
     fail, degrade : failure selectors (as ``fabric-emu run``).
     check_memory : bool
         Refuse a layout whose estimated memory exceeds HBM (validation turns it off to compare
@@ -438,7 +439,7 @@ def estimate_step(spec, lay: Layout, system: str, *, sets: dict | None = None, g
             shared.update(cf=cf, router=router)
     if cf.n_gpus < int(pl.gpu_of.max()) + 1:
         raise SpecError(f"--gpus {lay.gpus}: the cluster has only {cf.n_gpus} GPUs ({overrides})")
-    pol = "spray" if policy == "auto" else policy
+    pol = resolve_policy(router, policy)  # auto: as the cluster's scale-out switches forward
     planner = None
     if shared is not None:
         planner = shared.get(("planner", pol, seed))

@@ -129,14 +129,20 @@ def _seed_unused_because(p, tiers: dict) -> str:
                                    policy=x["routing"])
     if p.op.startswith("moe"):
         return ""
-    if x["routing"] != "ecmp":
+    if x["routing"] not in ("ecmp", "auto"):
         return f"routing {x['routing']} does not hash flows"
     from collectives.budget import fabric_tiers
+    from collectives.runner import fabric_policy
 
     key = (p.topo, repr(sorted(p.sets.items())))
     if key not in tiers:
-        tiers[key] = fabric_tiers(base_fabric(p.topo, p.sets)[1])
-    return "" if tiers[key] else f"{p.topo} has no scale-out network to hash flows over"
+        cf = base_fabric(p.topo, p.sets)[1]
+        tiers[key] = (fabric_tiers(cf), fabric_policy(cf))
+    n_tiers, policy = tiers[key]
+    if not n_tiers:
+        return f"{p.topo} has no scale-out network to hash flows over"
+    return "" if x["routing"] == "ecmp" or policy == "ecmp" else \
+        f"routing auto routes {p.topo} with {policy} (its switches' forwarding), which does not hash flows"
 
 
 def batches(points: list, workers: int, cost=None) -> list[list]:

@@ -121,7 +121,7 @@ RUN_KEYS = {
     "ranks": ("all", _ranks),
     "size": ("1GiB", _size),
     "algo": ("auto", _choice(ALGORITHMS)),
-    "routing": ("ecmp", _choice(POLICIES)),
+    "routing": ("auto", _choice(("auto",) + POLICIES)),  # auto: the fabric's forwarding (runner.fabric_policy)
     "seed": (0, _int(0)),
     "groups": (1, _int(1)),
     "layout": ("contiguous", _choice(("contiguous", "strided"))),
