@@ -91,3 +91,13 @@ def test_sweep_db_in_a_missing_folder(tmp_path):
             needle="does not exist")
     assert not db.parent.exists()
 
+
+
+def test_step_seed_under_auto_routing_follows_the_fabrics_policy():
+    # auto on a hashing fabric (GCP TCPXO: ECMP) uses the seed; on InfiniBand (d-mod-k) it draws nothing
+    dense = ("step", "--model", "llama3-8b", "--system", "hgx-h100", "--gpus", "16", "--global-batch", "64",
+             "--micro-batch", "1", "--seq-len", "1024", "--precision", "bf16", "--seed", "3")
+    r = check(*dense, "--set", "scaleout=gcp-tcpxo", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["policy"] == "ecmp"
+    err = refused(*dense, "--set", "scaleout=quantum-2", needle="--seed")
+    assert "auto (dmodk on this fabric)" in err
