@@ -152,7 +152,8 @@ def _check_seed_used(spec, *, ep: int, moe_routing: str, routing: str, resolved:
     if "seed" not in given_options(click.get_current_context()) or routing == "auto" and resolved is None:
         return  # auto: checked once the fabric's own policy is known (after the estimate, before any output)
     if seed_unused_because(spec, ep=ep, moe_routing=moe_routing, policy=resolved or routing):
-        shown = f"auto ({resolved} on this fabric)" if resolved else routing
+        shown = (f"auto ({resolved} on this fabric)" if resolved != "none" else "auto (one NVLink domain, no "
+                 "scale-out network)") if resolved else routing
         raise SpecError(f"--seed: seeds ECMP hashing (--routing ecmp) and sampled MoE token routing "
                         f"(--moe-routing uniform/model/skewed with --ep > 1); --routing {shown} with "
                         f"--moe-routing {moe_routing} draws nothing from it")
@@ -237,8 +238,9 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
                         attention_precision=attention_precision, report=report,
                         check_memory=not no_memory_check,
                         progress=lambda msg: err.print(msg, highlight=False))
-    if routing == "auto":
-        _check_seed_used(spec, ep=ep, moe_routing=moe_routing, routing=routing, resolved=res.policy)
+    if routing == "auto":  # one NVLink domain: no scale-out switch hashes anything
+        _check_seed_used(spec, ep=ep, moe_routing=moe_routing, routing=routing,
+                         resolved=res.policy if res.placement.get("domains", 1) > 1 else "none")
     if plot:
         from cli.plot import step_figure
 
