@@ -7,7 +7,8 @@ reference, and the tests run both). ``FABRIC_EMU_KERNELS`` chooses:
 * ``auto`` (default): each compiled kernel from a measured problem size on
   (:data:`MIN_ENTRIES_INDEX` adjacency entries for the index build, column
   merge and per-resource reductions of :mod:`fabric.index_kernels`, where they
-  pay for numba's import and cache load, about 0.4 s; docs/performance.md).
+  pay for numba's import and first cached call, about 0.8 s of CPU; fewer,
+  :data:`MIN_ENTRIES_INDEX_LOADED`, once numba is loaded; docs/performance.md).
   These kernels give the numpy path's bits exactly. The compiled fill is not
   used under ``auto`` (:data:`MIN_ENTRIES`: ``None``) until it is bit-identical
   to the numpy fill;
@@ -44,16 +45,21 @@ import time
 
 import numpy as np
 
-__all__ = ["MIN_ENTRIES", "MIN_ENTRIES_INDEX", "mode", "available", "use_compiled", "index", "load_seconds",
-           "fill"]
+__all__ = ["MIN_ENTRIES", "MIN_ENTRIES_INDEX", "MIN_ENTRIES_INDEX_LOADED", "mode", "available", "use_compiled",
+           "use_index", "index", "load_seconds", "fill"]
 
 #: Adjacency entries from which ``auto`` uses the compiled fill; ``None``: never (it is not bit-identical to
 #: the numpy fill yet; ``FABRIC_EMU_KERNELS=numba`` uses it on every problem).
 MIN_ENTRIES = None
 
-#: Adjacency entries (flows x hops of the problem) from which ``auto`` uses the kernels of
-#: :mod:`fabric.index_kernels`: where they save more than numba's import and cache load (docs/performance.md).
-MIN_ENTRIES_INDEX = 1 << 24
+#: Adjacency entries (flows x hops) from which ``auto`` uses the kernels of :mod:`fabric.index_kernels`, when
+#: numba is not loaded yet: numba's import and first (cached) call cost ~0.77 s of CPU, the kernels save
+#: ~1.85e-8 s per entry (1.7e-8 at N = 1,024, 2.0e-8 at N = 4,096), break-even ~42 M (docs/performance.md).
+MIN_ENTRIES_INDEX = 42_000_000
+
+#: The same once numba is loaded in this process (by any kernel): a kernel then pays only for loading its
+#: own cached machine code, about 10 ms, saved from ~0.6 M entries on (docs/performance.md).
+MIN_ENTRIES_INDEX_LOADED = 1 << 20
 
 _STATE: dict = {"load_s": 0.0}
 
@@ -106,6 +112,12 @@ def use_compiled(entries: int, min_entries: int | None = MIN_ENTRIES) -> bool:
     if m == "numpy" or (m == "auto" and (min_entries is None or entries < min_entries)):
         return False
     return available()
+
+
+def use_index(entries: int) -> bool:
+    """Whether the kernels of :mod:`fabric.index_kernels` run on a problem of ``entries`` adjacency entries."""
+    loaded = _STATE.get("numba") is True
+    return use_compiled(entries, MIN_ENTRIES_INDEX_LOADED if loaded else MIN_ENTRIES_INDEX)
 
 
 def index():

@@ -36,7 +36,7 @@ def _slot_sum(res: np.ndarray, per_flow: np.ndarray, weight: np.ndarray | None, 
     One bincount per hop column: no F x h temporaries.
     """
     r1 = n_res + 1
-    if res.ndim == 2 and _kernels.use_compiled(res.size, _kernels.MIN_ENTRIES_INDEX):
+    if res.ndim == 2 and _kernels.use_index(res.size):
         return _kernels.index().slot_sum(res, per_flow, weight, n_res)
     out = np.zeros(r1)
     keys = np.empty(res.shape[0], np.intp)  # one buffer for every column (fresh F-sized arrays page-fault)
@@ -51,7 +51,7 @@ def _slot_max(res: np.ndarray, per_flow: np.ndarray, n_res: int) -> np.ndarray:
 
     One ``maximum.at`` per hop column: the values stay in flow order (no gather).
     """
-    if res.ndim == 2 and _kernels.use_compiled(res.size, _kernels.MIN_ENTRIES_INDEX):
+    if res.ndim == 2 and _kernels.use_index(res.size):
         return _kernels.index().slot_max(res, per_flow, n_res)
     out = np.full(n_res + 1, -_INF)
     keys = np.empty(res.shape[0], np.intp)
@@ -100,7 +100,7 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
     rep = np.arange(R, dtype=np.int64)
     if F == 0 or h < 2 or R == 0:
         return _Reduced(res, w, cap, rep)
-    compiled = _kernels.use_compiled(res.size, _kernels.MIN_ENTRIES_INDEX)
+    compiled = _kernels.use_index(res.size)
     cols = [res[:, j] for j in range(h)]
     present, pad = [], []
     if compiled:  # one pass over the table for every column's resources (and padding, slot 0)

@@ -26,6 +26,7 @@ def _paths(monkeypatch, f):
     out = []
     for thr in (1 << 62, 0):
         monkeypatch.setattr(kernels, "MIN_ENTRIES_INDEX", thr)
+        monkeypatch.setattr(kernels, "MIN_ENTRIES_INDEX_LOADED", thr)
         out.append(f())
     return out
 
@@ -182,7 +183,9 @@ def test_cli_json_is_byte_identical(monkeypatch, args):
 def test_default_mode_is_auto_and_numpy_turns_everything_off(monkeypatch):
     monkeypatch.delenv("FABRIC_EMU_KERNELS", raising=False)
     assert kernels.mode() == "auto"
-    assert not kernels.use_compiled(kernels.MIN_ENTRIES_INDEX - 1, kernels.MIN_ENTRIES_INDEX)
+    assert kernels.MIN_ENTRIES_INDEX_LOADED <= kernels.MIN_ENTRIES_INDEX
+    assert not kernels.use_index(kernels.MIN_ENTRIES_INDEX_LOADED - 1)
+    assert kernels.use_index(kernels.MIN_ENTRIES_INDEX) == kernels.available()
     assert not kernels.use_compiled(1 << 40)  # the fill: not under auto
     monkeypatch.setenv("FABRIC_EMU_KERNELS", "numpy")
     assert not kernels.use_compiled(1 << 40, 0)
@@ -194,11 +197,12 @@ def test_without_numba_every_path_runs_numpy(monkeypatch):
     """numba missing: ``auto`` and ``numba`` fall back to the numpy code, nothing imports numba."""
     monkeypatch.setitem(kernels._STATE, "numba", False)
     monkeypatch.setattr(kernels, "MIN_ENTRIES_INDEX", 0)
+    monkeypatch.setattr(kernels, "MIN_ENTRIES_INDEX_LOADED", 0)
     cap, res = leaf_spine(16, hpl=4, spines=2, seed=1)
     p = FlowProblem(capacity_Bps=cap, res=res, size_bytes=np.full(res.shape[0], 1e3))
     for m in ("auto", "numba"):
         monkeypatch.setenv("FABRIC_EMU_KERNELS", m)
-        assert not kernels.use_compiled(1 << 40, 0)
+        assert not kernels.use_compiled(1 << 40, 0) and not kernels.use_index(1 << 40)
         r = simulate(p)
         assert r.mode_used == "one-solve" and np.isfinite(r.finish_s).all()
 
@@ -208,7 +212,7 @@ def test_a_process_without_numba_runs_the_cli(monkeypatch, repo):
     args = ["run", "all_to_all", "--topo", "fat-tree", "--set", "hosts=16", "--set", "radix=4", "--size", "1MiB",
             "--json"]
     code = ("import sys; sys.modules['numba'] = None\n"
-            "from fabric import kernels; kernels.MIN_ENTRIES_INDEX = 0\n"
+            "from fabric import kernels; kernels.MIN_ENTRIES_INDEX = kernels.MIN_ENTRIES_INDEX_LOADED = 0\n"
             "from click.testing import CliRunner; from cli.app import cli\n"
             f"r = CliRunner().invoke(cli, {args!r}, catch_exceptions=False)\n"
             "assert r.exit_code == 0, r.output\n"
