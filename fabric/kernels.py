@@ -7,7 +7,7 @@ reference, and the tests run both). ``FABRIC_EMU_KERNELS`` chooses:
 * ``auto`` (default): each compiled kernel from a measured problem size on
   (:data:`MIN_ENTRIES_INDEX` adjacency entries for the index build, column
   merge and per-resource reductions of :mod:`fabric.index_kernels`, where they
-  pay for numba's import and first cached call, about 0.8 s of CPU; fewer,
+  pay for numba's import and first cached calls, 0.8-1.0 s of CPU; fewer,
   :data:`MIN_ENTRIES_INDEX_LOADED`, once numba is loaded; docs/performance.md).
   These kernels give the numpy path's bits exactly. The compiled fill is not
   used under ``auto`` (:data:`MIN_ENTRIES`: ``None``) until it is bit-identical
@@ -53,9 +53,10 @@ __all__ = ["MIN_ENTRIES", "MIN_ENTRIES_INDEX", "MIN_ENTRIES_INDEX_LOADED", "mode
 MIN_ENTRIES = None
 
 #: Adjacency entries (flows x hops) from which ``auto`` uses the kernels of :mod:`fabric.index_kernels`, when
-#: numba is not loaded yet: numba's import and first (cached) call cost ~0.77 s of CPU, the kernels save
-#: ~1.85e-8 s per entry (1.7e-8 at N = 1,024, 2.0e-8 at N = 4,096), break-even ~42 M (docs/performance.md).
-MIN_ENTRIES_INDEX = 42_000_000
+#: numba is not loaded yet: numba's import and first (cached) calls cost 0.8-1.0 s of CPU (a quarter of it is
+#: the scipy.linalg import numba makes), the kernels save ~1.85e-8 s per entry (1.7e-8 at N = 1,024, 2.0e-8
+#: and more at N = 4,096): break-even ~48 M entries (docs/performance.md, 2026-12-02).
+MIN_ENTRIES_INDEX = 48_000_000
 
 #: The same once numba is loaded in this process (by any kernel): a kernel then pays only for loading its
 #: own cached machine code, about 10 ms, saved from ~0.6 M entries on (docs/performance.md).
