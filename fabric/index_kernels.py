@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["csc", "has_duplicates", "merge_duplicates", "presence", "column_map", "slot_sum", "slot_max"]
+__all__ = ["csc", "has_duplicates", "merge_duplicates", "presence", "column_map", "slot_sum", "slot_max",
+           "one_solve_tail"]
 
 _OPTS = dict(cache=True, nogil=True)
 
@@ -203,3 +204,34 @@ def slot_max(res: np.ndarray, per_flow: np.ndarray, n_res: int) -> np.ndarray:
     out = np.full(n_res + 1, -np.inf)
     _slot_max(res, np.ascontiguousarray(per_flow, dtype=np.float64), out)
     return out
+
+
+@njit(**_OPTS)
+def _one_solve_tail(level, bneck, size, t0, lat, has_lat, res, tend, fin, busy):
+    n, h = res.shape
+    for i in range(n):
+        d = size[i] / level[bneck[i]]  # the flow's transfer time at its max-min rate
+        te = d + t0
+        tend[i] = te
+        if has_lat:
+            fin[i] = te + lat[i]
+        if not np.isfinite(d):
+            d = 0.0
+        for j in range(h):
+            s = res[i, j] + 1
+            if d > busy[s]:
+                busy[s] = d
+
+
+def one_solve_tail(level, bneck, size, t0: float, lat, res, n_res: int):
+    """``(transfer_end, finish, busy per slot)`` of the one-solve shortcut of :mod:`fabric.engine`, every flow
+    filled: ``size / level[bneck] + t0`` (+ latency), and per slot the maximum finite transfer time (-inf where
+    no flow). The numpy path's operations on every element, in one pass (bit-identical)."""
+    n = res.shape[0]
+    tend = np.empty(n)
+    fin = tend if lat is None else np.empty(n)
+    busy = np.full(n_res + 1, -np.inf)
+    _one_solve_tail(level, bneck, np.ascontiguousarray(size, dtype=np.float64), float(t0),
+                    np.zeros(1) if lat is None else np.ascontiguousarray(lat, dtype=np.float64), lat is not None,
+                    np.ascontiguousarray(res), tend, fin, busy)
+    return tend, fin, busy
