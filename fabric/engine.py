@@ -193,11 +193,12 @@ def _one_solve(pr: _Prob, rbytes, lb) -> FlowResult:
     out = _mm.fill(ix, pr.cap, state, _mm.coef_sums(ix, None))
     rounds = out.rounds
     if flows is None and ix.size and _kernels.use_index(ix.res.size):
-        # the same element operations in one compiled pass: rates, transfer ends, finishes, busy maxima
-        tend, fin, busy = _kernels.index().one_solve_tail(out.level, out.bneck, pr.size, t0, pr.lat, ix.res, pr.R)
+        # the same element operations in one compiled pass: rates, transfer ends, busy maxima
+        tend, busy = _kernels.index().one_solve_tail(out.level, out.bneck, pr.size, t0, ix.res, pr.R)
         del ix, out
         busy = busy[1:]
         np.maximum(busy, 0.0, out=busy)
+        fin = tend if pr.lat is None else tend + pr.lat
         return _one_solve_result(pr, start, tend, fin, busy, rbytes, lb, rounds)
     rates = out.rates()
     sz = pr.size if flows is None else pr.size[flows]

@@ -1,13 +1,14 @@
 """Compiled (numba) kernels of the engine outside the fill: index build, column merge, per-resource reductions.
 
-Each kernel is the one-pass loop of a numpy computation of :mod:`fabric.maxmin`
-or :mod:`fabric.reductions` and gives the same bits: integer work (the CSC
-counting sort, presence masks, the column map of the merge) is exact by
-construction; the float sums add in the order of the numpy path (a bincount
-adds its weights sequentially in input order, one hop column after the other),
-maxima are exact. The callers choose between the two paths with
-:func:`fabric.kernels.use_compiled` and the thresholds of :mod:`fabric.kernels`;
-this module imports numba and is imported only then.
+Each kernel is the one-pass loop of a numpy computation of :mod:`fabric.maxmin`,
+:mod:`fabric.reductions` or :mod:`fabric.engine` (the one-solve tail) and gives
+the same bits: integer work (the CSC counting sort, presence masks, the column
+map of the merge) is exact by construction; the float sums add in the order of
+the numpy path (a bincount adds its weights sequentially in input order, one hop
+column after the other), maxima are exact, element operations are the same IEEE
+operations in the same order (no fast-math, no contraction). The callers choose
+between the two paths with :func:`fabric.kernels.use_index` (thresholds in
+:mod:`fabric.kernels`); this module imports numba and is imported only then.
 
 Kernels are compiled on first use per argument type and cached by numba
 (``cache=True``) in the folder :func:`fabric.kernels.available` sets, never
@@ -207,14 +208,11 @@ def slot_max(res: np.ndarray, per_flow: np.ndarray, n_res: int) -> np.ndarray:
 
 
 @njit(**_OPTS)
-def _one_solve_tail(level, bneck, size, t0, lat, has_lat, res, tend, fin, busy):
+def _one_solve_tail(level, bneck, size, t0, res, tend, busy):
     n, h = res.shape
     for i in range(n):
         d = size[i] / level[bneck[i]]  # the flow's transfer time at its max-min rate
-        te = d + t0
-        tend[i] = te
-        if has_lat:
-            fin[i] = te + lat[i]
+        tend[i] = d + t0
         if not np.isfinite(d):
             d = 0.0
         for j in range(h):
@@ -223,15 +221,12 @@ def _one_solve_tail(level, bneck, size, t0, lat, has_lat, res, tend, fin, busy):
                 busy[s] = d
 
 
-def one_solve_tail(level, bneck, size, t0: float, lat, res, n_res: int):
-    """``(transfer_end, finish, busy per slot)`` of the one-solve shortcut of :mod:`fabric.engine`, every flow
-    filled: ``size / level[bneck] + t0`` (+ latency), and per slot the maximum finite transfer time (-inf where
-    no flow). The numpy path's operations on every element, in one pass (bit-identical)."""
-    n = res.shape[0]
-    tend = np.empty(n)
-    fin = tend if lat is None else np.empty(n)
+def one_solve_tail(level, bneck, size, t0: float, res, n_res: int):
+    """``(transfer_end, busy per slot)`` of the one-solve shortcut of :mod:`fabric.engine`, every flow filled:
+    ``size / level[bneck] + t0``, and per slot the maximum finite transfer time (-inf where no flow). The numpy
+    path's operations on every element, in one pass (bit-identical)."""
+    tend = np.empty(res.shape[0])
     busy = np.full(n_res + 1, -np.inf)
-    _one_solve_tail(level, bneck, np.ascontiguousarray(size, dtype=np.float64), float(t0),
-                    np.zeros(1) if lat is None else np.ascontiguousarray(lat, dtype=np.float64), lat is not None,
-                    np.ascontiguousarray(res), tend, fin, busy)
-    return tend, fin, busy
+    _one_solve_tail(level, bneck, np.ascontiguousarray(size, dtype=np.float64), float(t0), np.ascontiguousarray(res),
+                    tend, busy)
+    return tend, busy
