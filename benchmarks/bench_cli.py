@@ -9,7 +9,9 @@ library with a timer per stage (topology + compile + router, planning and
 routing, problem build, engine) and measures, in that same process, the
 *floor*: one ``np.bincount`` over the problem's flow x resource incidence
 (the least work any engine must do: touch every entry once). The engine-stage
-ratio is engine time / floor.
+ratio is engine time / floor; the engine time includes numba's import and first cached call when the
+compiled kernels ran (``FABRIC_EMU_KERNELS``, default ``auto``: large problems only), shown beside it as
+"kernels, numba load s" (the mode and the wall seconds of numba's import in the engine stage).
 
 Cases (see docs/performance.md for the targets):
 
@@ -113,8 +115,11 @@ def stages(case: str) -> dict:
     t_plan = time.perf_counter()
     problem, used = to_problem(plan.flows.relabel(op.label), router)
     t_prob = time.perf_counter()
+    from fabric import kernels
+    load0 = kernels.load_seconds()
     result = simulate_split(problem)
     t_eng = time.perf_counter()
+    load = kernels.load_seconds() - load0  # numba's import, inside the engine stage when a kernel needed it
     max_link_utilization(router, result, used)
     t_end = time.perf_counter()
     keys = np.add(problem.res, 1, dtype=np.intp).reshape(-1)
@@ -125,7 +130,7 @@ def stages(case: str) -> dict:
         np.bincount(keys, minlength=R1)
         floor.append(time.perf_counter() - a)
     return dict(imports=t_imp - t0, fabric=t_fab - t_imp, plan=t_plan - t_fab, problem=t_prob - t_plan,
-                engine=t_eng - t_prob, report=t_end - t_eng, floor=min(floor), flows=problem.res.shape[0],
+                engine=t_eng - t_prob, numba_load=load, kernels=kernels.mode(), report=t_end - t_eng, floor=min(floor), flows=problem.res.shape[0],
                 entries=int(problem.res.size), mode=result.mode_used, time_s=float(result.makespan_s))
 
 
@@ -197,12 +202,14 @@ def main(argv=None) -> int:
                      f"{med['sys']:.2f}", f"{med['rss']:,.0f}",
                      f"{st['flows']:,}" if st else "-", st.get("mode", "-"),
                      f"{st['plan']:.2f}" if st else "-", f"{st['problem']:.2f}" if st else "-",
-                     f"{st['engine']:.3f}" if st else "-", f"{st['floor'] * 1e3:.1f}" if st else "-",
+                     f"{st['engine']:.3f}" if st else "-",
+                     f"{st['kernels']} {st['numba_load']:.2f}" if st else "-", f"{st['floor'] * 1e3:.1f}" if st else "-",
                      f"{st['engine'] / st['floor']:.1f}" if st else "-"])
         print(" | ".join(rows[-1]), flush=True)
     print()
     print_table(["case", "status", "wall s median (runs)", "CPU s", "sys s", "peak RSS MB", "flows", "mode",
-                 "plan+route s", "problem s", "engine s", "floor ms", "engine/floor"], rows)
+                 "plan+route s", "problem s", "engine s", "kernels, numba load s", "floor ms", "engine/floor"],
+                rows)
     return 0
 
 

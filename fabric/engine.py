@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fabric import kernels as _kernels
 from fabric import maxmin as _mm
 from fabric.allocator import reuse_freed_memory
 from fabric.eventloop import _EventLoop
@@ -190,8 +191,16 @@ def _one_solve(pr: _Prob, rbytes, lb) -> FlowResult:
     ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows)
     state = np.full(ix.size, _mm.ALIVE, dtype=np.uint8)
     out = _mm.fill(ix, pr.cap, state, _mm.coef_sums(ix, None))
-    rates = out.rates()
     rounds = out.rounds
+    if flows is None and ix.size and _kernels.use_index(ix.res.size):
+        # the same element operations in one compiled pass: rates, transfer ends, busy maxima
+        tend, busy = _kernels.index().one_solve_tail(out.level, out.bneck, pr.size, t0, ix.res, pr.R)
+        del ix, out
+        busy = busy[1:]
+        np.maximum(busy, 0.0, out=busy)
+        fin = tend if pr.lat is None else tend + pr.lat
+        return _one_solve_result(pr, start, tend, fin, busy, rbytes, lb, rounds)
+    rates = out.rates()
     sz = pr.size if flows is None else pr.size[flows]
     dur = np.divide(sz, rates, out=rates)  # inf rate -> 0; the rates are not needed any more
     del rates
@@ -208,7 +217,11 @@ def _one_solve(pr: _Prob, rbytes, lb) -> FlowResult:
         np.maximum(busy, 0.0, out=busy)
     del ix, out, dur
     fin = tend if pr.lat is None else tend + pr.lat
-    mk = float(fin.max()) if F else float(pr.delay[0])
+    return _one_solve_result(pr, start, tend, fin, busy, rbytes, lb, rounds)
+
+
+def _one_solve_result(pr: _Prob, start, tend, fin, busy, rbytes, lb, rounds) -> FlowResult:
+    mk = float(fin.max()) if pr.F else float(pr.delay[0])
     return FlowResult(start_s=start, transfer_end_s=tend, finish_s=fin, makespan_s=mk, resource_bytes=rbytes,
                       resource_busy_s=busy, resource_peak_utilization=None, lower_bound_s=lb,
                       mode_used="one-solve", events=1, solves=1, rounds=rounds, exact=True, epsilon=0.0)

@@ -1,15 +1,25 @@
-"""Optional compiled kernels (numba) for the two hot loops of the solver: the index build and the fill.
+"""Compiled kernels (numba): when to use them, and the fill.
 
-Opt-in: install with ``pip install fabric-emu[fast]`` and set
-``FABRIC_EMU_KERNELS=auto`` (the kernels from :data:`MIN_ENTRIES` adjacency
-entries on, where they pay for numba's import, about 0.4 s) or ``numba`` (on
-every problem). The default, ``numpy``, runs the pure-numpy code of
-:mod:`fabric.maxmin`. The index build is identical; the fill agrees with the
-numpy fill to 1e-9 relative on the test instances (the suite runs both), but on
-the 16.8 M-flow all-to-all of N = 4,096 the fastest flows' rates differ by up
-to 1.5e-7 relative (both satisfy the max-min conditions to 1e-9; rounding
-accumulated over thousands of subtractions per resource), which is why it is
-not the default (docs/performance.md).
+numba is an install dependency, but everything works without it (the
+pure-numpy code of :mod:`fabric.maxmin` and :mod:`fabric.reductions` is the
+reference, and the tests run both). ``FABRIC_EMU_KERNELS`` chooses:
+
+* ``auto`` (default): each compiled kernel from a measured problem size on
+  (:data:`MIN_ENTRIES_INDEX` adjacency entries for the index build, column
+  merge and per-resource reductions of :mod:`fabric.index_kernels`, where they
+  pay for numba's import and first cached calls, 0.8-1.0 s of CPU; fewer,
+  :data:`MIN_ENTRIES_INDEX_LOADED`, once numba is loaded; docs/performance.md).
+  These kernels give the numpy path's bits exactly. The compiled fill is not
+  used under ``auto`` (:data:`MIN_ENTRIES`: ``None``) until it is bit-identical
+  to the numpy fill;
+* ``numba``: every compiled kernel on every problem, the fill included;
+* ``numpy``: never.
+
+The fill here agrees with the numpy fill to 1e-9 relative on the test
+instances (the suite runs both), but on the 16.8 M-flow all-to-all of N =
+4,096 the fastest flows' rates differ by up to 1.5e-7 relative (both satisfy
+the max-min conditions to 1e-9; rounding accumulated over thousands of
+subtractions per resource), which is why ``auto`` does not use it.
 
 The kernels are compiled on first use and cached (numba's ``cache=True``) in
 ``$FABRIC_EMU_CACHE`` or ``~/.cache/fabric-emu/numba`` -- never next to the
@@ -24,34 +34,58 @@ Examples
 --------
 >>> mode() in ("numpy", "numba", "auto")
 True
+>>> use_compiled(10, None) if mode() != "numba" else False
+False
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 
-__all__ = ["MIN_ENTRIES", "mode", "available", "use_compiled", "csc", "fill"]
+__all__ = ["MIN_ENTRIES", "MIN_ENTRIES_INDEX", "MIN_ENTRIES_INDEX_LOADED", "mode", "available", "use_compiled",
+           "use_index", "index", "load_seconds", "fill"]
 
-#: Adjacency entries from which ``auto`` uses the compiled kernels.
-MIN_ENTRIES = 1 << 24
+#: Adjacency entries from which ``auto`` uses the compiled fill; ``None``: never (it is not bit-identical to
+#: the numpy fill yet; ``FABRIC_EMU_KERNELS=numba`` uses it on every problem).
+MIN_ENTRIES = None
 
-_STATE: dict = {}
+#: Adjacency entries (flows x hops) from which ``auto`` uses the kernels of :mod:`fabric.index_kernels`, when
+#: numba is not loaded yet: numba's import and first (cached) calls cost 0.8-1.0 s of CPU (a quarter of it is
+#: the scipy.linalg import numba makes), the kernels save ~1.85e-8 s per entry (1.7e-8 at N = 1,024, 2.0e-8
+#: and more at N = 4,096): break-even ~48 M entries (docs/performance.md, 2026-12-02).
+MIN_ENTRIES_INDEX = 48_000_000
+
+#: The same once numba is loaded in this process (by any kernel): a kernel then pays only for loading its
+#: own cached machine code, 7-24 ms each (60-80 ms for all seven), which the CSC build alone saves from ~1.7 M
+#: entries and all of them together from ~4 M (docs/performance.md).
+MIN_ENTRIES_INDEX_LOADED = 1 << 21
+
+_STATE: dict = {"load_s": 0.0}
 
 
 def mode() -> str:
-    """``FABRIC_EMU_KERNELS``: ``numpy`` (default), ``auto`` or ``numba``."""
-    m = os.environ.get("FABRIC_EMU_KERNELS", "numpy").strip().lower() or "numpy"
-    return m if m in ("auto", "numpy", "numba") else "numpy"
+    """``FABRIC_EMU_KERNELS``: ``auto`` (default), ``numpy`` or ``numba``."""
+    m = os.environ.get("FABRIC_EMU_KERNELS", "auto").strip().lower() or "auto"
+    return m if m in ("auto", "numpy", "numba") else "auto"
 
 
 def _load():
-    """The compiled functions, or None when numba is not installed (imported once, lazily)."""
+    """The compiled fill, or None when numba is not installed (imported once, lazily)."""
     if "k" in _STATE:
         return _STATE["k"]
-    _STATE["k"] = _compile() if available() else None
+    _STATE["k"] = _timed(_compile) if available() else None
     return _STATE["k"]
+
+
+def _timed(f):
+    t = time.perf_counter()
+    try:
+        return f()
+    finally:
+        _STATE["load_s"] += time.perf_counter() - t
 
 
 def available() -> bool:
@@ -59,46 +93,52 @@ def available() -> bool:
     if "numba" not in _STATE:
         os.environ.setdefault("NUMBA_CACHE_DIR", os.environ.get("FABRIC_EMU_CACHE") or os.path.join(
             os.path.expanduser("~"), ".cache", "fabric-emu", "numba"))
+        t = time.perf_counter()
         try:
             import numba  # noqa: F401
         except ImportError:
             _STATE["numba"] = False
         else:
             _STATE["numba"] = True
+        _STATE["load_s"] += time.perf_counter() - t
     return _STATE["numba"]
 
 
-def use_compiled(entries: int, min_entries: int = MIN_ENTRIES) -> bool:
-    """Whether a problem with ``entries`` entries runs on compiled kernels (``auto``: from ``min_entries``)."""
+def use_compiled(entries: int, min_entries: int | None = MIN_ENTRIES) -> bool:
+    """Whether a kernel runs compiled on a problem of ``entries`` adjacency entries.
+
+    ``numba``: always (when numba is installed); ``numpy``: never; ``auto``: from ``min_entries`` on
+    (``None``: never under ``auto``).
+    """
     m = mode()
-    if m == "numpy" or (m == "auto" and entries < min_entries):
+    if m == "numpy" or (m == "auto" and (min_entries is None or entries < min_entries)):
         return False
     return available()
+
+
+def use_index(entries: int) -> bool:
+    """Whether the kernels of :mod:`fabric.index_kernels` run on a problem of ``entries`` adjacency entries."""
+    loaded = _STATE.get("numba") is True
+    return use_compiled(entries, MIN_ENTRIES_INDEX_LOADED if loaded else MIN_ENTRIES_INDEX)
+
+
+def index():
+    """:mod:`fabric.index_kernels` (imports numba; call only after :func:`use_compiled` said yes)."""
+    if "index" not in _STATE:
+        from fabric import index_kernels
+        _STATE["index"] = index_kernels
+    return _STATE["index"]
+
+
+def load_seconds() -> float:
+    """Wall seconds this process spent importing numba and the compiled kernels (0 if never)."""
+    return float(_STATE["load_s"])
 
 
 def _compile():
     import heapq
 
     from numba import njit
-
-    @njit(cache=True, nogil=True)
-    def csc_kernel(rows, counts, indices, coef2d, ecoef, want_coef):
-        n, h = rows.shape
-        r1 = counts.shape[0] - 1
-        for i in range(n):
-            for j in range(h):
-                counts[rows[i, j] + 2] += 1
-        for s in range(1, r1 + 1):
-            counts[s] += counts[s - 1]
-        pos = counts[:-1].copy()
-        for j in range(h):  # within a slot: by column, then by flow (as the numpy build)
-            for i in range(n):
-                s = rows[i, j] + 1
-                p = pos[s]
-                indices[p] = i
-                if want_coef:
-                    ecoef[p] = coef2d[i, j]
-                pos[s] = p + 1
 
     @njit(cache=True, nogil=True)
     def fill_kernel(indptr, indices, rows, coef_kind, coef1d, coef2d, rem, cnt, state, ceps, tie, alive, done):
@@ -163,19 +203,7 @@ def _compile():
         rem[0] = np.inf
         return level, bneck, rounds
 
-    return {"csc": csc_kernel, "fill": fill_kernel}
-
-
-def csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
-    """Compiled :func:`fabric.maxmin._csc`: same arrays, same order of entries."""
-    k = _load()
-    n, h = rows.shape
-    idx_t = np.int32 if n * h < 2**31 - 1 else np.int64
-    counts = np.zeros(n_res + 2, idx_t)
-    indices = np.empty(n * h, idx_t)
-    ecoef = np.empty(n * h if coef2d is not None else 0)
-    k["csc"](rows, counts, indices, coef2d if coef2d is not None else np.zeros((1, 1)), ecoef, coef2d is not None)
-    return (counts, indices) if coef2d is None else (counts, indices, ecoef)
+    return {"fill": fill_kernel}
 
 
 def fill(ix, rem: np.ndarray, cnt: np.ndarray, state: np.ndarray, alive, done, tie: float):

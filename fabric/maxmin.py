@@ -144,8 +144,8 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
     if nnz == 0:
         empty = (np.zeros(r1 + 1, dtype=idx_t), np.zeros(0, dtype=idx_t))
         return empty if coef2d is None else empty + (np.zeros(0),)
-    if _kernels.use_compiled(nnz):
-        return _kernels.csc(rows, n_res, coef2d)
+    if _kernels.use_index(nnz):
+        return _kernels.index().csc(rows, n_res, coef2d)
     small = n <= _SMALL_SORT
     # entries per (slot, column), then where each column's run of a slot starts in the output; large columns
     # are sorted first (scipy's counting sort gives each column's slot counts with the order)
@@ -205,6 +205,8 @@ def _has_duplicates(rows: np.ndarray) -> bool:
     n, h = rows.shape
     if h < 2 or n == 0:
         return False
+    if _kernels.use_index(n * h):
+        return _kernels.index().has_duplicates(rows)
     tmp = np.empty(n, dtype=np.bool_)
     for j in range(1, h):
         cj = rows[:, j]
@@ -259,6 +261,8 @@ def _sub_index(ix: _Index, sel: np.ndarray) -> _Index:
 def _merge_duplicates(rows: np.ndarray, coef: np.ndarray | None):
     """Merge repeated resource ids within a row (their coefficients add up)."""
     n, h = rows.shape
+    if _kernels.use_index(n * h):
+        return _kernels.index().merge_duplicates(rows, coef)
     dup = np.zeros(n, dtype=np.bool_)
     for j in range(1, h):
         for i in range(j):

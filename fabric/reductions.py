@@ -21,6 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from fabric import kernels as _kernels
 from fabric.arrays import sorted_unique
 from fabric.problem import FlowResult, _Prob
 
@@ -35,6 +36,8 @@ def _slot_sum(res: np.ndarray, per_flow: np.ndarray, weight: np.ndarray | None, 
     One bincount per hop column: no F x h temporaries.
     """
     r1 = n_res + 1
+    if res.ndim == 2 and _kernels.use_index(res.size):
+        return _kernels.index().slot_sum(res, per_flow, weight, n_res)
     out = np.zeros(r1)
     keys = np.empty(res.shape[0], np.intp)  # one buffer for every column (fresh F-sized arrays page-fault)
     for j in range(res.shape[1] if res.ndim == 2 else 0):
@@ -48,6 +51,8 @@ def _slot_max(res: np.ndarray, per_flow: np.ndarray, n_res: int) -> np.ndarray:
 
     One ``maximum.at`` per hop column: the values stay in flow order (no gather).
     """
+    if res.ndim == 2 and _kernels.use_index(res.size):
+        return _kernels.index().slot_max(res, per_flow, n_res)
     out = np.full(n_res + 1, -_INF)
     keys = np.empty(res.shape[0], np.intp)
     for j in range(res.shape[1] if res.ndim == 2 else 0):
@@ -95,17 +100,23 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
     rep = np.arange(R, dtype=np.int64)
     if F == 0 or h < 2 or R == 0:
         return _Reduced(res, w, cap, rep)
+    compiled = _kernels.use_index(res.size)
     cols = [res[:, j] for j in range(h)]
-    # resources present in each column (the padding -1 marks the extra last entry); fancy indexing with
-    # intp ids is ~3x faster than with the int16 / int32 ids the problem stores, so each column is
-    # widened into one of two reused buffers first
-    bufs = (np.empty(F, np.intp), np.empty(F, np.intp))
     present, pad = [], []
-    for c in cols:
-        m = np.zeros(R + 1, dtype=np.bool_)
-        m[_wide(c, bufs[0])] = True
-        pad.append(bool(m[R]))
-        present.append(m[:R])
+    if compiled:  # one pass over the table for every column's resources (and padding, slot 0)
+        pm = _kernels.index().presence(res, R)
+        pad = [bool(pm[j, 0]) for j in range(h)]
+        present = [pm[j, 1:] for j in range(h)]
+    else:
+        # resources present in each column (the padding -1 marks the extra last entry); fancy indexing with
+        # intp ids is ~3x faster than with the int16 / int32 ids the problem stores, so each column is
+        # widened into one of two reused buffers first
+        bufs = (np.empty(F, np.intp), np.empty(F, np.intp))
+        for c in cols:
+            m = np.zeros(R + 1, dtype=np.bool_)
+            m[_wide(c, bufs[0])] = True
+            pad.append(bool(m[R]))
+            present.append(m[:R])
     keep = list(range(h))
     pairs = [(j, j + 1) for j in range(h - 1)]
     cap_eff = None
@@ -121,25 +132,30 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
             continue
         if (pa & pb).any():
             continue
-        if not _function_on_prefix(cols[a], cols[b], R):
-            continue  # a counterexample among the first flows: not a function u -> v (no full-column pass)
-        u, v = _wide(cols[a], bufs[0]), _wide(cols[b], bufs[1])
-        if pad[a]:
-            if not np.array_equal(u < 0, v < 0):
+        if compiled:  # the same conditions in one pass: padding, weights, a function, one-to-one
+            v_of = _kernels.index().column_map(res, a, b, w, R)
+            if v_of is None:
                 continue
-            m = u >= 0
-            u, v = u[m], v[m]
         else:
-            m = slice(None)
-        if w is not None and not np.array_equal(w[m, a], w[m, b]):
-            continue
-        v_of = np.full(R, -1, dtype=np.intp)
-        v_of[u] = v
-        if not np.array_equal(np.take(v_of, u), v):
-            continue  # not a function u -> v
-        vals = v_of[v_of >= 0]
-        if sorted_unique(vals).shape[0] != vals.shape[0]:
-            continue  # not one-to-one
+            if not _function_on_prefix(cols[a], cols[b], R):
+                continue  # a counterexample among the first flows: not a function u -> v (no full-column pass)
+            u, v = _wide(cols[a], bufs[0]), _wide(cols[b], bufs[1])
+            if pad[a]:
+                if not np.array_equal(u < 0, v < 0):
+                    continue
+                m = u >= 0
+                u, v = u[m], v[m]
+            else:
+                m = slice(None)
+            if w is not None and not np.array_equal(w[m, a], w[m, b]):
+                continue
+            v_of = np.full(R, -1, dtype=np.intp)
+            v_of[u] = v
+            if not np.array_equal(np.take(v_of, u), v):
+                continue  # not a function u -> v
+            vals = v_of[v_of >= 0]
+            if sorted_unique(vals).shape[0] != vals.shape[0]:
+                continue  # not one-to-one
         if cap_eff is None:
             cap_eff = cap.copy()
         su = np.flatnonzero(v_of >= 0)

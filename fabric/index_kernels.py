@@ -1,0 +1,232 @@
+"""Compiled (numba) kernels of the engine outside the fill: index build, column merge, per-resource reductions.
+
+Each kernel is the one-pass loop of a numpy computation of :mod:`fabric.maxmin`,
+:mod:`fabric.reductions` or :mod:`fabric.engine` (the one-solve tail) and gives
+the same bits: integer work (the CSC counting sort, presence masks, the column
+map of the merge) is exact by construction; the float sums add in the order of
+the numpy path (a bincount adds its weights sequentially in input order, one hop
+column after the other), maxima are exact, element operations are the same IEEE
+operations in the same order (no fast-math, no contraction). The callers choose
+between the two paths with :func:`fabric.kernels.use_index` (thresholds in
+:mod:`fabric.kernels`); this module imports numba and is imported only then.
+
+Kernels are compiled on first use per argument type and cached by numba
+(``cache=True``) in the folder :func:`fabric.kernels.available` sets, never
+next to the source.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["csc", "has_duplicates", "merge_duplicates", "presence", "column_map", "slot_sum", "slot_max",
+           "one_solve_tail"]
+
+_OPTS = dict(cache=True, nogil=True)
+
+
+@njit(**_OPTS)
+def _csc(rows, counts, indices, coef2d, ecoef, want_coef):
+    n, h = rows.shape
+    r1 = counts.shape[0] - 1
+    for i in range(n):
+        for j in range(h):
+            counts[rows[i, j] + 2] += 1
+    for s in range(1, r1 + 1):
+        counts[s] += counts[s - 1]
+    pos = counts[:-1].copy()
+    for j in range(h):  # within a slot: by column, then by flow (as the numpy build)
+        for i in range(n):
+            s = rows[i, j] + 1
+            p = pos[s]
+            indices[p] = i
+            if want_coef:
+                ecoef[p] = coef2d[i, j]
+            pos[s] = p + 1
+
+
+def csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
+    """Compiled :func:`fabric.maxmin._csc`: same arrays, same dtypes, same order of entries."""
+    rows = np.ascontiguousarray(rows)
+    n, h = rows.shape
+    idx_t = np.int32 if n * h < 2**31 - 1 else np.int64
+    counts = np.zeros(n_res + 2, idx_t)
+    indices = np.empty(n * h, idx_t)
+    want = coef2d is not None
+    ecoef = np.empty(n * h if want else 0)
+    _csc(rows, counts, indices, np.ascontiguousarray(coef2d) if want else np.zeros((1, 1)), ecoef, want)
+    return (counts, indices) if not want else (counts, indices, ecoef)
+
+
+@njit(**_OPTS)
+def _has_duplicates(rows):
+    n, h = rows.shape
+    for i0 in range(0, n, 4096):  # column pairs over a block of rows (no branch per entry), one test per block
+        i1 = min(i0 + 4096, n)
+        d = 0
+        for j in range(1, h):
+            for k in range(j):
+                for i in range(i0, i1):
+                    v = rows[i, j]
+                    d += (rows[i, k] == v) & (v >= 0)
+        if d:
+            return True
+    return False
+
+
+def has_duplicates(rows: np.ndarray) -> bool:
+    """Compiled :func:`fabric.maxmin._has_duplicates`."""
+    return bool(_has_duplicates(rows))
+
+
+@njit(**_OPTS)
+def _merge_duplicates(rows, w):
+    n, h = rows.shape
+    for i in range(n):
+        for j in range(1, h):
+            v = rows[i, j]
+            if v < 0:
+                continue
+            for k in range(j):  # the first occurrence (a later one is already -1)
+                if rows[i, k] == v:
+                    w[i, k] += w[i, j]
+                    rows[i, j] = -1
+                    w[i, j] = 1.0
+                    break
+
+
+def merge_duplicates(rows: np.ndarray, coef: np.ndarray | None):
+    """Compiled :func:`fabric.maxmin._merge_duplicates` (same rows, same coefficients)."""
+    n, h = rows.shape
+    if coef is None:
+        w = np.ones((n, h))
+    elif coef.ndim == 1:
+        w = np.repeat(coef[:, None], h, axis=1)
+    else:
+        w = np.array(coef, dtype=np.float64, order="C")
+    rows = np.array(rows, order="C")
+    _merge_duplicates(rows, w)
+    return rows, w
+
+
+@njit(**_OPTS)
+def _presence(res, present):
+    n, h = res.shape
+    for i in range(n):
+        for j in range(h):
+            present[j, res[i, j] + 1] = True
+
+
+def presence(res: np.ndarray, n_res: int) -> np.ndarray:
+    """bool[h, R + 1]: ``[j, l + 1]`` when resource ``l`` appears in column ``j``, ``[j, 0]`` for padding."""
+    out = np.zeros((res.shape[1], n_res + 1), dtype=np.bool_)
+    _presence(np.ascontiguousarray(res), out)
+    return out
+
+
+@njit(**_OPTS)
+def _column_map(res, a, b, w, has_w, v_of, seen):
+    n = res.shape[0]
+    for i in range(n):
+        u = res[i, a]
+        v = res[i, b]
+        if (u < 0) != (v < 0):
+            return False
+        if u < 0:
+            continue
+        if has_w and not (w[i, a] == w[i, b]):
+            return False
+        o = v_of[u]
+        if o < 0:
+            v_of[u] = v
+        elif o != v:
+            return False
+    for u in range(v_of.shape[0]):
+        v = v_of[u]
+        if v >= 0:
+            if seen[v]:
+                return False
+            seen[v] = True
+    return True
+
+
+def column_map(res: np.ndarray, a: int, b: int, weight: np.ndarray | None, n_res: int) -> np.ndarray | None:
+    """The one-to-one map ``res[f, a] -> res[f, b]`` (intp[R], -1 where unused), or None when it is not one.
+
+    ``None`` too when the padding of the two columns differs or (``weight``) their weights differ on
+    some flow: the conditions :func:`fabric.reductions._reduce_columns` checks with numpy.
+    """
+    v_of = np.full(n_res, -1, dtype=np.intp)
+    seen = np.zeros(n_res, dtype=np.bool_)
+    w = np.zeros((1, 1)) if weight is None else weight
+    ok = _column_map(np.ascontiguousarray(res), a, b, w, weight is not None, v_of, seen)
+    return v_of if ok else None
+
+
+@njit(**_OPTS)
+def _slot_sum(res, per_flow, weight, has_w, out, tmp):
+    n, h = res.shape
+    r1 = out.shape[0]
+    # one sum per column (tmp[j]: a bincount of column j, in flow order), walked row by row; the columns are
+    # then added to the total one after the other (the numpy path's order)
+    for i in range(n):
+        p = per_flow[i]
+        for j in range(h):
+            v = p * weight[i, j] if has_w else p
+            tmp[j, res[i, j] + 1] += v
+    for j in range(h):
+        for s in range(r1):
+            out[s] += tmp[j, s]
+
+
+def slot_sum(res: np.ndarray, per_flow: np.ndarray, weight: np.ndarray | None, n_res: int) -> np.ndarray:
+    """Compiled :func:`fabric.reductions._slot_sum` (bit-identical)."""
+    out = np.zeros(n_res + 1)
+    w = np.zeros((1, 1)) if weight is None else weight
+    tmp = np.zeros((res.shape[1], n_res + 1))
+    _slot_sum(res, np.ascontiguousarray(per_flow, dtype=np.float64), w, weight is not None, out, tmp)
+    return out
+
+
+@njit(**_OPTS)
+def _slot_max(res, per_flow, out):
+    n, h = res.shape
+    for i in range(n):
+        v = per_flow[i]
+        for j in range(h):
+            s = res[i, j] + 1
+            if v > out[s] or v != v:  # np.maximum: NaN wins, ties keep the first
+                out[s] = v
+
+
+def slot_max(res: np.ndarray, per_flow: np.ndarray, n_res: int) -> np.ndarray:
+    """Compiled :func:`fabric.reductions._slot_max` (exact)."""
+    out = np.full(n_res + 1, -np.inf)
+    _slot_max(res, np.ascontiguousarray(per_flow, dtype=np.float64), out)
+    return out
+
+
+@njit(**_OPTS)
+def _one_solve_tail(level, bneck, size, t0, res, tend, busy):
+    n, h = res.shape
+    for i in range(n):
+        d = size[i] / level[bneck[i]]  # the flow's transfer time at its max-min rate
+        tend[i] = d + t0
+        if not np.isfinite(d):
+            d = 0.0
+        for j in range(h):
+            s = res[i, j] + 1
+            if d > busy[s]:
+                busy[s] = d
+
+
+def one_solve_tail(level, bneck, size, t0: float, res, n_res: int):
+    """``(transfer_end, busy per slot)`` of the one-solve shortcut of :mod:`fabric.engine`, every flow filled:
+    ``size / level[bneck] + t0``, and per slot the maximum finite transfer time (-inf where no flow). The numpy
+    path's operations on every element, in one pass (bit-identical)."""
+    tend = np.empty(res.shape[0])
+    busy = np.full(n_res + 1, -np.inf)
+    _one_solve_tail(level, bneck, np.ascontiguousarray(size, dtype=np.float64), float(t0), np.ascontiguousarray(res),
+                    tend, busy)
+    return tend, busy
