@@ -457,12 +457,12 @@ class _EventLoop(_EpochMixin):
                 # few flows to re-fill: fill an index of them only (same lists, same order, same arithmetic)
                 # rather than walk the fixed and finished flows in every bottleneck's list
                 out = _mm.fill(_mm.sub_index(ix, ri), self.pr.cap, np.full(ri.shape[0], _mm.ALIVE, dtype=np.uint8),
-                               cnt, fl_load, compiled=False)
+                               cnt, fl_load)
                 bn = np.zeros(n, dtype=out.bneck.dtype)
                 bn[ri] = out.bneck
                 out.bneck = bn
             else:
-                out = _mm.fill(ix, self.pr.cap, state, cnt, fl_load, compiled=self.exact)
+                out = _mm.fill(ix, self.pr.cap, state, cnt, fl_load)
             rates = np.where(fixed[aidx], prev[aidx], out.level[out.bneck[aidx]])
             self.L_bneck[ri] = out.bneck[ri]
         else:
@@ -471,7 +471,7 @@ class _EventLoop(_EpochMixin):
             else:
                 state = np.where(self.L_act, _mm.ALIVE, _mm.DONE).astype(np.uint8)
             cnt = self.cntw.copy()  # maintained on arrivals and departures
-            out = _mm.fill(ix, self.pr.cap, state, cnt, compiled=self.exact)
+            out = _mm.fill(ix, self.pr.cap, state, cnt)
             b = out.bneck[aidx]
             rates = out.level[b]
             self.L_bneck[aidx] = b

@@ -4,21 +4,12 @@ Opt-in: install with ``pip install fabric-emu[fast]`` and set
 ``FABRIC_EMU_KERNELS=auto`` (the kernels from :data:`MIN_ENTRIES` adjacency
 entries on, where they pay for numba's import, about 0.4 s) or ``numba`` (on
 every problem). The default, ``numpy``, runs the pure-numpy code of
-:mod:`fabric.maxmin`. The index build is identical; the fill agrees with the
-numpy fill to 1e-9 relative on the test instances (the suite runs both), but on
-the 16.8 M-flow all-to-all of N = 4,096 the fastest flows' rates differ by up
-to 1.5e-7 relative (both satisfy the max-min conditions to 1e-9; rounding
-accumulated over thousands of subtractions per resource), which is why it is
-not the default (docs/performance.md).
+:mod:`fabric.maxmin`. The index build is identical; the fill
+(:mod:`fabric.fillkernel`) is bit-identical to the numpy fill.
 
 The kernels are compiled on first use and cached (numba's ``cache=True``) in
 ``$FABRIC_EMU_CACHE`` or ``~/.cache/fabric-emu/numba`` -- never next to the
-source. The fill is plain sequential progressive filling: a lazy heap of the
-resources' fair shares ``rem / cnt`` (shares only grow while filling, so a
-popped share that is out of date is pushed back with its current value);
-the resource with the smallest share freezes its unfrozen flows; shares within
-``TIE_RTOL`` of the level opened last freeze at that level, as in the numpy
-rounds. Exact, like the numpy version (docs/flow-engine.md §2).
+source.
 
 Examples
 --------
@@ -32,7 +23,7 @@ import os
 
 import numpy as np
 
-__all__ = ["MIN_ENTRIES", "mode", "available", "use_compiled", "csc", "fill"]
+__all__ = ["MIN_ENTRIES", "mode", "available", "use_compiled", "csc"]
 
 #: Adjacency entries from which ``auto`` uses the compiled kernels.
 MIN_ENTRIES = 1 << 24
@@ -77,8 +68,6 @@ def use_compiled(entries: int, min_entries: int = MIN_ENTRIES) -> bool:
 
 
 def _compile():
-    import heapq
-
     from numba import njit
 
     @njit(cache=True, nogil=True)
@@ -100,70 +89,7 @@ def _compile():
                     ecoef[p] = coef2d[i, j]
                 pos[s] = p + 1
 
-    @njit(cache=True, nogil=True)
-    def fill_kernel(indptr, indices, rows, coef_kind, coef1d, coef2d, rem, cnt, state, ceps, tie, alive, done):
-        n, h = rows.shape
-        r1 = rem.shape[0]
-        level = np.full(r1, np.inf)
-        bneck = np.zeros(n, np.int32)
-        closed = np.zeros(r1, np.bool_)
-        closed[0] = True
-        heap = [(0.0, 0)]
-        heap.pop()
-        for s in range(1, r1):
-            if cnt[s] >= ceps:
-                sh = rem[s] / cnt[s]
-                if sh < np.inf:
-                    heap.append((sh, s))
-        heapq.heapify(heap)
-        rounds = 0
-        cur = -1.0
-        lim = -1.0
-        while len(heap) > 0:
-            sh, j = heapq.heappop(heap)
-            if closed[j]:
-                continue
-            if cnt[j] < ceps:
-                continue  # no unfrozen flow left: never a bottleneck
-            now = rem[j] / cnt[j]
-            if now != sh:
-                if now < np.inf:
-                    heapq.heappush(heap, (now, j))  # out of date (shares only grow): back with its share
-                continue
-            if now <= lim:
-                v = cur  # the same level as the slot that opened it (ties within TIE_RTOL)
-            else:
-                cur = now if now > 0.0 else 0.0
-                lim = now * (1.0 + tie) if now > 0.0 else 0.0
-                v = cur
-                rounds += 1
-            any_frozen = False
-            for p in range(indptr[j], indptr[j + 1]):
-                f = indices[p]
-                if state[f] != alive:
-                    continue
-                state[f] = done
-                bneck[f] = j
-                any_frozen = True
-                for k in range(h):
-                    l = rows[f, k] + 1
-                    if coef_kind == 0:
-                        c = 1.0
-                    elif coef_kind == 1:
-                        c = coef1d[f]
-                    else:
-                        c = coef2d[f, k]
-                    cnt[l] -= c
-                    rem[l] -= c * v
-            if any_frozen:
-                level[j] = v
-            rem[j] = np.inf
-            cnt[j] = 0.0
-            closed[j] = True
-        rem[0] = np.inf
-        return level, bneck, rounds
-
-    return {"csc": csc_kernel, "fill": fill_kernel}
+    return {"csc": csc_kernel}
 
 
 def csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
@@ -177,16 +103,3 @@ def csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
     k["csc"](rows, counts, indices, coef2d if coef2d is not None else np.zeros((1, 1)), ecoef, coef2d is not None)
     return (counts, indices) if coef2d is None else (counts, indices, ecoef)
 
-
-def fill(ix, rem: np.ndarray, cnt: np.ndarray, state: np.ndarray, alive, done, tie: float):
-    """Compiled filling loop: ``(level, bneck, rounds)``; ``rem``, ``cnt`` and ``state`` are updated in place."""
-    k = _load()
-    coef = ix.coef
-    if coef is None:
-        kind, c1, c2 = 0, np.zeros(1), np.zeros((1, 1))
-    elif coef.ndim == 1:
-        kind, c1, c2 = 1, coef, np.zeros((1, 1))
-    else:
-        kind, c1, c2 = 2, np.zeros(1), coef
-    return k["fill"](ix.indptr, ix.indices, ix.res, kind, c1, c2, rem, cnt, state, float(ix.ceps), float(tie),
-                     alive, done)
