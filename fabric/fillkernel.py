@@ -162,16 +162,15 @@ def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, fu
     pidx = np.empty(tot, np.int64)
     ew = np.empty(tot if kind == 2 else 0)
     n = 0
-    for p in range(k):
+    for p in range(k):  # branch-free compaction of the unfrozen flows (list order)
         c = cand[p]
         for e in range(indptr[c], indptr[c + 1]):
             f = indices[e]
-            if state[f] == alive:
-                fl[n] = f
-                pidx[n] = p
-                if kind == 2:
-                    ew[n] = ecoef[e]
-                n += 1
+            fl[n] = f
+            pidx[n] = p
+            if kind == 2:
+                ew[n] = ecoef[e]
+            n += state[f] == alive
     # first candidate crossed by each gathered flow (entries are in candidate order)
     for e in range(n - 1, -1, -1):
         state[fl[e]] = pidx[e]
@@ -187,14 +186,15 @@ def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, fu
             nlater += 1
     for e in range(n):
         state[fl[e]] = alive
-    ff = np.empty(nfirst, np.int64)
-    pf = np.empty(nfirst, np.int64)
+    ff = np.empty(nfirst + 1, np.int64)
+    pf = np.empty(nfirst + 1, np.int64)
     q = 0
     for e in range(n):
-        if pidx[e] == mn[e]:
-            ff[q] = fl[e]
-            pf[q] = pidx[e]
-            q += 1
+        ff[q] = fl[e]
+        pf[q] = pidx[e]
+        q += pidx[e] == mn[e]
+    ff = ff[:nfirst]
+    pf = pf[:nfirst]
     rc = np.empty(k)
     cc = np.empty(k)
     s = sc.copy()
@@ -272,9 +272,8 @@ def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, f
             nf = 0
             for e in range(a, b):
                 f = indices[e]
-                if state[f] == alive:
-                    fl[nf] = f
-                    nf += 1
+                fl[nf] = f
+                nf += state[f] == alive
             if nf:
                 for q in range(nf):
                     state[fl[q]] = done
