@@ -62,7 +62,7 @@ def _share_all(rem, cnt, share, ceps):
 
 
 @_jit
-def _accumulate(fl, nf, rr, scalar_rate, res, kind, coef1d, coef2d, dc, dr):
+def _accumulate(fl, nf, rr, scalar_rate, res, kind, coef1d, coef2d, dc, dr, ib, fb):
     """Per-slot sums of the coefficients (dc) and coefficient x rate (dr) of the flows fl[:nf], in flow-then-column
     order (as np.bincount over their rows); dc and dr are zeroed first."""
     dc[:] = 0.0
@@ -101,12 +101,12 @@ def _stable_sort(cand, share):
 
 @_jit
 def apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state, ctx, ceps, done, cand, s,
-          accp, live, ff, pf, dc, dr):
+          accp, live, ff, pf, dc, dr, ib, fb):
     """Freeze the first-crossed flows ff of the accepted candidates at s (the end of a window round)."""
     k = cand.shape[0]
     n = ff.shape[0]
-    fl = np.empty(n, np.int64)
-    rr = np.empty(n)
+    fl = ib[5]
+    rr = fb[1]
     nf = 0
     for q in range(n):
         p = pf[q]
@@ -118,7 +118,7 @@ def apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state,
             bneck[f] = cand[p]
             nf += 1
     if nf:
-        _accumulate(fl, nf, rr, False, res, kind, coef1d, coef2d, dc, dr)
+        _accumulate(fl, nf, rr, False, res, kind, coef1d, coef2d, dc, dr, ib, fb)
         for l in range(rem.shape[0]):
             cnt[l] -= dc[l]
             rem[l] -= dr[l]
@@ -140,7 +140,7 @@ def apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state,
 
 @_jit
 def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, full, level, bneck, state, ctx,
-          ceps, tie, alive, done, cand, bound, s0, dc, dr):
+          ceps, tie, alive, done, cand, bound, s0, dc, dr, ib, fb):
     """A window of k > 1 candidates (sorted by share): applied here unless they share flows.
 
     Returns (code, s, W, ff, pf, rc, cc, ng0): code CONTINUE once applied,
@@ -158,9 +158,9 @@ def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, fu
     tot = 0
     for p in range(k):
         tot += indptr[cand[p] + 1] - indptr[cand[p]]
-    fl = np.empty(tot, np.int64)
-    pidx = np.empty(tot, np.int64)
-    ew = np.empty(tot if kind == 2 else 0)
+    fl = ib[0]
+    pidx = ib[1]
+    ew = fb[0]
     n = 0
     for p in range(k):  # branch-free compaction of the unfrozen flows (list order)
         c = cand[p]
@@ -174,7 +174,7 @@ def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, fu
     # first candidate crossed by each gathered flow (entries are in candidate order)
     for e in range(n - 1, -1, -1):
         state[fl[e]] = pidx[e]
-    mn = np.empty(n, np.int64)
+    mn = ib[2]
     nfirst = 0
     nlater = 0
     for e in range(n):
@@ -186,8 +186,8 @@ def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, fu
             nlater += 1
     for e in range(n):
         state[fl[e]] = alive
-    ff = np.empty(nfirst + 1, np.int64)
-    pf = np.empty(nfirst + 1, np.int64)
+    ff = ib[3]
+    pf = ib[4]
     q = 0
     for e in range(n):
         ff[q] = fl[e]
@@ -221,13 +221,13 @@ def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, fu
     for p in range(k):
         live[p] = cc[p] >= ceps
     apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state, ctx, ceps, done, cand, s,
-          accp, live, ff, pf, dc, dr)
+          accp, live, ff, pf, dc, dr, ib, fb)
     return CONTINUE, s, W, ff, pf, rc, cc, ng0
 
 
 @_jit
 def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, full, level, bneck, state, ctx,
-           ceps, tie, alive, done, maxcand, dc, dr):
+           ceps, tie, alive, done, maxcand, dc, dr, ib, fb):
     """Filling rounds until the end (DONE_) or a window numpy must handle (ALGEBRA, CAPPED).
 
     ``ctx`` = [window, rounds]; ``share`` must hold the current shares.
@@ -268,7 +268,7 @@ def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, f
             # ---- one bottleneck slot
             sv = s0 if s0 > 0.0 else 0.0
             a, b = indptr[j0], indptr[j0 + 1]
-            fl = np.empty(b - a, np.int64)
+            fl = ib[0]
             nf = 0
             for e in range(a, b):
                 f = indices[e]
@@ -280,7 +280,7 @@ def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, f
                     bneck[fl[q]] = j0
                 level[j0] = sv
                 one[0] = sv
-                _accumulate(fl, nf, one, True, res, kind, coef1d, coef2d, dc, dr)
+                _accumulate(fl, nf, one, True, res, kind, coef1d, coef2d, dc, dr, ib, fb)
                 for l in range(r1):
                     cnt[l] -= dc[l]
                     rem[l] -= dc[l] * sv
@@ -301,7 +301,7 @@ def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, f
         _stable_sort(cand, share)
         code, s, W, ff, pf, rc, cc, ng0 = multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt,
                                                 share, full, level, bneck, state, ctx, ceps, tie, alive, done,
-                                                cand, thr, s0, dc, dr)
+                                                cand, thr, s0, dc, dr, ib, fb)
         if code == ALGEBRA:
             return ALGEBRA, cand, s, W, ff, pf, rc, cc, ng0, thr, s0
 

@@ -29,6 +29,7 @@ iterations (135 instead of 998 on a 1,024-GPU ECMP all-to-all).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -566,6 +567,19 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
     return out
 
 
+_BUFFERS = threading.local()
+
+
+def _fill_buffers(n: int):
+    """int64[6, >= n] and float64[2, >= n] work buffers of the compiled fill, per thread (kept between fills:
+    their pages are touched once, not at every fill)."""
+    b = getattr(_BUFFERS, "b", None)
+    if b is None or b[0].shape[1] < n:
+        n = max(n, 1024)
+        b = _BUFFERS.b = (np.empty((6, n), dtype=np.int64), np.empty((2, n)))
+    return b
+
+
 def _fill_compiled(fk, ix: _Index, rem: np.ndarray, cnt: np.ndarray, state: np.ndarray) -> _Fill:
     """:func:`_fill` on the compiled rounds of :mod:`fabric.fillkernel` (same bits); numpy does the windows
     whose candidates share flows (:func:`_window`) and the choice of a capped window's candidates."""
@@ -591,7 +605,12 @@ def _fill_compiled(fk, ix: _Index, rem: np.ndarray, cnt: np.ndarray, state: np.n
     tie = float(TIE_RTOL)
     base = (ix.indptr, ix.indices, ix.res, kind, c1, c2, ec, rem, cnt, share, full, out.level, out.bneck, state, ctx,
             ceps, tie, _ALIVE, _DONE)
-    work = (dc, dr)
+    # work buffers of the kernels: a window gathers at most the lists of its _MAXCAND candidates
+    lens = np.diff(ix.indptr)
+    need = int(np.partition(lens, lens.shape[0] - _MAXCAND)[-_MAXCAND:].sum() if lens.shape[0] > _MAXCAND
+               else lens.sum()) + 1
+    ib, fb = _fill_buffers(need)
+    work = (dc, dr, ib, fb)
     while True:
         code, cand, s, W, ff, pf, rc, cc, ng0, bound, s0 = fk["rounds"](*base, _MAXCAND, *work)
         if code == _fk.DONE_:
