@@ -155,44 +155,38 @@ def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, fu
     ng0 = 0
     while ng0 < k and sc[ng0] <= lim:
         ng0 += 1
-    tot = 0
-    for p in range(k):
-        tot += indptr[cand[p] + 1] - indptr[cand[p]]
     fl = ib[0]
     pidx = ib[1]
+    mn = ib[2]
+    ff = ib[3]
+    pf = ib[4]
     ew = fb[0]
+    # one pass over the candidates' lists, in list order: an entry is gathered if its flow is unfrozen (alive,
+    # or already marked by an earlier candidate of this window); the first candidate crossing each flow (the
+    # entries come in candidate order) is marked in its state; branch-free compaction
     n = 0
-    for p in range(k):  # branch-free compaction of the unfrozen flows (list order)
+    q = 0
+    nlater = 0
+    for p in range(k):
         c = cand[p]
         for e in range(indptr[c], indptr[c + 1]):
             f = indices[e]
+            m = state[f]
+            fresh = m == alive
             fl[n] = f
             pidx[n] = p
+            mn[n] = p if fresh else m
             if kind == 2:
                 ew[n] = ecoef[e]
-            n += state[f] == alive
-    # first candidate crossed by each gathered flow (entries are in candidate order)
-    for e in range(n - 1, -1, -1):
-        state[fl[e]] = pidx[e]
-    mn = ib[2]
-    nfirst = 0
-    nlater = 0
-    for e in range(n):
-        m = state[fl[e]]
-        mn[e] = m
-        if pidx[e] == m:
-            nfirst += 1
-        elif pidx[e] > m:
-            nlater += 1
+            n += fresh or m < done
+            nlater += m < done
+            ff[q] = f
+            pf[q] = p
+            q += fresh
+            state[f] = p if fresh else m
+    nfirst = q
     for e in range(n):
         state[fl[e]] = alive
-    ff = ib[3]
-    pf = ib[4]
-    q = 0
-    for e in range(n):
-        ff[q] = fl[e]
-        pf[q] = pidx[e]
-        q += pidx[e] == mn[e]
     ff = ff[:nfirst]
     pf = pf[:nfirst]
     rc = np.empty(k)
