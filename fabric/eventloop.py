@@ -42,7 +42,7 @@ _INCREMENTAL = True
 #: flows (its build is a sort of their entries; the full index's filling walks every listed flow it meets)
 _SUB_FILL = 4
 #: active flows from which ``FABRIC_EMU_KERNELS=auto`` runs the fused per-event passes compiled (bit-identical)
-EPOCH_MIN_FLOWS = 1 << 16
+EPOCH_MIN_FLOWS = 1 << 18
 
 
 def _epoch_kernels(n: int):

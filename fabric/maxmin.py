@@ -46,7 +46,7 @@ TIE_RTOL = 1e-9
 _INF = np.inf
 
 #: Adjacency entries from which ``FABRIC_EMU_KERNELS=auto`` fills on the compiled kernel (bit-identical).
-FILL_MIN_ENTRIES = 1 << 22
+FILL_MIN_ENTRIES = 1 << 24
 
 
 @dataclass(frozen=True)
