@@ -62,7 +62,7 @@ def _share_all(rem, cnt, share, ceps):
 
 
 @_jit
-def _accumulate(fl, nf, rr, scalar_rate, res, kind, coef1d, coef2d, dc, dr, ib, fb):
+def _accumulate(fl, nf, rr, scalar_rate, res, kind, coef1d, coef2d, dc, dr):
     """Per-slot sums of the coefficients (dc) and coefficient x rate (dr) of the flows fl[:nf], in flow-then-column
     order (as np.bincount over their rows); dc and dr are zeroed first."""
     dc[:] = 0.0
@@ -118,7 +118,7 @@ def apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state,
             bneck[f] = cand[p]
             nf += 1
     if nf:
-        _accumulate(fl, nf, rr, False, res, kind, coef1d, coef2d, dc, dr, ib, fb)
+        _accumulate(fl, nf, rr, False, res, kind, coef1d, coef2d, dc, dr)
         for l in range(rem.shape[0]):
             cnt[l] -= dc[l]
             rem[l] -= dr[l]
@@ -140,7 +140,7 @@ def apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state,
 
 @_jit
 def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, full, level, bneck, state, ctx,
-          ceps, tie, alive, done, cand, bound, s0, dc, dr, ib, fb):
+          ceps, tie, alive, done, cand, s0, dc, dr, ib, fb):
     """A window of k > 1 candidates (sorted by share): applied here unless they share flows.
 
     Returns (code, s, W, ff, pf, rc, cc, ng0): code CONTINUE once applied,
@@ -274,7 +274,7 @@ def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, f
                     bneck[fl[q]] = j0
                 level[j0] = sv
                 one[0] = sv
-                _accumulate(fl, nf, one, True, res, kind, coef1d, coef2d, dc, dr, ib, fb)
+                _accumulate(fl, nf, one, True, res, kind, coef1d, coef2d, dc, dr)
                 for l in range(r1):
                     cnt[l] -= dc[l]
                     rem[l] -= dc[l] * sv
@@ -295,7 +295,7 @@ def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, f
         _stable_sort(cand, share)
         code, s, W, ff, pf, rc, cc, ng0 = multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt,
                                                 share, full, level, bneck, state, ctx, ceps, tie, alive, done,
-                                                cand, thr, s0, dc, dr, ib, fb)
+                                                cand, s0, dc, dr, ib, fb)
         if code == ALGEBRA:
             return ALGEBRA, cand, s, W, ff, pf, rc, cc, ng0, thr, s0
 

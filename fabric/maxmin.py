@@ -621,7 +621,7 @@ def _fill_compiled(fk, ix: _Index, rem: np.ndarray, cnt: np.ndarray, state: np.n
             sc = share[cand]
             cand = cand[np.argsort(sc, kind="stable")]
             bound = float(share[cand[-1]])
-            code, s, W, ff, pf, rc, cc, ng0 = fk["multi"](*base, cand, bound, s0, *work)
+            code, s, W, ff, pf, rc, cc, ng0 = fk["multi"](*base, cand, s0, *work)
             if code != _fk.ALGEBRA:
                 continue
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
