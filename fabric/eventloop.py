@@ -18,6 +18,7 @@ import heapq
 
 import numpy as np
 
+from fabric import kernels as _kernels
 from fabric import maxmin as _mm
 from fabric.problem import FlowResult, _Prob
 from fabric.epoch import _EpochMixin, _row_bincount
@@ -40,6 +41,17 @@ _INCREMENTAL = True
 #: a warm start fills an index of the re-filled flows only when they are fewer than 1/_SUB_FILL of the listed
 #: flows (its build is a sort of their entries; the full index's filling walks every listed flow it meets)
 _SUB_FILL = 4
+#: active flows from which ``FABRIC_EMU_KERNELS=auto`` runs the fused per-event passes compiled (bit-identical)
+EPOCH_MIN_FLOWS = 1 << 18
+
+
+def _epoch_kernels(n: int):
+    """:mod:`fabric.epoch_kernels` when the compiled per-event passes are used for ``n`` flows, else None."""
+    if not _kernels.use_compiled(n, EPOCH_MIN_FLOWS):
+        return None
+    from fabric import epoch_kernels  # imports numba
+
+    return epoch_kernels
 
 
 
@@ -288,10 +300,14 @@ class _EventLoop(_EpochMixin):
             gd = aidx[done]
             tcd = tc[done]
             self._account(t, t1, aidx, rates, tc, done, sat)
-            left = rem - rates * (t1 - t)
-            np.maximum(left, 0.0, out=left)
-            self.L_rem[aidx] = left
-            self.L_rate[aidx] = rates
+            ek = _epoch_kernels(aidx.shape[0])
+            if ek is not None:
+                ek.advance(aidx, rem, rates, t1 - t, self.L_rem, self.L_rate)
+            else:
+                left = rem - rates * (t1 - t)
+                np.maximum(left, 0.0, out=left)
+                self.L_rem[aidx] = left
+                self.L_rate[aidx] = rates
             if gd.size and not self.exact:
                 self._depart(gd, rates[done])
             if gd.size:
@@ -419,6 +435,7 @@ class _EventLoop(_EpochMixin):
         ix = self.ix
         n = ix.size
         all_active = aidx.shape[0] == n
+        ek = _epoch_kernels(n)
         fixed = None
         if warm_x is not None:
             prev = self.L_mm
@@ -457,25 +474,32 @@ class _EventLoop(_EpochMixin):
                 # few flows to re-fill: fill an index of them only (same lists, same order, same arithmetic)
                 # rather than walk the fixed and finished flows in every bottleneck's list
                 out = _mm.fill(_mm.sub_index(ix, ri), self.pr.cap, np.full(ri.shape[0], _mm.ALIVE, dtype=np.uint8),
-                               cnt, fl_load, compiled=False)
-                bn = np.zeros(n, dtype=out.bneck.dtype)
-                bn[ri] = out.bneck
-                out.bneck = bn
+                               cnt, fl_load)
             else:
-                out = _mm.fill(ix, self.pr.cap, state, cnt, fl_load, compiled=self.exact)
-            rates = np.where(fixed[aidx], prev[aidx], out.level[out.bneck[aidx]])
-            self.L_bneck[ri] = out.bneck[ri]
+                out = _mm.fill(ix, self.pr.cap, state, cnt, fl_load)
+            if ek is not None:
+                rates = self._tail(ek, ek.WARM_SUB if sub else ek.WARM, aidx, fixed, prev, out, ri)
+            else:
+                if sub:
+                    bn = np.zeros(n, dtype=out.bneck.dtype)
+                    bn[ri] = out.bneck
+                    out.bneck = bn
+                rates = np.where(fixed[aidx], prev[aidx], out.level[out.bneck[aidx]])
+                self.L_bneck[ri] = out.bneck[ri]
         else:
             if all_active:
                 state = np.full(n, _mm.ALIVE, dtype=np.uint8)
             else:
                 state = np.where(self.L_act, _mm.ALIVE, _mm.DONE).astype(np.uint8)
             cnt = self.cntw.copy()  # maintained on arrivals and departures
-            out = _mm.fill(ix, self.pr.cap, state, cnt, compiled=self.exact)
-            b = out.bneck[aidx]
-            rates = out.level[b]
-            self.L_bneck[aidx] = b
-        if not self.exact or self.ts:
+            out = _mm.fill(ix, self.pr.cap, state, cnt)
+            if ek is not None:
+                rates = self._tail(ek, ek.COLD, aidx, None, None, out, None)
+            else:
+                b = out.bneck[aidx]
+                rates = out.level[b]
+                self.L_bneck[aidx] = b
+        if ek is None and (not self.exact or self.ts):
             bn = self.L_bneck[aidx]
             mult = None if self.L_mult is None else self.L_mult[aidx]
             self.members = np.bincount(bn, weights=mult, minlength=self.pr.R + 1).astype(np.float64)
@@ -499,6 +523,20 @@ class _EventLoop(_EpochMixin):
             with np.errstate(divide="ignore", invalid="ignore"):
                 u = load[1:] / self.pr.cap
             np.maximum(self.peak[1:], np.nan_to_num(u), out=self.peak[1:])
+        return rates
+
+    def _tail(self, ek, kind, aidx, fixed, prev, out, ri):
+        """The compiled end of :meth:`_solve` (:func:`fabric.epoch_kernels.solve_tail`): rates, L_bneck, members."""
+        z = np.zeros(1)
+        zi = np.zeros(1, dtype=np.int64)
+        want = not self.exact or self.ts
+        mult = self.L_mult
+        rates, members = ek.solve_tail(kind, aidx, np.zeros(1, dtype=np.bool_) if fixed is None else fixed,
+                                       z if prev is None else prev, out.level, out.bneck, zi if ri is None else ri,
+                                       self.L_bneck, z if mult is None else mult, mult is not None, want,
+                                       self.pr.R + 1)
+        if want:
+            self.members = members
         return rates
 
     def _load(self, aidx, rates):

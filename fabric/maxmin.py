@@ -29,6 +29,7 @@ iterations (135 instead of 998 on a 1,024-GPU ECMP all-to-all).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +44,9 @@ __all__ = ["MaxMinResult", "maxmin_rates", "maxmin_refill"]
 TIE_RTOL = 1e-9
 
 _INF = np.inf
+
+#: Adjacency entries from which ``FABRIC_EMU_KERNELS=auto`` fills on the compiled kernel (bit-identical).
+FILL_MIN_ENTRIES = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -347,6 +351,54 @@ def _fixed_load(ix: _Index, sel: np.ndarray, rate: np.ndarray) -> np.ndarray:
     return np.bincount(keys, weights=w, minlength=ix.n_res + 1)
 
 
+def _window(W, rc, cc, s, ng0: int, bound: float, ceps: float):
+    """Shares and accepted candidates of a window whose candidates share flows (module docstring).
+
+    ``W[j, i]`` (k x k, lower triangular; int counts when unweighted): the
+    coefficient on candidate ``j`` of the flows that candidate ``i < j`` freezes
+    first; ``rc``, ``cc``: remaining capacity and coefficient sum of the
+    candidates; ``s`` (float64[k]) holds their shares (the first ``ng0`` at the
+    level) and is overwritten with the shares at which they freeze.  Returns
+    ``(accp, live)``: the candidates accepted, and those with unfrozen flows left.
+    Shared by the numpy and the compiled fill (:mod:`fabric.fillkernel`).
+    """
+    k = s.shape[0]
+    rowsum = W.sum(axis=1)
+    diag = cc - rowsum
+    live = diag >= ceps
+    if ng0 < k:
+        # shares after the earlier candidates froze their flows: a triangular system
+        L = W[ng0:, ng0:]
+        L[np.diag_indices(k - ng0)] = np.where(live[ng0:], diag[ng0:], 1.0)
+        rhs = rc[ng0:] - W[ng0:, :ng0] @ s[:ng0]
+        rhs[~live[ng0:]] = 0.0
+        from scipy.linalg import lapack as _lapack  # only when candidates interact
+
+        s[ng0:] = _lapack.dtrtrs(L, rhs, lower=1)[0]
+        L[np.diag_indices(k - ng0)] = 0.0
+    # candidate j may freeze at s[j] only if it is then the smallest share left:
+    # SH[m, j] is the share of candidate m once candidates 0..j-1 have frozen
+    CW = np.zeros((k, k))
+    CWS = np.zeros((k, k))
+    np.cumsum(W[:, :-1], axis=1, out=CW[:, 1:])
+    np.cumsum(W[:, :-1] * s[None, :-1], axis=1, out=CWS[:, 1:])
+    den = cc[:, None] - CW
+    SH = (rc[:, None] - CWS) / den
+    SH[den < ceps] = _INF
+    SH[_upper(k)] = _INF  # only later candidates m > j
+    ok = (s <= SH.min(axis=0) * (1.0 + 1e-12)) & (s <= bound * (1.0 + 1e-12))
+    ok[:ng0] = True
+    ok |= ~live
+    bad = np.flatnonzero(~ok)
+    J = int(bad[0]) if bad.shape[0] else k
+    accp = np.arange(k) < J
+    if J < k:
+        # beyond the valid prefix: candidates none of whose flows crosses an earlier
+        # candidate are local minima of the share and freeze at their own share
+        accp |= (rowsum == 0.0) & live
+    return accp, live
+
+
 def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
           fixed_load: np.ndarray | None = None, *, compiled: bool = True) -> _Fill:
     """Progressive filling of the flows whose ``state`` is _ALIVE.
@@ -354,9 +406,9 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
     ``state`` (uint8[n]) is updated in place (filled flows become _DONE);
     ``cnt`` (float64[R+1], per-slot coefficient sum of the alive flows) is
     consumed.  ``fixed_load`` is the per-slot load of flows kept at fixed rates.
-    ``compiled``: the compiled kernel may be used (:mod:`fabric.kernels`; same
-    rates to rounding, so callers whose later choices depend on the last bit,
-    like epoch mode, pass False).
+    ``compiled``: the compiled kernel (:mod:`fabric.fillkernel`, bit-identical)
+    may be used, as :func:`fabric.kernels.use_compiled` decides from
+    :data:`FILL_MIN_ENTRIES` adjacency entries.
     """
     n_res = ix.n_res
     r1 = n_res + 1
@@ -367,12 +419,12 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
         rem -= fixed_load
         rem[0] = _INF
     cnt[0] = 0.0
-    if compiled and _kernels.use_compiled(ix.indices.shape[0]) and not (rem < 0.0).any():
-        out = _Fill.__new__(_Fill)
-        out.level, out.bneck, out.rounds = _kernels.fill(ix, rem, cnt, state, _ALIVE, _DONE, TIE_RTOL)
-        out.rem = rem
-        out.rem_left = None
-        return out
+    if compiled and _kernels.use_compiled(ix.indices.shape[0], FILL_MIN_ENTRIES):
+        from fabric import fillkernel  # imports numba
+
+        fk = fillkernel.load()
+        if fk is not None:
+            return _fill_compiled(fk, ix, rem, cnt, state)
     out = _Fill(ix.size, r1)
     bneck, level = out.bneck, out.level
     res, coef, indptr, indices, ecoef = ix.res, ix.coef, ix.indptr, ix.indices, ix.ecoef
@@ -472,39 +524,7 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                     else:
                         wl = take(coef, fl[later])
                     W = bincount(li, weights=wl, minlength=k * k).reshape(k, k)
-                    rowsum = W.sum(axis=1)
-                    diag = cc - rowsum
-                    live = diag >= ceps
-                    if ng0 < k:
-                        # shares after the earlier candidates froze their flows: a triangular system
-                        L = W[ng0:, ng0:]
-                        L[np.diag_indices(k - ng0)] = np.where(live[ng0:], diag[ng0:], 1.0)
-                        rhs = rc[ng0:] - W[ng0:, :ng0] @ s[:ng0]
-                        rhs[~live[ng0:]] = 0.0
-                        from scipy.linalg import lapack as _lapack  # only when candidates interact
-
-                        s[ng0:] = _lapack.dtrtrs(L, rhs, lower=1)[0]
-                        L[np.diag_indices(k - ng0)] = 0.0
-                    # candidate j may freeze at s[j] only if it is then the smallest share left:
-                    # SH[m, j] is the share of candidate m once candidates 0..j-1 have frozen
-                    CW = np.zeros((k, k))
-                    CWS = np.zeros((k, k))
-                    np.cumsum(W[:, :-1], axis=1, out=CW[:, 1:])
-                    np.cumsum(W[:, :-1] * s[None, :-1], axis=1, out=CWS[:, 1:])
-                    den = cc[:, None] - CW
-                    SH = (rc[:, None] - CWS) / den
-                    SH[den < ceps] = _INF
-                    SH[_upper(k)] = _INF  # only later candidates m > j
-                    ok = (s <= SH.min(axis=0) * (1.0 + 1e-12)) & (s <= bound * (1.0 + 1e-12))
-                    ok[:ng0] = True
-                    ok |= ~live
-                    bad = np.flatnonzero(~ok)
-                    J = int(bad[0]) if bad.shape[0] else k
-                    accp = np.arange(k) < J
-                    if J < k:
-                        # beyond the valid prefix: candidates none of whose flows crosses an earlier
-                        # candidate are local minima of the share and freeze at their own share
-                        accp |= (rowsum == 0.0) & live
+                    accp, live = _window(W, rc, cc, s, ng0, bound, ceps)
                 else:
                     live = cc >= ceps
                     accp = np.ones(k, dtype=np.bool_)
@@ -547,6 +567,75 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
     out.rounds = rounds
     out.rem_left = rem  # capacity left per slot by all the flows (fixed and filled), ~0 on full slots
     out.rem = np.where(full, _INF, rem)  # remaining capacity per slot; inf on the slots that froze flows
+    out.rem[0] = _INF
+    return out
+
+
+_BUFFERS = threading.local()
+
+
+def _fill_buffers(n: int):
+    """int64[6, >= n] and float64[2, >= n] work buffers of the compiled fill, per thread (kept between fills:
+    their pages are touched once, not at every fill)."""
+    b = getattr(_BUFFERS, "b", None)
+    if b is None or b[0].shape[1] < n:
+        n = max(n, 1024)
+        b = _BUFFERS.b = (np.empty((6, n), dtype=np.int64), np.empty((2, n)))
+    return b
+
+
+def _fill_compiled(fk, ix: _Index, rem: np.ndarray, cnt: np.ndarray, state: np.ndarray) -> _Fill:
+    """:func:`_fill` on the compiled rounds of :mod:`fabric.fillkernel` (same bits); numpy does the windows
+    whose candidates share flows (:func:`_window`) and the choice of a capped window's candidates."""
+    from fabric import fillkernel as _fk
+
+    r1 = ix.n_res + 1
+    out = _Fill(ix.size, r1)
+    coef, ceps = ix.coef, ix.ceps
+    z1, z2 = np.zeros(1), np.zeros((1, 1))
+    if coef is None:
+        kind, c1, c2, ec = 0, z1, z2, z1
+    elif coef.ndim == 1:
+        kind, c1, c2, ec = 1, coef, z2, z1
+    else:
+        kind, c1, c2, ec = 2, z1, coef, ix.ecoef
+    full = np.zeros(r1, dtype=np.bool_)
+    share = np.empty(r1)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        np.divide(rem, cnt, out=share)
+        np.copyto(share, _INF, where=np.less(cnt, ceps))
+    ctx = np.array([1e-3, 0.0])  # window, rounds
+    dc, dr = np.zeros(r1), np.zeros(r1)
+    tie = float(TIE_RTOL)
+    base = (ix.indptr, ix.indices, ix.res, kind, c1, c2, ec, rem, cnt, share, full, out.level, out.bneck, state, ctx,
+            ceps, tie, _ALIVE, _DONE)
+    # work buffers of the kernels: a window gathers at most the lists of its _MAXCAND candidates
+    lens = np.diff(ix.indptr)
+    need = int(np.partition(lens, lens.shape[0] - _MAXCAND)[-_MAXCAND:].sum() if lens.shape[0] > _MAXCAND
+               else lens.sum()) + 1
+    ib, fb = _fill_buffers(need)
+    work = (dc, dr, ib, fb)
+    while True:
+        code, cand, s, W, ff, pf, rc, cc, ng0, bound, s0 = fk["rounds"](*base, _MAXCAND, *work)
+        if code == _fk.DONE_:
+            break
+        if code == _fk.CAPPED:
+            sc = share[cand]
+            cand = cand[np.argpartition(sc, _MAXCAND - 1)[:_MAXCAND]]
+            sc = share[cand]
+            cand = cand[np.argsort(sc, kind="stable")]
+            bound = float(share[cand[-1]])
+            code, s, W, ff, pf, rc, cc, ng0 = fk["multi"](*base, cand, s0, *work)
+            if code != _fk.ALGEBRA:
+                continue
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            accp, live = _window(W if kind else W.astype(np.intp), rc, cc, s, int(ng0), float(bound), ceps)
+            np.maximum(s, 0.0, out=s)
+        fk["apply"](ix.res, kind, c1, c2, rem, cnt, share, full, out.level, out.bneck, state, ctx, ceps, _DONE,
+                    cand, s, accp, live, ff, pf, *work)
+    out.rounds = int(ctx[1])
+    out.rem_left = rem
+    out.rem = np.where(full, _INF, rem)
     out.rem[0] = _INF
     return out
 

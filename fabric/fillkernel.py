@@ -1,0 +1,301 @@
+"""Compiled max-min fill (numba), bit-identical to the numpy fill of :func:`fabric.maxmin._fill`.
+
+The round loop of the numpy fill runs here as compiled code with the same
+decisions and the same floating-point operations in the same order: the fair
+shares ``rem / cnt``, the first smallest
+share, the candidate window, the stable sort of the candidates, the gathered
+flows in list order, and the per-slot sums of the frozen flows' coefficients
+accumulated in flow-then-column order as ``np.bincount`` does, subtracted once
+per round (``cnt -= dc; rem -= dc * s`` or ``rem -= dr``).  Two steps stay in
+numpy, called from :func:`fabric.maxmin._fill` between kernel calls: the
+choice of the 64 candidates of a capped window (``np.argpartition``, whose
+order among ties is numpy's) and the small k x k algebra of a window whose
+candidates share flows (``W @ s`` and LAPACK's triangular solve, whose
+summation order is the BLAS library's).  Every other round runs without
+returning to Python.
+
+The kernels are compiled on first use and cached by numba in the folder
+:func:`fabric.kernels.available` sets (never next to the source); this module
+imports numba, so :mod:`fabric.maxmin` imports it only to fill on it.
+
+Examples
+--------
+>>> CONTINUE, DONE_, CAPPED, ALGEBRA
+(-1, 0, 2, 1)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fabric import kernels as _kernels
+
+__all__ = ["CONTINUE", "DONE_", "CAPPED", "ALGEBRA", "load", "rounds", "multi", "apply"]
+
+CONTINUE = -1  #: the window was applied in the kernel: run the rounds on
+DONE_ = 0  #: no finite share left: the filling is over
+ALGEBRA = 1  #: a window whose candidates share flows: numpy solves its k x k system
+CAPPED = 2  #: more than 64 candidates: numpy picks them (np.argpartition)
+
+if _kernels.available():
+    from numba import njit as _njit
+
+    _jit = _njit(cache=True, nogil=True, error_model="numpy")
+else:  # never called without numba (load() returns None); importable for the doctests
+    def _jit(f):
+        return f
+
+
+def load():
+    """The compiled functions (``rounds``, ``multi``, ``apply``), or None without numba."""
+    if not _kernels.available():
+        return None
+    return {"rounds": rounds, "multi": multi, "apply": apply}
+
+
+@_jit
+def _share_all(rem, cnt, share, ceps):
+    """share = rem / cnt, inf where cnt < ceps (numpy's divide, less and copyto, slot by slot)."""
+    for i in range(rem.shape[0]):
+        c = cnt[i]
+        share[i] = np.inf if c < ceps else rem[i] / c
+
+
+@_jit
+def _accumulate(fl, nf, rr, scalar_rate, res, kind, coef1d, coef2d, dc, dr):
+    """Per-slot sums of the coefficients (dc) and coefficient x rate (dr) of the flows fl[:nf], in flow-then-column
+    order (as np.bincount over their rows); dc and dr are zeroed first."""
+    dc[:] = 0.0
+    if not scalar_rate:
+        dr[:] = 0.0
+    h = res.shape[1]
+    for q in range(nf):
+        f = fl[q]
+        r = rr[0] if scalar_rate else rr[q]
+        for j in range(h):
+            l = res[f, j] + 1
+            if kind == 0:
+                w = 1.0
+            elif kind == 1:
+                w = coef1d[f]
+            else:
+                w = coef2d[f, j]
+            dc[l] += w
+            if not scalar_rate:
+                dr[l] += w * r if kind != 0 else r
+
+
+@_jit
+def _stable_sort(cand, share):
+    """cand (ascending slot ids) sorted stably by share (insertion sort: k <= 64)."""
+    k = cand.shape[0]
+    for i in range(1, k):
+        c = cand[i]
+        v = share[c]
+        j = i - 1
+        while j >= 0 and share[cand[j]] > v:
+            cand[j + 1] = cand[j]
+            j -= 1
+        cand[j + 1] = c
+
+
+@_jit
+def apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state, ctx, ceps, done, cand, s,
+          accp, live, ff, pf, dc, dr, ib, fb):
+    """Freeze the first-crossed flows ff of the accepted candidates at s (the end of a window round)."""
+    k = cand.shape[0]
+    n = ff.shape[0]
+    fl = ib[5]
+    rr = fb[1]
+    nf = 0
+    for q in range(n):
+        p = pf[q]
+        if accp[p]:
+            f = ff[q]
+            fl[nf] = f
+            rr[nf] = s[p]
+            state[f] = done
+            bneck[f] = cand[p]
+            nf += 1
+    if nf:
+        _accumulate(fl, nf, rr, False, res, kind, coef1d, coef2d, dc, dr)
+        for l in range(rem.shape[0]):
+            cnt[l] -= dc[l]
+            rem[l] -= dr[l]
+    na = 0
+    for p in range(k):
+        if accp[p]:
+            c = cand[p]
+            if live[p]:
+                level[c] = s[p]
+            full[c] = True
+            cnt[c] = 0.0
+            na += 1
+    if na == k:
+        ctx[0] = min(ctx[0] * 2.0, 0.25)
+    elif 2 * na < k:
+        ctx[0] *= 0.5
+    _share_all(rem, cnt, share, ceps)
+
+
+@_jit
+def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, full, level, bneck, state, ctx,
+          ceps, tie, alive, done, cand, s0, dc, dr, ib, fb):
+    """A window of k > 1 candidates (sorted by share): applied here unless they share flows.
+
+    Returns (code, s, W, ff, pf, rc, cc, ng0): code CONTINUE once applied,
+    ALGEBRA when numpy must solve the window (W float64[k, k], counts
+    for unweighted problems).
+    """
+    k = cand.shape[0]
+    sc = np.empty(k)
+    for p in range(k):
+        sc[p] = share[cand[p]]
+    lim = s0 * (1.0 + tie)
+    ng0 = 0
+    while ng0 < k and sc[ng0] <= lim:
+        ng0 += 1
+    fl = ib[0]
+    pidx = ib[1]
+    mn = ib[2]
+    ff = ib[3]
+    pf = ib[4]
+    ew = fb[0]
+    # one pass over the candidates' lists, in list order: an entry is gathered if its flow is unfrozen (alive,
+    # or already marked by an earlier candidate of this window); the first candidate crossing each flow (the
+    # entries come in candidate order) is marked in its state; branch-free compaction
+    n = 0
+    q = 0
+    nlater = 0
+    for p in range(k):
+        c = cand[p]
+        for e in range(indptr[c], indptr[c + 1]):
+            f = indices[e]
+            m = state[f]
+            fresh = m == alive
+            fl[n] = f
+            pidx[n] = p
+            mn[n] = p if fresh else m
+            if kind == 2:
+                ew[n] = ecoef[e]
+            n += fresh or m < done
+            nlater += m < done
+            ff[q] = f
+            pf[q] = p
+            q += fresh
+            state[f] = p if fresh else m
+    nfirst = q
+    for e in range(n):
+        state[fl[e]] = alive
+    ff = ff[:nfirst]
+    pf = pf[:nfirst]
+    rc = np.empty(k)
+    cc = np.empty(k)
+    s = sc.copy()
+    for p in range(k):
+        rc[p] = rem[cand[p]]
+        cc[p] = cnt[cand[p]]
+    for p in range(ng0):
+        s[p] = s0
+    W = np.zeros((k, k))
+    if nlater:
+        Wf = W.reshape(k * k)
+        for e in range(n):
+            if pidx[e] > mn[e]:
+                if kind == 0:
+                    w = 1.0
+                elif kind == 1:
+                    w = coef1d[fl[e]]
+                else:
+                    w = ew[e]
+                Wf[pidx[e] * k + mn[e]] += w
+        return ALGEBRA, s, W, ff, pf, rc, cc, ng0
+    live = np.empty(k, np.bool_)
+    accp = np.ones(k, np.bool_)
+    for p in range(k):
+        live[p] = cc[p] >= ceps
+    apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state, ctx, ceps, done, cand, s,
+          accp, live, ff, pf, dc, dr, ib, fb)
+    return CONTINUE, s, W, ff, pf, rc, cc, ng0
+
+
+@_jit
+def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, full, level, bneck, state, ctx,
+           ceps, tie, alive, done, maxcand, dc, dr, ib, fb):
+    """Filling rounds until the end (DONE_) or a window numpy must handle (ALGEBRA, CAPPED).
+
+    ``ctx`` = [window, rounds]; ``share`` must hold the current shares.
+    Returns (code, cand, s, W, ff, pf, rc, cc, ng0, bound, s0).
+    """
+    r1 = rem.shape[0]
+    e_i = np.zeros(0, np.int64)
+    e_f = np.zeros(0)
+    e_w = np.zeros((0, 0))
+    one = np.empty(1)
+    buf = np.empty(maxcand + 1, np.int64)
+    while True:
+        j0 = 0
+        s0 = share[0]
+        if not np.isnan(s0):
+            for i in range(1, r1):
+                v = share[i]
+                if np.isnan(v):
+                    j0 = i
+                    s0 = v
+                    break
+                if v < s0:
+                    j0 = i
+                    s0 = v
+        if not s0 < np.inf:
+            return DONE_, e_i, e_f, e_w, e_i, e_i, e_f, e_f, 0, 0.0, s0
+        ctx[1] += 1.0
+        window = ctx[0]
+        nc = 0
+        if s0 > 0.0:
+            thr = s0 * (1.0 + window)
+            for i in range(r1):
+                if share[i] <= thr:
+                    if nc <= maxcand:
+                        buf[nc] = i
+                    nc += 1
+        if nc <= 1:
+            # ---- one bottleneck slot
+            sv = s0 if s0 > 0.0 else 0.0
+            a, b = indptr[j0], indptr[j0 + 1]
+            fl = ib[0]
+            nf = 0
+            for e in range(a, b):
+                f = indices[e]
+                fl[nf] = f
+                nf += state[f] == alive
+            if nf:
+                for q in range(nf):
+                    state[fl[q]] = done
+                    bneck[fl[q]] = j0
+                level[j0] = sv
+                one[0] = sv
+                _accumulate(fl, nf, one, True, res, kind, coef1d, coef2d, dc, dr)
+                for l in range(r1):
+                    cnt[l] -= dc[l]
+                    rem[l] -= dc[l] * sv
+            full[j0] = True
+            cnt[j0] = 0.0
+            ctx[0] = min(window * 2.0, 0.25)
+            _share_all(rem, cnt, share, ceps)
+            continue
+        if nc > maxcand:
+            cand = np.empty(nc, np.int64)
+            q = 0
+            for i in range(r1):
+                if share[i] <= thr:
+                    cand[q] = i
+                    q += 1
+            return CAPPED, cand, e_f, e_w, e_i, e_i, e_f, e_f, 0, 0.0, s0
+        cand = buf[:nc].copy()
+        _stable_sort(cand, share)
+        code, s, W, ff, pf, rc, cc, ng0 = multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt,
+                                                share, full, level, bneck, state, ctx, ceps, tie, alive, done,
+                                                cand, s0, dc, dr, ib, fb)
+        if code == ALGEBRA:
+            return ALGEBRA, cand, s, W, ff, pf, rc, cc, ng0, thr, s0
+

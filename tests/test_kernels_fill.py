@@ -1,0 +1,114 @@
+"""The compiled fill (fabric.fillkernel) is bit-identical to the numpy fill: rates, bottlenecks, rounds, finish times."""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from synthetic import leaf_spine
+
+from fabric import maxmin
+from fabric.engine import FlowProblem, simulate
+from fabric.maxmin import maxmin_rates, maxmin_refill
+
+pytest.importorskip("numba")
+
+
+def _both(monkeypatch, f):
+    out = {}
+    for k in ("numpy", "numba"):
+        monkeypatch.setenv("FABRIC_EMU_KERNELS", k)
+        out[k] = f()
+    return out["numpy"], out["numba"]
+
+
+def _same(a, b):
+    assert np.array_equal(a.rates_Bps, b.rates_Bps)
+    assert np.array_equal(a.bottleneck, b.bottleneck)
+    assert a.rounds == b.rounds
+
+
+def _count_compiled(monkeypatch):
+    """Count the fills that ran on the compiled kernel."""
+    calls = []
+    real = maxmin._fill_compiled
+
+    def spy(*a):
+        calls.append(1)
+        return real(*a)
+
+    monkeypatch.setattr(maxmin, "_fill_compiled", spy)
+    return calls
+
+
+def test_random_instances_bit_identical(monkeypatch):
+    calls = _count_compiled(monkeypatch)
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        F, R, h = int(rng.integers(1, 300)), int(rng.integers(1, 40)), int(rng.integers(1, 5))
+        res = rng.integers(-1, R, (F, h)).astype(np.int32 if trial % 2 else np.int64)
+        cap = rng.choice([1.0, 2.0, 3.0, np.inf], R, p=[0.3, 0.3, 0.3, 0.1])
+        if trial % 7 == 3:
+            cap = cap * rng.uniform(0.5, 2.0, R)  # few exact ties
+        w = np.where(res >= 0, rng.choice([1 / 3, 0.5, 1.0], (F, h)), 0.0) if trial % 3 == 0 else None
+        m = rng.choice([1.0, 2.0, 5.0], F) if trial % 4 == 1 else None
+        act = rng.random(F) < 0.8 if trial % 5 == 2 else None
+        a, b = _both(monkeypatch, lambda: maxmin_rates(cap, res, w, multiplicity=m, active=act))
+        _same(a, b)
+        r = a.rates_Bps
+        pos = np.isfinite(r) & (r > 0)
+        thr = float(np.median(r[pos])) if pos.any() else 1.0
+        prev = np.nan_to_num(r, posinf=1e9)
+        a, b = _both(monkeypatch, lambda: maxmin_refill(cap, res, prev, thr, w, multiplicity=m, active=act))
+        _same(a, b)
+    assert len(calls) >= 100  # the numba runs took the compiled path
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_wide_tied_windows_bit_identical(monkeypatch, weighted):
+    # every resource carries the same number of flows: windows of more than 64 tied candidates (numpy picks
+    # them with argpartition) and windows whose candidates share flows (the k x k system)
+    rng = np.random.default_rng(3)
+    R, per = 200, 12
+    res = np.stack([rng.permutation(np.repeat(np.arange(R), per)) for _ in range(3)], axis=1)
+    res[rng.random(res.shape) < 0.1] = -1
+    w = np.where(res >= 0, rng.choice([0.5, 1.0], res.shape), 0.0) if weighted else None
+    m = None if weighted else rng.choice([1.0, 2.0], res.shape[0])
+    for cap in (np.ones(R), rng.choice([1.0, 1.0005, 2.0], R)):
+        a, b = _both(monkeypatch, lambda: maxmin_rates(cap, res, w, multiplicity=m))
+        _same(a, b)
+        assert a.rounds > 1
+
+
+@pytest.mark.parametrize("spray", [False, True])
+def test_routed_leaf_spine_bit_identical(monkeypatch, spray):
+    cap, res = leaf_spine(64, hpl=8, spines=4, seed=1, spray=spray)
+    a, b = _both(monkeypatch, lambda: maxmin_rates(cap, res))
+    _same(a, b)
+
+
+@pytest.mark.parametrize("mode", ["exact", "epoch"])
+def test_simulation_bit_identical(monkeypatch, mode):
+    calls = _count_compiled(monkeypatch)
+    cap, res = leaf_spine(16, hpl=4, spines=2, seed=2)
+    rng = np.random.default_rng(2)
+    p = FlowProblem(capacity_Bps=cap, res=res, size_bytes=rng.lognormal(7, 1, res.shape[0]),
+                    multiplicity=rng.choice([1.0, 2.0], res.shape[0]))
+    a, b = _both(monkeypatch, lambda: simulate(p, mode=mode))
+    assert np.array_equal(a.finish_s, b.finish_s)
+    assert np.array_equal(a.resource_busy_s, b.resource_busy_s)
+    assert (a.solves, a.rounds) == (b.solves, b.rounds)
+    assert calls
+
+
+def test_cli_moe_json_byte_identical(monkeypatch):
+    from cli.app import cli
+
+    args = ["run", "moe_dispatch", "--topo", "fat-tree", "--set", "hosts=64", "--set", "radix=8", "--set",
+            "link=400Gb/s", "--moe-routing", "skewed", "--experts", "64", "--seed", "1", "--json"]
+    calls = _count_compiled(monkeypatch)
+    a, b = _both(monkeypatch, lambda: CliRunner().invoke(cli, args))
+    assert a.exit_code == 0 and b.exit_code == 0, (a.output, b.output)
+    assert a.output == b.output
+    assert json.loads(a.output)
+    assert calls
