@@ -188,7 +188,7 @@ def test_default_mode_is_auto_and_numpy_turns_everything_off(monkeypatch):
     assert kernels.MIN_ENTRIES_INDEX_LOADED <= kernels.MIN_ENTRIES_INDEX
     assert not kernels.use_index(kernels.MIN_ENTRIES_INDEX_LOADED - 1)
     assert kernels.use_index(kernels.MIN_ENTRIES_INDEX) == kernels.available()
-    assert not kernels.use_compiled(1 << 40)  # the fill: not under auto
+    assert not kernels.use_compiled(1 << 40, None)  # a kernel without a threshold: never under auto
     monkeypatch.setenv("FABRIC_EMU_KERNELS", "numpy")
     assert not kernels.use_compiled(1 << 40, 0)
     monkeypatch.setenv("FABRIC_EMU_KERNELS", "bogus")
