@@ -13,6 +13,7 @@ import numpy as np
 
 from collectives.calibration import nic_p2p_factor
 from collectives.ops import Collective
+from fabric import route_kernels
 from fabric.flowset import FlowSet, concat
 from topologies.errors import SpecError
 
@@ -33,17 +34,25 @@ class _PointToPointMixin:
         return self._rt
 
     def nic_connections(self, res: np.ndarray) -> np.ndarray:
+        """Per flow, the most concurrent network connections on a NIC port it crosses (0 if none)."""
+        return self._nic_connections(res)[0]
+
+    def _nic_connections(self, res: np.ndarray) -> tuple[np.ndarray, int | None, int | None]:
         """Per flow, the most concurrent network connections on a NIC port it crosses (0 if none).
 
         Every flow of one point-to-point operation is one connection (one queue pair in
         NCCL and DeepEP); a NIC port's count is the number of flows that cross it, in
         its direction (sender side ``nic-up``, receiver side ``nic-down``: incast).
         One bincount and one gather per hop column (no F x h temporaries): the count of
-        every resource, kept on the NIC ports only, then each flow's maximum over its hops.
+        every resource, kept on the NIC ports only, then each flow's maximum over its hops;
+        large tables: the compiled kernel (:func:`fabric.route_kernels.nic_connections`, the same
+        integers), which also gives the least count above 0 (or -1) and the largest (else None, None).
         """
         F = len(res)
         if F == 0 or res.ndim != 2 or not self._nic_lut_of().any():
-            return np.zeros(F, np.int64)
+            return np.zeros(F, np.int64), None, None
+        if route_kernels.use(res.size):
+            return route_kernels.nic_connections(res, np.r_[False, self._nic_lut])
         R1 = len(self._resource_tier()) + 1
         keys = np.empty(F, np.intp)  # one buffer for every column: slot = resource + 1, 0 = the padding
         counts = np.zeros(R1, np.int64)  # entries per slot
@@ -58,7 +67,7 @@ class _PointToPointMixin:
         per = np.zeros(F, np.int64)
         for j in nic_cols:  # gathers with intp ids (about 1.7x faster than with int32 / int16)
             np.maximum(per, per_slot[np.add(res[:, j], 1, out=keys, casting="unsafe")], out=per)
-        return per
+        return per, None, None
 
     def _nic_lut_of(self) -> np.ndarray:
         """bool[R]: the resource is a NIC port (a resource of a NIC tier)."""
@@ -91,16 +100,18 @@ class _PointToPointMixin:
         fs = self.routed(src, dst, sizes, kind="p2p", protocol="Simple", latency_s=0.0, label=label or op.label,
                          pxn=pxn, salt=0)  # one salt for every flow (a broadcast, no F-sized array)
         w = fs.weight
-        conn = self.nic_connections(fs.res) if inter.any() else None  # > 0 exactly on flows crossing a NIC port
+        # > 0 exactly on flows crossing a NIC port
+        conn, lo, hi = self._nic_connections(fs.res) if inter.any() else (None, None, None)
+        if conn is not None and hi is None:
+            crossing = conn > 0
+            lo = int(conn.min(where=crossing, initial=np.iinfo(np.int64).max)) if crossing.any() else -1
+            hi = int(conn.max(initial=0))
         # the factor is monotone in k (and so is its correctly rounded evaluation): its extremes over a set of
         # flows are its values at the extreme k, so the uniform case needs no per-flow factor array
-        k_all = (0, 0) if conn is None else (int(conn.min(initial=0)) * connections_per_flow,
-                                             int(conn.max(initial=0)) * connections_per_flow)
+        k_all = (0, 0) if conn is None else (0, hi * connections_per_flow)  # counts are >= 0: the least is 0
         if float(np.min(nic_p2p_factor(np.array(k_all), kernel))) < 1.0:
-            crossing = conn > 0
-            k_nic = np.array([int(conn.min(where=crossing, initial=np.iinfo(np.int64).max)),
-                              int(conn.max(where=crossing, initial=0))]) * connections_per_flow
-            fn = nic_p2p_factor(k_nic, kernel) if crossing.any() else np.zeros(0)
+            k_nic = np.array([lo, hi]) * connections_per_flow
+            fn = nic_p2p_factor(k_nic, kernel) if hi > 0 else np.zeros(0)
             if w is None and fs.resource_scale is not None and len(fn) and fn.min() == fn.max():
                 # every flow on a NIC port has the same factor (a uniform all-to-all): one factor per
                 # resource, no F x h array (the engine folds it into capacities: the same coefficients)

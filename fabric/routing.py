@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fabric import route_kernels
 from fabric.allocator import reuse_freed_memory
 from fabric.compiled import CompiledFabric
 from fabric.hashing import dmodk_keys, ecmp_pick, flow_hash, splitmix64
@@ -130,6 +131,11 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
         F = len(src)
         reuse_freed_memory(entries=4 * F)  # large runs: freed temporaries are reused, not faulted in again
         salt = np.arange(F, dtype=np.int64) if salt is None else np.broadcast_to(np.asarray(salt, np.int64), (F,))
+        if F and route_kernels.use(F * 6):
+            fast = route_kernels.route_plain(self, src, dst, salt, policy, seed)  # None: not on the network only
+            if fast is not None:
+                return Routes(src=src, dst=dst, res=fast[0], weight=None, latency_s=fast[1], policy=policy,
+                              pxn=np.zeros(F, bool))
         res = w = None
         used_pxn = np.zeros(F, bool)
         lat = np.zeros(F)
