@@ -94,14 +94,21 @@ class _PointToPointMixin:
         """
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
-        inter = self.domain[src] != self.domain[dst]
         # the net plugin's latencyInter belongs to NCCL's proxy path; MoE kernels carry their own fits
-        lat = np.where(inter, self.p2p_latency_s(True, plugin=kernel == "nccl"), self.p2p_latency_s(False))
+        lat_inter, lat_intra = self.p2p_latency_s(True, plugin=kernel == "nccl"), self.p2p_latency_s(False)
         fs = self.routed(src, dst, sizes, kind="p2p", protocol="Simple", latency_s=0.0, label=label or op.label,
                          pxn=pxn, salt=0)  # one salt for every flow (a broadcast, no F-sized array)
+        if route_kernels.use(fs.res.size) and src.ndim == 1:
+            latency_s, any_inter = route_kernels.p2p_latency(src, dst, self.domain, fs.latency_s, lat_inter,
+                                                             lat_intra)
+        else:
+            inter = self.domain[src] != self.domain[dst]
+            lat = np.where(inter, lat_inter, lat_intra)
+            latency_s, any_inter = np.add(fs.latency_s, lat, out=lat), bool(inter.any())
+            del inter
         w = fs.weight
         # > 0 exactly on flows crossing a NIC port
-        conn, lo, hi = self._nic_connections(fs.res) if inter.any() else (None, None, None)
+        conn, lo, hi = self._nic_connections(fs.res) if any_inter else (None, None, None)
         if conn is not None and hi is None:
             crossing = conn > 0
             lo = int(conn.min(where=crossing, initial=np.iinfo(np.int64).max)) if crossing.any() else -1
@@ -116,7 +123,7 @@ class _PointToPointMixin:
                 # every flow on a NIC port has the same factor (a uniform all-to-all): one factor per
                 # resource, no F x h array (the engine folds it into capacities: the same coefficients)
                 rs = fs.resource_scale * np.where(self._nic_lut_of(), 1.0 / fn[0], 1.0)
-                return FlowSet(**{**fs.__dict__, "resource_scale": rs, "latency_s": np.add(fs.latency_s, lat, out=lat)})
+                return FlowSet(**{**fs.__dict__, "resource_scale": rs, "latency_s": latency_s})
             f = nic_p2p_factor(conn * connections_per_flow, kernel)
             on_nic = self._on_nic(fs.res)
             fac = np.where(on_nic, (1.0 / f)[:, None], 1.0)  # one F x h array (1 x w = w exactly)
@@ -124,7 +131,7 @@ class _PointToPointMixin:
             if w is not None:
                 fac *= w
             w = fac
-        return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": np.add(fs.latency_s, lat, out=lat)})
+        return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": latency_s})
 
     def all_to_all_aggregated(self, op: Collective) -> FlowSet:
         """All-to-all with node-level forwarding (PXN), flows aggregated per node pair and rail.

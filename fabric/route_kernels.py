@@ -14,6 +14,7 @@ numpy code stays the reference and the default below :data:`MIN_ENTRIES` (``fabr
   raise), the function returns None and the router runs its numpy path (which raises the same errors).
 * :func:`nic_connections`: per resource, the entries of a route table; per flow, the largest count over
   its NIC ports (two passes over the table instead of one bincount and one gather per hop column).
+* :func:`p2p_latency`: the point-to-point flows' latency (path + software latency by domain) in one pass.
 * :func:`used_mark` and :func:`local_ids`: the resources a table uses, and the table in the problem's
   compact ids (one pass each).
 
@@ -31,7 +32,7 @@ import numpy as np
 
 from fabric import kernels
 
-__all__ = ["MIN_ENTRIES", "use", "route_plain", "nic_connections", "used_mark", "local_ids"]
+__all__ = ["MIN_ENTRIES", "use", "route_plain", "nic_connections", "p2p_latency", "used_mark", "local_ids"]
 
 #: Route-table entries (flows x hop columns) from which ``auto`` uses these kernels: below it numba's
 #: import and cache load (~0.4 s, docs/performance.md) cost more than the numpy passes they replace.
@@ -274,8 +275,19 @@ def _compile() -> dict:
                 r = res[f, j]
                 out[f, j] = lookup[r] if r >= 0 else -1
 
+    @njit(cache=True, nogil=True)
+    def p2p_latency_kernel(src, dst, domain, path_s, inter_s, intra_s, out):
+        n_inter = 0
+        for f in range(src.shape[0]):
+            if domain[src[f]] != domain[dst[f]]:
+                out[f] = path_s[f] + inter_s
+                n_inter += 1
+            else:
+                out[f] = path_s[f] + intra_s
+        return n_inter
+
     return dict(plan=plan_pass, walk=walk_write, spray=spray_write, nic=nic_kernel, mark=mark_kernel,
-                local=local_kernel)
+                local=local_kernel, p2p_latency=p2p_latency_kernel)
 
 
 def route_plain(router, src: np.ndarray, dst: np.ndarray, salt: np.ndarray, policy: str, seed: int):
@@ -346,6 +358,15 @@ def _salts() -> np.ndarray:
     if "salts" not in _STATE:
         _STATE["salts"] = hop_salts()
     return _STATE["salts"]
+
+
+def p2p_latency(src: np.ndarray, dst: np.ndarray, domain: np.ndarray, path_s: np.ndarray, inter_s: float,
+                intra_s: float) -> tuple[np.ndarray, bool]:
+    """``(path_s + where(domain[src] != domain[dst], inter_s, intra_s), any flow between domains)`` in one
+    pass (:meth:`collectives.p2p._PointToPointMixin.direct`; the same additions)."""
+    out = np.empty(len(src))
+    n = _k()["p2p_latency"](src, dst, domain, path_s, float(inter_s), float(intra_s), out)
+    return out, n > 0
 
 
 def nic_connections(res: np.ndarray, nic_slot: np.ndarray) -> tuple[np.ndarray, int, int]:
