@@ -37,7 +37,8 @@ class _PointToPointMixin:
         """Per flow, the most concurrent network connections on a NIC port it crosses (0 if none)."""
         return self._nic_connections(res)[0]
 
-    def _nic_connections(self, res: np.ndarray) -> tuple[np.ndarray, int | None, int | None]:
+    def _nic_connections(self, res: np.ndarray, per_flow: bool = True) -> tuple[np.ndarray | None, int | None,
+                                                                                 int | None]:
         """Per flow, the most concurrent network connections on a NIC port it crosses (0 if none).
 
         Every flow of one point-to-point operation is one connection (one queue pair in
@@ -46,13 +47,14 @@ class _PointToPointMixin:
         One bincount and one gather per hop column (no F x h temporaries): the count of
         every resource, kept on the NIC ports only, then each flow's maximum over its hops;
         large tables: the compiled kernel (:func:`fabric.route_kernels.nic_connections`, the same
-        integers), which also gives the least count above 0 (or -1) and the largest (else None, None).
+        integers), which also gives the least count above 0 (or -1) and the largest (else None, None),
+        and with ``per_flow=False`` only those (the counts None).
         """
         F = len(res)
         if F == 0 or res.ndim != 2 or not self._nic_lut_of().any():
             return np.zeros(F, np.int64), None, None
         if route_kernels.use(res.size):
-            return route_kernels.nic_connections(res, np.r_[False, self._nic_lut])
+            return route_kernels.nic_connections(res, np.r_[False, self._nic_lut], per_flow)
         R1 = len(self._resource_tier()) + 1
         keys = np.empty(F, np.intp)  # one buffer for every column: slot = resource + 1, 0 = the padding
         counts = np.zeros(R1, np.int64)  # entries per slot
@@ -107,15 +109,17 @@ class _PointToPointMixin:
             latency_s, any_inter = np.add(fs.latency_s, lat, out=lat), bool(inter.any())
             del inter
         w = fs.weight
-        # > 0 exactly on flows crossing a NIC port
-        conn, lo, hi = self._nic_connections(fs.res) if any_inter else (None, None, None)
-        if conn is not None and hi is None:
-            crossing = conn > 0
-            lo = int(conn.min(where=crossing, initial=np.iinfo(np.int64).max)) if crossing.any() else -1
-            hi = int(conn.max(initial=0))
+        # > 0 exactly on flows crossing a NIC port; a uniform all-to-all needs the least and largest count only
+        conn = lo = hi = None
+        if any_inter:
+            conn, lo, hi = self._nic_connections(fs.res, per_flow=not (w is None and fs.resource_scale is not None))
+            if hi is None:  # the numpy counts: their bounds
+                crossing = conn > 0
+                lo = int(conn.min(where=crossing, initial=np.iinfo(np.int64).max)) if crossing.any() else -1
+                hi = int(conn.max(initial=0))
         # the factor is monotone in k (and so is its correctly rounded evaluation): its extremes over a set of
         # flows are its values at the extreme k, so the uniform case needs no per-flow factor array
-        k_all = (0, 0) if conn is None else (0, hi * connections_per_flow)  # counts are >= 0: the least is 0
+        k_all = (0, 0) if hi is None else (0, hi * connections_per_flow)  # counts are >= 0: the least is 0
         if float(np.min(nic_p2p_factor(np.array(k_all), kernel))) < 1.0:
             k_nic = np.array([lo, hi]) * connections_per_flow
             fn = nic_p2p_factor(k_nic, kernel) if hi > 0 else np.zeros(0)
@@ -124,6 +128,8 @@ class _PointToPointMixin:
                 # resource, no F x h array (the engine folds it into capacities: the same coefficients)
                 rs = fs.resource_scale * np.where(self._nic_lut_of(), 1.0 / fn[0], 1.0)
                 return FlowSet(**{**fs.__dict__, "resource_scale": rs, "latency_s": latency_s})
+            if conn is None:  # only the bounds were counted: now the per-flow counts
+                conn = self._nic_connections(fs.res)[0]
             f = nic_p2p_factor(conn * connections_per_flow, kernel)
             on_nic = self._on_nic(fs.res)
             fac = np.where(on_nic, (1.0 / f)[:, None], 1.0)  # one F x h array (1 x w = w exactly)

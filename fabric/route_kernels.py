@@ -238,7 +238,7 @@ def _compile() -> dict:
         return 0
 
     @njit(cache=True, nogil=True)
-    def nic_kernel(res, nic_slot, counts, per):
+    def nic_kernel(res, nic_slot, counts, per, want_per):
         F, h = res.shape
         for f in range(F):
             for j in range(h):
@@ -251,7 +251,8 @@ def _compile() -> dict:
                 s = res[f, j] + 1
                 if nic_slot[s] and counts[s] > m:
                     m = counts[s]
-            per[f] = m
+            if want_per:
+                per[f] = m
             if m > 0 and (lo < 0 or m < lo):
                 lo = m
             if m > hi:
@@ -363,20 +364,21 @@ def _salts() -> np.ndarray:
 def p2p_latency(src: np.ndarray, dst: np.ndarray, domain: np.ndarray, path_s: np.ndarray, inter_s: float,
                 intra_s: float) -> tuple[np.ndarray, bool]:
     """``(path_s + where(domain[src] != domain[dst], inter_s, intra_s), any flow between domains)`` in one
-    pass (:meth:`collectives.p2p._PointToPointMixin.direct`; the same additions)."""
-    out = np.empty(len(src))
+    pass (:meth:`collectives.p2p._PointToPointMixin.direct`; the same additions), written into ``path_s``
+    when it is writeable (the caller's fresh route latencies)."""
+    out = path_s if path_s.flags.writeable else np.empty(len(src))  # the route's own array: in place
     n = _k()["p2p_latency"](src, dst, domain, path_s, float(inter_s), float(intra_s), out)
     return out, n > 0
 
 
-def nic_connections(res: np.ndarray, nic_slot: np.ndarray) -> tuple[np.ndarray, int, int]:
+def nic_connections(res: np.ndarray, nic_slot: np.ndarray, per_flow: bool = True) -> tuple[np.ndarray | None, int, int]:
     """``(per flow count, least count > 0 or -1, largest count)`` of
     :meth:`collectives.p2p._PointToPointMixin.nic_connections` (``nic_slot``: bool[resources + 1], slot 0
-    the padding)."""
+    the padding); ``per_flow=False``: the two bounds only (None for the counts: no F-sized array)."""
     counts = np.zeros(len(nic_slot), np.int64)
-    per = np.empty(res.shape[0], np.int64)
-    lo, hi = _k()["nic"](res, nic_slot, counts, per)
-    return per, int(lo), int(hi)
+    per = np.empty(res.shape[0] if per_flow else 0, np.int64)
+    lo, hi = _k()["nic"](res, nic_slot, counts, per, per_flow)
+    return (per if per_flow else None), int(lo), int(hi)
 
 
 def used_mark(res: np.ndarray, n_resources: int) -> np.ndarray:
