@@ -43,8 +43,6 @@ _M64 = 0xFFFFFFFFFFFFFFFF
 #: ECMP hop ids the walk uses (1..64 in the switch network, 99 for the last hop's parallel cables)
 _HOPS = 100
 
-POLICY_CODE = {"ecmp": 0, "dmodk": 1, "spray": 2}
-
 
 def use(entries: int) -> bool:
     """Whether a table of ``entries`` entries is handled by the compiled kernels (``FABRIC_EMU_KERNELS``)."""
@@ -58,7 +56,7 @@ def _k() -> dict:
     return _STATE["k"]
 
 
-def hop_salts() -> np.ndarray:
+def _hop_salts() -> np.ndarray:
     """uint64[_HOPS]: the constant :func:`fabric.hashing.ecmp_pick` mixes into the flow hash at each hop."""
     return np.array([((hop // 2) * 0x9E3779B97F4A7C15) & _M64 for hop in range(_HOPS)], np.uint64)
 
@@ -112,7 +110,7 @@ def _compile() -> dict:
     @njit(cache=True, nogil=True)
     def walk_write(src, dst, salt, seed_mix, gpus, nic_of, nic_up0, nic_down0, host_up, host_down, link_dst,
                    link_src, local, group_of, ng, set_lo, set_cnt, set_links, level, dkey, dmodk, salts,
-                   chunk, kc, ext, want_lat, res, lat, keep):
+                   chunk, kc, ext, res, lat, keep):
         """ECMP / d-mod-k rows: host-up, NIC-up, one column per switch hop (the chunk's length), NIC-down,
         host-down, -1 to the table's width; the path latency added column by column."""
         F, W = res.shape
@@ -174,13 +172,12 @@ def _compile() -> dict:
             res[f, 3 + K] = host_down[gb]
             for j in range(4 + K, W):
                 res[f, j] = -1
-            if want_lat:
-                r = res[f, 0]
-                acc = ext[r] if r >= 0 else ext[ext.shape[0] - 1]
-                for j in range(1, W):
-                    r = res[f, j]
-                    acc += ext[r] if r >= 0 else ext[ext.shape[0] - 1]
-                lat[f] = acc
+            r = res[f, 0]  # the path latency: hop columns added left to right (-1: the 0.0 in ext's last slot)
+            acc = ext[r] if r >= 0 else ext[ext.shape[0] - 1]
+            for j in range(1, W):
+                r = res[f, j]
+                acc += ext[r] if r >= 0 else ext[ext.shape[0] - 1]
+            lat[f] = acc
             for j in range(W):
                 if res[f, j] >= 0:
                     keep[j] = True
@@ -189,7 +186,7 @@ def _compile() -> dict:
     @njit(cache=True, nogil=True)
     def spray_write(src, dst, gpus, nic_of, nic_up0, nic_down0, host_up, host_down, link_dst, link_src,
                     node_plane, node_pod, t_nic_up, t_nic_down, t_leaf_up, t_spine_down, t_spine_up,
-                    t_core_down, chunk, pods_col, ext, want_lat, res, lat, keep):
+                    t_core_down, chunk, pods_col, ext, res, lat, keep):
         """Spray rows over single-plane Clos trunks: host-up, NIC-up trunk, leaf-up, [spine-up, core-down],
         spine-down, NIC-down trunk, host-down (``pods_col[c]``: the chunk has the two pod columns)."""
         F, W = res.shape
@@ -225,13 +222,12 @@ def _compile() -> dict:
             res[f, 5 + P] = host_down[gb]
             for j in range(6 + P, W):
                 res[f, j] = -1
-            if want_lat:
-                r = res[f, 0]
-                acc = ext[r] if r >= 0 else ext[ext.shape[0] - 1]
-                for j in range(1, W):
-                    r = res[f, j]
-                    acc += ext[r] if r >= 0 else ext[ext.shape[0] - 1]
-                lat[f] = acc
+            r = res[f, 0]  # the path latency: hop columns added left to right (-1: the 0.0 in ext's last slot)
+            acc = ext[r] if r >= 0 else ext[ext.shape[0] - 1]
+            for j in range(1, W):
+                r = res[f, j]
+                acc += ext[r] if r >= 0 else ext[ext.shape[0] - 1]
+            lat[f] = acc
             for j in range(W):
                 if res[f, j] >= 0:
                     keep[j] = True
@@ -334,13 +330,13 @@ def route_plain(router, src: np.ndarray, dst: np.ndarray, salt: np.ndarray, poli
         status = k["spray"](src, dst, cf.gpus, router.nic_of, nic_up0, nic_down0, router.host_up, router.host_down,
                             cf.link_dst, cf.link_src, cf.node_plane, cf.node_pod, look["nic-up"], look["nic-down"],
                             look["leaf-up"], look["spine-down"], look["spine-up"], look["core-down"], chunk,
-                            pods_col, ext, True, res, lat, keep)
+                            pods_col, ext, res, lat, keep)
     else:
         mix = np.uint64((seed * 1_000_003) & _M64)
         status = k["walk"](src, dst, salt, mix, cf.gpus, router.nic_of, nic_up0, nic_down0, router.host_up,
                            router.host_down, cf.link_dst, cf.link_src, t["local"], router.group_of, int(t["ng"]),
                            t["set_lo"], t["set_cnt"], t["set_links"], router.level, router.dmodk_key,
-                           policy == "dmodk", _salts(), chunk, kc, ext, True, res, lat, keep)
+                           policy == "dmodk", _salts(), chunk, kc, ext, res, lat, keep)
     if status:
         return None
     # the kernel adds the hop columns left to right, as numpy does over fewer than 8 columns; chunks routed
@@ -357,7 +353,7 @@ def route_plain(router, src: np.ndarray, dst: np.ndarray, salt: np.ndarray, poli
 
 def _salts() -> np.ndarray:
     if "salts" not in _STATE:
-        _STATE["salts"] = hop_salts()
+        _STATE["salts"] = _hop_salts()
     return _STATE["salts"]
 
 
