@@ -6,7 +6,8 @@ Each kernel reproduces a numpy computation of :mod:`fabric.routing`, :mod:`fabri
 same ids, same floats: the path latency adds its hop columns left to right as the numpy code does); the
 numpy code stays the reference and the default below :data:`MIN_ENTRIES` (``fabric.kernels.use_compiled``).
 
-* :func:`route_plain`: every flow of a route call on the network only (no NVLink segment, no PXN; one
+* :func:`route_plain`: every flow of a route call on the network only (no NVLink segment, no PXN
+  forwarding: flows between NVLink domains without PXN or from a GPU already on the destination's rail; one
   NIC port per plane side; a connected switch network), with ECMP, d-mod-k or spraying over the trunks
   of a pristine single-plane Clos. A first pass checks every flow and finds each chunk's path length
   (from the forwarding tables' hop distances); the second walks every flow once and writes its row of
@@ -65,8 +66,8 @@ def _compile() -> dict:
     from numba import njit
 
     @njit(cache=True, nogil=True)
-    def plan_pass(src, dst, gpus, node_domain, has_nv, nic_of, nic_up0, nic_down0, link_dst, link_src,
-                  local, group_of, dist, node_plane, node_pod, spray, chunk, kc, inter):
+    def plan_pass(src, dst, gpus, node_domain, has_nv, pxn, rank_at, node_local, nic_of, nic_up0, nic_down0,
+                  link_dst, link_src, local, group_of, dist, node_plane, node_pod, spray, chunk, kc, inter):
         """Checks every flow (0 = all qualify) and writes each chunk's walk length ``kc`` (ECMP / d-mod-k)
         or whether the chunk has a flow between pods (spray)."""
         F = src.shape[0]
@@ -77,9 +78,16 @@ def _compile() -> dict:
                 return 1
             ga = gpus[src[f]]
             gb = gpus[dst[f]]
-            da = max(node_domain[ga], 0)
-            if da >= nd or has_nv[da]:
-                return 2  # an NVLink segment or PXN is possible: the numpy path
+            da = node_domain[ga]
+            if max(da, 0) >= nd:
+                return 2
+            if has_nv[max(da, 0)]:  # the numpy path's tests for an NVLink segment and for PXN
+                if da == node_domain[gb]:
+                    return 2  # inside one NVLink domain
+                if pxn and da >= 0 and node_local[gb] < rank_at.shape[1]:
+                    prox = rank_at[da, node_local[gb]]
+                    if prox >= 0 and prox != src[f]:
+                        return 2  # forwarded over NVLink to the GPU on the destination's rail first
             an = nic_of[ga]
             bn = nic_of[gb]
             if an < 0 or bn < 0:
@@ -287,7 +295,7 @@ def _compile() -> dict:
                 local=local_kernel, p2p_latency=p2p_latency_kernel)
 
 
-def route_plain(router, src: np.ndarray, dst: np.ndarray, salt: np.ndarray, policy: str, seed: int):
+def route_plain(router, src: np.ndarray, dst: np.ndarray, salt: np.ndarray, policy: str, seed: int, pxn=False):
     """``(res, latency_s)`` of :meth:`fabric.routing.Router.route` for flows on the network only, or None
     when a flow does not qualify (see the module docstring); bit-identical to the numpy path."""
     cf = router.cf
@@ -308,7 +316,8 @@ def route_plain(router, src: np.ndarray, dst: np.ndarray, salt: np.ndarray, poli
     nic_up0 = np.ascontiguousarray(router.nic_up[:, 0])
     nic_down0 = np.ascontiguousarray(router.nic_down[:, 0])
     look = router._clos_lookup() if spray else None
-    status = k["plan"](src, dst, cf.gpus, cf.node_domain, router.domain_has_nvlink, router.nic_of, nic_up0,
+    status = k["plan"](src, dst, cf.gpus, cf.node_domain, router.domain_has_nvlink, bool(pxn), router._rank_at,
+                       cf.node_local, router.nic_of, nic_up0,
                        nic_down0, cf.link_dst, cf.link_src, t["local"], router.group_of, t["dist"],
                        cf.node_plane, cf.node_pod, spray, chunk, kc, inter)
     if status:

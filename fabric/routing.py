@@ -132,7 +132,7 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
         reuse_freed_memory(entries=4 * F)  # large runs: freed temporaries are reused, not faulted in again
         salt = np.arange(F, dtype=np.int64) if salt is None else np.broadcast_to(np.asarray(salt, np.int64), (F,))
         if F and route_kernels.use(F * 6):
-            fast = route_kernels.route_plain(self, src, dst, salt, policy, seed)  # None: not on the network only
+            fast = route_kernels.route_plain(self, src, dst, salt, policy, seed, pxn)  # None: not network-only
             if fast is not None:
                 return Routes(src=src, dst=dst, res=fast[0], weight=None, latency_s=fast[1], policy=policy,
                               pxn=np.zeros(F, bool))

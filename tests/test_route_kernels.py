@@ -114,6 +114,23 @@ def test_nvl72_with_pxn_is_unchanged(compiled, pxn):
     assert compiled.calls["fast"] == 0  # NVLink segments: the numpy path
 
 
+@pytest.mark.parametrize("policy", ["ecmp", "dmodk", "spray"])
+def test_nvl72_flows_between_domains_are_compiled(compiled, policy):
+    cf = compile_with_failures(load_topology("gb300-nvl72", {"domains": "3", "scaleout": "quantum-x800"}), (), ())
+    r = Router(cf, chunk_flows=300)
+    s, d = _pairs(cf.n_gpus, 1500, 6)
+    dom = cf.node_domain[cf.gpus]
+    s, d = s[dom[s] != dom[d]], d[dom[s] != dom[d]]
+    a, b = _both(compiled, lambda: r.route(s, d, policy=policy, seed=2, pxn=False))
+    assert _same_routes(a, b) and compiled.calls["fast"] == 1
+    loc = cf.node_local[cf.gpus]
+    on_rail = loc[s] == loc[d]  # PXN has nothing to forward: the sender is on the destination's rail
+    a, b = _both(compiled, lambda: r.route(s[on_rail], d[on_rail], policy=policy, seed=2, pxn=True))
+    assert _same_routes(a, b) and compiled.calls["fast"] == 2
+    a, b = _both(compiled, lambda: r.route(s, d, policy=policy, seed=2, pxn=True))  # PXN: the numpy path
+    assert _same_routes(a, b) and compiled.calls["fast"] == 2
+
+
 def _problem(cf, op, policy):
     router = Router(cf)
     planner = planner_for(router, policy=policy, seed=1)
