@@ -173,6 +173,7 @@ def test_nic_connections_are_the_same_integers(compiled, topo, sets):
     assert _equal(pa, pb) and la is None and ha is None
     crossing = pa > 0
     assert crossing.any() and lb == int(pa[crossing].min()) and hb == int(pa.max())
+    assert planner._nic_connections(res, per_flow=False) == (None, lb, hb)  # compiled: the bounds only
 
 
 def test_problem_ids_on_a_table_with_padding_and_trunks(compiled):
@@ -198,7 +199,9 @@ def test_problem_ids_on_a_table_with_padding_and_trunks(compiled):
      "--routing", "dmodk", "--fail", "spine 1", "--json"],
     ["run", "moe_dispatch", "--topo", "fat-tree", "--set", "hosts=32", "--set", "radix=8", "--moe-routing",
      "skewed", "--experts", "32", "--seed", "1", "--json"],
-], ids=["ecmp-report", "spray", "dmodk-fail", "moe"])
+    ["run", "all_to_all", "--topo", "gb300-nvl72", "--set", "domains=2", "--set", "scaleout=quantum-x800",
+     "--no-pxn", "--groups", "72", "--layout", "strided", "--size", "64MiB", "--json"],
+], ids=["ecmp-report", "spray", "dmodk-fail", "moe", "nvl72-no-pxn"])
 def test_cli_json_is_byte_identical(compiled, args):
     a, b = _both(compiled, lambda: CliRunner().invoke(cli, args))
     assert a.exit_code == 0 and b.exit_code == 0, (a.output, b.output)
