@@ -70,9 +70,10 @@ def test_routes_are_bit_identical_and_compiled(compiled, sets, policy, chunk):
     cf = compile_with_failures(load_topology("fat-tree", sets), (), ())
     r = Router(cf, chunk_flows=chunk)
     s, d = _pairs(cf.n_gpus, 2000, 5)
-    # a leaf-local chunk first (narrower than the later ones: the table grows as in the numpy path)
-    leaf = np.arange(8)
-    s, d = np.r_[leaf, s], np.r_[np.roll(leaf, 1), d]
+    # a first chunk of leaf-local flows (no switch hop: narrower than the later ones, so the table grows as in
+    # the numpy path, and at 3 tiers the later chunks' latency is numpy's 8-column row sum)
+    leaf = np.arange(200) % 8
+    s, d = np.r_[leaf, s], np.r_[(leaf + 1 + np.arange(200) // 8 % 7) % 8, d]
     for salt in (None, 0, np.arange(len(s)) * 7):
         a, b = _both(compiled, lambda: r.route(s, d, policy=policy, seed=3, salt=salt))
         assert _same_routes(a, b)
