@@ -3,7 +3,7 @@ and the problem's local ids.
 
 Each kernel reproduces a numpy computation of :mod:`fabric.routing`, :mod:`fabric.flowset` or
 :mod:`collectives.p2p` entry by entry and gives **bit-identical** arrays (same hash choices, same routes,
-same ids, same floats: the path latency adds its hop columns left to right as the numpy code does); the
+same ids, same floats: the path latency adds its hop columns in numpy's order); the
 numpy code stays the reference and the default below :data:`MIN_ENTRIES` (``fabric.kernels.use_compiled``).
 
 * :func:`route_plain`: every flow of a route call on the network only (no NVLink segment, no PXN
@@ -118,11 +118,13 @@ def _compile() -> dict:
     @njit(cache=True, nogil=True)
     def walk_write(src, dst, salt, seed_mix, gpus, nic_of, nic_up0, nic_down0, host_up, host_down, link_dst,
                    link_src, local, group_of, ng, set_lo, set_cnt, set_links, level, dkey, dmodk, salts,
-                   chunk, kc, ext, res, lat, keep):
+                   chunk, kc, grown, ext, res, lat, keep):
         """ECMP / d-mod-k rows: host-up, NIC-up, one column per switch hop (the chunk's length), NIC-down,
         host-down, -1 to the table's width; the path latency added column by column."""
         F, W = res.shape
         nl = set_links.shape[0]
+        ne = ext.shape[0]
+        part = np.empty(8)
         for f in range(F):
             K = kc[f // chunk]
             ga = gpus[src[f]]
@@ -180,11 +182,29 @@ def _compile() -> dict:
             res[f, 3 + K] = host_down[gb]
             for j in range(4 + K, W):
                 res[f, j] = -1
-            r = res[f, 0]  # the path latency: hop columns added left to right (-1: the 0.0 in ext's last slot)
-            acc = ext[r] if r >= 0 else ext[ext.shape[0] - 1]
-            for j in range(1, W):
-                r = res[f, j]
-                acc += ext[r] if r >= 0 else ext[ext.shape[0] - 1]
+            # the path latency, as numpy's row sum over the chunk's table width (-1: the 0.0 in ext's last slot):
+            # below 8 columns left to right, from 8 on its pairwise sum (8 partial sums, combined in pairs)
+            Wc = grown[f // chunk]
+            if Wc < 8:
+                r = res[f, 0]
+                acc = ext[r] if r >= 0 else ext[ne - 1]
+                for j in range(1, Wc):
+                    r = res[f, j]
+                    acc += ext[r] if r >= 0 else ext[ne - 1]
+            else:
+                for j in range(8):
+                    r = res[f, j]
+                    part[j] = ext[r] if r >= 0 else ext[ne - 1]
+                i = 8
+                while i < Wc - Wc % 8:
+                    for j in range(8):
+                        r = res[f, i + j]
+                        part[j] += ext[r] if r >= 0 else ext[ne - 1]
+                    i += 8
+                acc = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]))
+                for j in range(i, Wc):
+                    r = res[f, j]
+                    acc += ext[r] if r >= 0 else ext[ne - 1]
             lat[f] = acc
             for j in range(W):
                 if res[f, j] >= 0:
@@ -194,10 +214,12 @@ def _compile() -> dict:
     @njit(cache=True, nogil=True)
     def spray_write(src, dst, gpus, nic_of, nic_up0, nic_down0, host_up, host_down, link_dst, link_src,
                     node_plane, node_pod, t_nic_up, t_nic_down, t_leaf_up, t_spine_down, t_spine_up,
-                    t_core_down, chunk, pods_col, ext, res, lat, keep):
+                    t_core_down, chunk, pods_col, grown, ext, res, lat, keep):
         """Spray rows over single-plane Clos trunks: host-up, NIC-up trunk, leaf-up, [spine-up, core-down],
         spine-down, NIC-down trunk, host-down (``pods_col[c]``: the chunk has the two pod columns)."""
         F, W = res.shape
+        ne = ext.shape[0]
+        part = np.empty(8)
         for f in range(F):
             P = 2 if pods_col[f // chunk] else 0
             ga = gpus[src[f]]
@@ -230,11 +252,29 @@ def _compile() -> dict:
             res[f, 5 + P] = host_down[gb]
             for j in range(6 + P, W):
                 res[f, j] = -1
-            r = res[f, 0]  # the path latency: hop columns added left to right (-1: the 0.0 in ext's last slot)
-            acc = ext[r] if r >= 0 else ext[ext.shape[0] - 1]
-            for j in range(1, W):
-                r = res[f, j]
-                acc += ext[r] if r >= 0 else ext[ext.shape[0] - 1]
+            # the path latency, as numpy's row sum over the chunk's table width (-1: the 0.0 in ext's last slot):
+            # below 8 columns left to right, from 8 on its pairwise sum (8 partial sums, combined in pairs)
+            Wc = grown[f // chunk]
+            if Wc < 8:
+                r = res[f, 0]
+                acc = ext[r] if r >= 0 else ext[ne - 1]
+                for j in range(1, Wc):
+                    r = res[f, j]
+                    acc += ext[r] if r >= 0 else ext[ne - 1]
+            else:
+                for j in range(8):
+                    r = res[f, j]
+                    part[j] = ext[r] if r >= 0 else ext[ne - 1]
+                i = 8
+                while i < Wc - Wc % 8:
+                    for j in range(8):
+                        r = res[f, i + j]
+                        part[j] += ext[r] if r >= 0 else ext[ne - 1]
+                    i += 8
+                acc = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]))
+                for j in range(i, Wc):
+                    r = res[f, j]
+                    acc += ext[r] if r >= 0 else ext[ne - 1]
             lat[f] = acc
             for j in range(W):
                 if res[f, j] >= 0:
@@ -339,20 +379,15 @@ def route_plain(router, src: np.ndarray, dst: np.ndarray, salt: np.ndarray, poli
         status = k["spray"](src, dst, cf.gpus, router.nic_of, nic_up0, nic_down0, router.host_up, router.host_down,
                             cf.link_dst, cf.link_src, cf.node_plane, cf.node_pod, look["nic-up"], look["nic-down"],
                             look["leaf-up"], look["spine-down"], look["spine-up"], look["core-down"], chunk,
-                            pods_col, ext, res, lat, keep)
+                            pods_col, grown, ext, res, lat, keep)
     else:
         mix = np.uint64((seed * 1_000_003) & _M64)
         status = k["walk"](src, dst, salt, mix, cf.gpus, router.nic_of, nic_up0, nic_down0, router.host_up,
                            router.host_down, cf.link_dst, cf.link_src, t["local"], router.group_of, int(t["ng"]),
                            t["set_lo"], t["set_cnt"], t["set_links"], router.level, router.dmodk_key,
-                           policy == "dmodk", _salts(), chunk, kc, ext, res, lat, keep)
+                           policy == "dmodk", _salts(), chunk, kc, grown, ext, res, lat, keep)
     if status:
         return None
-    # the kernel adds the hop columns left to right, as numpy does over fewer than 8 columns; chunks routed
-    # while the numpy table was wider take numpy's own row sum
-    for c in np.flatnonzero(grown > 7):
-        a = int(c) * chunk
-        lat[a:a + chunk] = router._path_latency(res[a:a + chunk, :int(grown[c])], None)
     if not keep.any():
         keep[0] = True
     if not keep.all():
