@@ -72,8 +72,11 @@ def _compile() -> dict:
         or whether the chunk has a flow between pods (spray)."""
         F = src.shape[0]
         nd = has_nv.shape[0]
+        ng = gpus.shape[0]
         for f in range(F):
             c = f // chunk
+            if src[f] < 0 or src[f] >= ng or dst[f] < 0 or dst[f] >= ng:
+                return 8  # not a rank: the router's check raises
             if src[f] == dst[f]:
                 return 1
             ga = gpus[src[f]]

@@ -104,6 +104,17 @@ def test_flows_that_do_not_qualify_take_the_numpy_path(compiled):
     assert _same_routes(a, b) and compiled.calls["fast"] == 0
 
 
+def test_a_rank_out_of_range_is_refused_as_before(compiled):
+    from topologies.errors import RoutingError
+    cf = compile_with_failures(load_topology("fat-tree", FT), (), ())
+    r = Router(cf)
+    compiled(True)
+    with pytest.raises(RoutingError, match="dst: rank 128 is not a GPU"):
+        r.route([0, 1], [2, 128])
+    with pytest.raises(RoutingError, match="src: rank -1 is not a GPU"):
+        r.route([-1, 1], [2, 3])
+
+
 @pytest.mark.parametrize("pxn", [True, False])
 def test_nvl72_with_pxn_is_unchanged(compiled, pxn):
     cf = compile_with_failures(load_topology("gb300-nvl72", {"domains": "2", "scaleout": "quantum-x800"}), (), ())
