@@ -13,6 +13,7 @@ import numpy as np
 
 from collectives.calibration import nccl_p2p_family, nccl_p2p_per_peer_s, nic_p2p_factor
 from collectives.ops import Collective
+from fabric import route_kernels
 from fabric.flowset import FlowSet, concat
 from topologies.errors import SpecError
 
@@ -33,17 +34,27 @@ class _PointToPointMixin:
         return self._rt
 
     def nic_connections(self, res: np.ndarray) -> np.ndarray:
+        """Per flow, the most concurrent network connections on a NIC port it crosses (0 if none)."""
+        return self._nic_connections(res)[0]
+
+    def _nic_connections(self, res: np.ndarray, per_flow: bool = True) -> tuple[np.ndarray | None, int | None,
+                                                                                 int | None]:
         """Per flow, the most concurrent network connections on a NIC port it crosses (0 if none).
 
         Every flow of one point-to-point operation is one connection (one queue pair in
         NCCL and DeepEP); a NIC port's count is the number of flows that cross it, in
         its direction (sender side ``nic-up``, receiver side ``nic-down``: incast).
         One bincount and one gather per hop column (no F x h temporaries): the count of
-        every resource, kept on the NIC ports only, then each flow's maximum over its hops.
+        every resource, kept on the NIC ports only, then each flow's maximum over its hops;
+        large tables: the compiled kernel (:func:`fabric.route_kernels.nic_connections`, the same
+        integers), which also gives the least count above 0 (or -1) and the largest (else None, None),
+        and with ``per_flow=False`` only those (the counts None).
         """
         F = len(res)
         if F == 0 or res.ndim != 2 or not self._nic_lut_of().any():
-            return np.zeros(F, np.int64)
+            return np.zeros(F, np.int64), None, None
+        if route_kernels.use(res.size):
+            return route_kernels.nic_connections(res, np.r_[False, self._nic_lut], per_flow)
         R1 = len(self._resource_tier()) + 1
         keys = np.empty(F, np.intp)  # one buffer for every column: slot = resource + 1, 0 = the padding
         counts = np.zeros(R1, np.int64)  # entries per slot
@@ -58,7 +69,7 @@ class _PointToPointMixin:
         per = np.zeros(F, np.int64)
         for j in nic_cols:  # gathers with intp ids (about 1.7x faster than with int32 / int16)
             np.maximum(per, per_slot[np.add(res[:, j], 1, out=keys, casting="unsafe")], out=per)
-        return per
+        return per, None, None
 
     def nic_peer_ports(self, res: np.ndarray) -> np.ndarray:
         """Per flow, the most distinct remote NIC ports that a NIC port it crosses exchanges with (0 if none).
@@ -115,37 +126,51 @@ class _PointToPointMixin:
         """
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
-        inter = self.domain[src] != self.domain[dst]
         # the net plugin's latencyInter belongs to NCCL's proxy path; MoE kernels carry their own fits
-        lat = np.where(inter, self.p2p_latency_s(True, plugin=kernel == "nccl"), self.p2p_latency_s(False))
+        lat_inter, lat_intra = self.p2p_latency_s(True, plugin=kernel == "nccl"), self.p2p_latency_s(False)
         if kernel == "nccl":  # round 5: NCCL's p2p rounds (one per peer) and its net transport's many-peer drop
             c = nccl_p2p_per_peer_s(self.calib.nic)
-            if c > 0 and inter.any():
-                peers = op.n - 1 if op.collective == "all_to_all" else 1
-                lat = lat + np.where(inter, c * peers, 0.0)
+            if c > 0:  # on the flows that cross the network only
+                lat_inter = lat_inter + c * (op.n - 1 if op.collective == "all_to_all" else 1)
             kernel = nccl_p2p_family(kernel, self.calib.nic)
         fs = self.routed(src, dst, sizes, kind="p2p", protocol="Simple", latency_s=0.0, label=label or op.label,
                          pxn=pxn, salt=0)  # one salt for every flow (a broadcast, no F-sized array)
+        if route_kernels.use(fs.res.size) and src.ndim == 1:
+            latency_s, any_inter = route_kernels.p2p_latency(src, dst, self.domain, fs.latency_s, lat_inter,
+                                                             lat_intra)
+        else:
+            inter = self.domain[src] != self.domain[dst]
+            lat = np.where(inter, lat_inter, lat_intra)
+            latency_s, any_inter = np.add(fs.latency_s, lat, out=lat), bool(inter.any())
+            del inter
         w = fs.weight
-        conn = self.nic_connections(fs.res) if inter.any() else None  # > 0 exactly on flows crossing a NIC port
-        if conn is not None and kernel == "nccl":  # round 5: on reliable-connected NICs the drop follows the
-            fan = self.nic_peer_ports(fs.res)      # remote NIC ports (incast), not the queue pairs
-            conn = np.where(conn > 0, np.maximum(fan, 1), 0)
-            connections_per_flow = min(connections_per_flow, 1)  # 0 (independent sends batched) stays 0
+        # > 0 exactly on flows crossing a NIC port; a uniform all-to-all needs the least and largest count only
+        conn = lo = hi = None
+        if any_inter:
+            fan = kernel == "nccl"  # round 5: on reliable-connected NICs the drop follows the remote NIC ports
+            conn, lo, hi = self._nic_connections(
+                fs.res, per_flow=fan or not (w is None and fs.resource_scale is not None))
+            if fan:  # (incast), not the queue pairs
+                conn = np.where(conn > 0, np.maximum(self.nic_peer_ports(fs.res), 1), 0)
+                connections_per_flow = min(connections_per_flow, 1)  # 0 (independent sends batched) stays 0
+                hi = None
+            if hi is None:  # the numpy counts: their bounds
+                crossing = conn > 0
+                lo = int(conn.min(where=crossing, initial=np.iinfo(np.int64).max)) if crossing.any() else -1
+                hi = int(conn.max(initial=0))
         # the factor is monotone in k (and so is its correctly rounded evaluation): its extremes over a set of
         # flows are its values at the extreme k, so the uniform case needs no per-flow factor array
-        k_all = (0, 0) if conn is None else (int(conn.min(initial=0)) * connections_per_flow,
-                                             int(conn.max(initial=0)) * connections_per_flow)
+        k_all = (0, 0) if hi is None else (0, hi * connections_per_flow)  # counts are >= 0: the least is 0
         if float(np.min(nic_p2p_factor(np.array(k_all), kernel))) < 1.0:
-            crossing = conn > 0
-            k_nic = np.array([int(conn.min(where=crossing, initial=np.iinfo(np.int64).max)),
-                              int(conn.max(where=crossing, initial=0))]) * connections_per_flow
-            fn = nic_p2p_factor(k_nic, kernel) if crossing.any() else np.zeros(0)
+            k_nic = np.array([lo, hi]) * connections_per_flow
+            fn = nic_p2p_factor(k_nic, kernel) if hi > 0 else np.zeros(0)
             if w is None and fs.resource_scale is not None and len(fn) and fn.min() == fn.max():
                 # every flow on a NIC port has the same factor (a uniform all-to-all): one factor per
                 # resource, no F x h array (the engine folds it into capacities: the same coefficients)
                 rs = fs.resource_scale * np.where(self._nic_lut_of(), 1.0 / fn[0], 1.0)
-                return FlowSet(**{**fs.__dict__, "resource_scale": rs, "latency_s": np.add(fs.latency_s, lat, out=lat)})
+                return FlowSet(**{**fs.__dict__, "resource_scale": rs, "latency_s": latency_s})
+            if conn is None:  # only the bounds were counted: now the per-flow counts
+                conn = self._nic_connections(fs.res)[0]
             f = nic_p2p_factor(conn * connections_per_flow, kernel)
             on_nic = self._on_nic(fs.res)
             fac = np.where(on_nic, (1.0 / f)[:, None], 1.0)  # one F x h array (1 x w = w exactly)
@@ -153,7 +178,7 @@ class _PointToPointMixin:
             if w is not None:
                 fac *= w
             w = fac
-        return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": np.add(fs.latency_s, lat, out=lat)})
+        return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": latency_s})
 
     def all_to_all_aggregated(self, op: Collective) -> FlowSet:
         """All-to-all with node-level forwarding (PXN), flows aggregated per node pair and rail.

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from fabric import route_kernels
 from fabric.engine import FlowProblem
 from fabric.routing import Router, Routes
 from topologies.errors import FlowError
@@ -287,7 +288,8 @@ def to_problem(fs: FlowSet, router: Router, *, multiplicity: np.ndarray | None =
     weight = fs.weight
     rs = fs.resource_scale
     R = router.n_resources
-    mark = _used_mark(res, R)
+    compiled = res.ndim == 2 and route_kernels.use(res.size)
+    mark = route_kernels.used_mark(res, R) if compiled else _used_mark(res, R)
     bad = _conflicting_trunks(router, mark)
     if len(bad):
         if rs is not None:
@@ -299,7 +301,9 @@ def to_problem(fs: FlowSet, router: Router, *, multiplicity: np.ndarray | None =
     ids = np.int16 if len(used) < np.iinfo(np.int16).max else np.int32  # half the memory on most problems
     lookup = np.full(R + 1, -1, ids)
     lookup[used] = np.arange(len(used), dtype=ids)
-    if res.ndim == 2 and res.dtype != np.intp:  # one hop column at a time through an intp buffer (faster gathers)
+    if compiled:
+        local = route_kernels.local_ids(res, lookup)  # one pass, the same ids
+    elif res.ndim == 2 and res.dtype != np.intp:  # one hop column at a time through an intp buffer (faster gathers)
         local = np.empty(res.shape, ids)
         buf = np.empty(res.shape[0], np.intp)
         for j in range(res.shape[1]):

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fabric import route_kernels
 from fabric.allocator import reuse_freed_memory
 from fabric.compiled import CompiledFabric
 from fabric.hashing import dmodk_keys, ecmp_pick, flow_hash, splitmix64
@@ -123,13 +124,19 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
         dst = np.asarray(dst, dtype=np.int64).ravel()
         if src.shape != dst.shape:
             raise RoutingError(f"src/dst: {len(src)} sources but {len(dst)} destinations")
+        F = len(src)
+        reuse_freed_memory(entries=4 * F)  # large runs: freed temporaries are reused, not faulted in again
+        salt = np.arange(F, dtype=np.int64) if salt is None else np.broadcast_to(np.asarray(salt, np.int64), (F,))
+        if F and route_kernels.use(F * 6):
+            # the compiled walk checks the ranks itself (None on any out of range: the check below says which)
+            fast = route_kernels.route_plain(self, src, dst, salt, policy, seed, pxn)  # None: not network-only
+            if fast is not None:
+                return Routes(src=src, dst=dst, res=fast[0], weight=None, latency_s=fast[1], policy=policy,
+                              pxn=np.zeros(F, bool))
         for name, arr in (("src", src), ("dst", dst)):
             if len(arr) and (arr.min() < 0 or arr.max() >= cf.n_gpus):
                 bad = int(arr[(arr < 0) | (arr >= cf.n_gpus)][0])
                 raise RoutingError(f"{name}: rank {bad} is not a GPU of {cf.name!r} (ranks 0..{cf.n_gpus - 1})")
-        F = len(src)
-        reuse_freed_memory(entries=4 * F)  # large runs: freed temporaries are reused, not faulted in again
-        salt = np.arange(F, dtype=np.int64) if salt is None else np.broadcast_to(np.asarray(salt, np.int64), (F,))
         res = w = None
         used_pxn = np.zeros(F, bool)
         lat = np.zeros(F)
