@@ -20,6 +20,19 @@ from topologies.errors import SpecError
 __all__: list[str] = []
 
 
+#: Most (sending, receiving) NIC port pairs counted with a bitmap (one byte each); more: a sort.
+_MAX_PAIRS = 1 << 28
+
+
+def _dense_ids(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``x`` (ids in ``[0, n)``) in order, and each entry's index among them."""
+    present = np.zeros(n, np.bool_)
+    present[x] = True
+    values = np.flatnonzero(present)
+    rank = np.cumsum(present) - 1
+    return values, rank[x]
+
+
 class _PointToPointMixin:
     """The planner's point-to-point methods (see the module docstring)."""
 
@@ -83,22 +96,39 @@ class _PointToPointMixin:
         if F == 0 or res.ndim != 2:
             return np.zeros(F, np.int64)
         tier = self._resource_tier()
-        valid = res >= 0
-        t = np.where(valid, tier[np.maximum(res, 0)], -1)
         up_code, down_code = (int(x) for x in self._nic_tiers)
-        has_up, has_dn = (t == up_code).any(axis=1), (t == down_code).any(axis=1)
-        both = has_up & has_dn
+        R = len(tier)
+        if route_kernels.use(res.size):
+            out = route_kernels.nic_peer_ports(res, tier, up_code, down_code, _MAX_PAIRS)
+            if out is not None:
+                return out
+        # each flow's nic-up and nic-down resource (-1: none), one hop column at a time (no F x h temporaries)
+        code = np.r_[tier, -1]  # resource id -1 (padding) reads the last entry
+        up = np.full(F, -1, np.int64)
+        dn = np.full(F, -1, np.int64)
+        for j in range(res.shape[1]):
+            cj = code[res[:, j]]
+            np.copyto(up, np.maximum(up, res[:, j]), where=cj == up_code)  # the largest, if several
+            np.copyto(dn, np.maximum(dn, res[:, j]), where=cj == down_code)
+        both = (up >= 0) & (dn >= 0)
         if not both.any():
             return np.zeros(F, np.int64)
-        up = np.where(t == up_code, res, -1).max(axis=1)[both]    # one nic-up and one nic-down hop per network flow
-        dn = np.where(t == down_code, res, -1).max(axis=1)[both]
-        R = len(tier)
-        pairs = np.sort(up.astype(np.int64) * R + dn)  # distinct (up, down) port pairs (np.unique imports numpy.ma)
-        pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]]
-        fan_up = np.bincount(pairs // R, minlength=R)
-        fan_dn = np.bincount(pairs % R, minlength=R)
+        up, dn = up[both], dn[both]
+        # distinct (up, down) port pairs: a bitmap over the ports that occur, else a sort (np.unique imports numpy.ma)
+        ups, iu = _dense_ids(up, R)
+        dns, idn = _dense_ids(dn, R)
+        nu, nd = len(ups), len(dns)
+        if nu * nd <= _MAX_PAIRS:
+            seen = np.zeros(nu * nd, np.bool_)
+            seen[iu * nd + idn] = True
+            pairs = np.flatnonzero(seen)
+        else:
+            pairs = np.sort(iu * nd + idn)
+            pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]]
+        fan_up = np.bincount(pairs // nd, minlength=nu)
+        fan_dn = np.bincount(pairs % nd, minlength=nd)
         out = np.zeros(F, np.int64)
-        out[both] = np.maximum(fan_up[up], fan_dn[dn])
+        out[both] = np.maximum(fan_up[iu], fan_dn[idn])
         return out
 
     def _nic_lut_of(self) -> np.ndarray:

@@ -15,6 +15,8 @@ numpy code stays the reference and the default below :data:`MIN_ENTRIES` (``fabr
   raise), the function returns None and the router runs its numpy path (which raises the same errors).
 * :func:`nic_connections`: per resource, the entries of a route table; per flow, the largest count over
   its NIC ports (two passes over the table instead of one bincount and one gather per hop column).
+* :func:`nic_peer_ports`: per flow, the most distinct remote NIC ports of a NIC port it crosses (a bitmap of
+  the port pairs that occur instead of a sort).
 * :func:`p2p_latency`: the point-to-point flows' latency (path + software latency by domain) in one pass.
 * :func:`used_mark` and :func:`local_ids`: the resources a table uses, and the table in the problem's
   compact ids (one pass each).
@@ -33,7 +35,8 @@ import numpy as np
 
 from fabric import kernels
 
-__all__ = ["MIN_ENTRIES", "use", "route_plain", "nic_connections", "p2p_latency", "used_mark", "local_ids"]
+__all__ = ["MIN_ENTRIES", "use", "route_plain", "nic_connections", "nic_peer_ports", "p2p_latency", "used_mark",
+           "local_ids"]
 
 #: Route-table entries (flows x hop columns) from which ``auto`` uses these kernels: below it numba's
 #: import and cache load (~0.4 s, docs/performance.md) cost more than the numpy passes they replace.
@@ -334,8 +337,76 @@ def _compile() -> dict:
                 out[f] = path_s[f] + intra_s
         return n_inter
 
+    @njit(cache=True, nogil=True)
+    def peer_kernel(res, code, up_code, dn_code, max_pairs, out):
+        # per flow: its largest nic-up and nic-down resource; per port: the distinct ports it pairs with
+        F, h = res.shape
+        R = code.shape[0]
+        up = np.full(F, -1, np.int64)
+        dn = np.full(F, -1, np.int64)
+        rank_u = np.zeros(R, np.int64)
+        rank_d = np.zeros(R, np.int64)
+        any_both = False
+        for f in range(F):
+            u = -1
+            d = -1
+            for j in range(h):
+                r = res[f, j]
+                if r < 0:
+                    continue
+                c = code[r]
+                if c == up_code and r > u:
+                    u = r
+                elif c == dn_code and r > d:
+                    d = r
+            up[f] = u
+            dn[f] = d
+            if u >= 0 and d >= 0:
+                rank_u[u] = 1
+                rank_d[d] = 1
+                any_both = True
+        if not any_both:
+            for f in range(F):
+                out[f] = 0
+            return True
+        nu = 0
+        nd = 0
+        for r in range(R):  # the ports that occur, numbered in order
+            if rank_u[r]:
+                rank_u[r] = nu
+                nu += 1
+            else:
+                rank_u[r] = -1
+            if rank_d[r]:
+                rank_d[r] = nd
+                nd += 1
+            else:
+                rank_d[r] = -1
+        if nu * nd > max_pairs:
+            return False
+        seen = np.zeros(nu * nd, np.bool_)
+        fan_u = np.zeros(nu, np.int64)
+        fan_d = np.zeros(nd, np.int64)
+        for f in range(F):
+            if up[f] >= 0 and dn[f] >= 0:
+                iu = rank_u[up[f]]
+                idn = rank_d[dn[f]]
+                k = iu * nd + idn
+                if not seen[k]:
+                    seen[k] = True
+                    fan_u[iu] += 1
+                    fan_d[idn] += 1
+        for f in range(F):
+            if up[f] >= 0 and dn[f] >= 0:
+                a = fan_u[rank_u[up[f]]]
+                b = fan_d[rank_d[dn[f]]]
+                out[f] = a if a > b else b
+            else:
+                out[f] = 0
+        return True
+
     return dict(plan=plan_pass, walk=walk_write, spray=spray_write, nic=nic_kernel, mark=mark_kernel,
-                local=local_kernel, p2p_latency=p2p_latency_kernel)
+                local=local_kernel, p2p_latency=p2p_latency_kernel, peer=peer_kernel)
 
 
 def route_plain(router, src: np.ndarray, dst: np.ndarray, salt: np.ndarray, policy: str, seed: int, pxn=False):
@@ -422,6 +493,15 @@ def nic_connections(res: np.ndarray, nic_slot: np.ndarray, per_flow: bool = True
     per = np.empty(res.shape[0] if per_flow else 0, np.int64)
     lo, hi = _k()["nic"](res, nic_slot, counts, per, per_flow)
     return (per if per_flow else None), int(lo), int(hi)
+
+
+def nic_peer_ports(res: np.ndarray, tier: np.ndarray, up_code: int, dn_code: int,
+                   max_pairs: int) -> np.ndarray | None:
+    """:meth:`collectives.p2p._PointToPointMixin.nic_peer_ports` in two passes over the table (the same
+    integers); None when the ports that occur make more than ``max_pairs`` (sending, receiving) pairs."""
+    out = np.empty(res.shape[0], np.int64)
+    ok = _k()["peer"](res, np.ascontiguousarray(tier, np.int64), int(up_code), int(dn_code), int(max_pairs), out)
+    return out if ok else None
 
 
 def used_mark(res: np.ndarray, n_resources: int) -> np.ndarray:

@@ -188,6 +188,34 @@ def test_nic_connections_are_the_same_integers(compiled, topo, sets):
     assert planner._nic_connections(res, per_flow=False) == (None, lb, hb)  # compiled: the bounds only
 
 
+def _peer_ports_reference(planner, res):
+    """Distinct remote NIC ports per port by sorting every (nic-up, nic-down) pair (F x h masks)."""
+    tier = planner._resource_tier()
+    up_code, dn_code = (int(x) for x in planner._nic_tiers)
+    t = np.where(res >= 0, tier[np.maximum(res, 0)], -1)
+    both = (t == up_code).any(axis=1) & (t == dn_code).any(axis=1)
+    up = np.where(t == up_code, res, -1).max(axis=1)[both].astype(np.int64)
+    dn = np.where(t == dn_code, res, -1).max(axis=1)[both].astype(np.int64)
+    pairs = np.unique(up * len(tier) + dn)
+    fan_up = np.bincount(pairs // len(tier), minlength=len(tier))
+    fan_dn = np.bincount(pairs % len(tier), minlength=len(tier))
+    out = np.zeros(len(res), np.int64)
+    out[both] = np.maximum(fan_up[up], fan_dn[dn])
+    return out
+
+
+@pytest.mark.parametrize("topo,sets,pxn", [("fat-tree", FT, None), ("fat-tree", FT3, None),
+                                           ("gb300-nvl72", {"domains": "2", "scaleout": "quantum-x800"}, True),
+                                           ("gb300-nvl72", {"domains": "2", "scaleout": "quantum-x800"}, False)])
+def test_nic_peer_ports_are_the_same_integers(compiled, topo, sets, pxn):
+    cf = compile_with_failures(load_topology(topo, sets), (), ())
+    planner = planner_for(Router(cf), policy="ecmp", seed=1)
+    s, d = _pairs(cf.n_gpus, 3000, 4)
+    res = planner.router.route(s, d, policy="ecmp", seed=1, pxn=pxn).res
+    a, b = _both(compiled, lambda: planner.nic_peer_ports(res))
+    assert _equal(a, b) and _equal(a, _peer_ports_reference(planner, res)) and a.max() >= 1  # PXN, 2 racks: 1
+
+
 def test_problem_ids_on_a_table_with_padding_and_trunks(compiled):
     cf = compile_with_failures(load_topology("fat-tree", FT), (), ())
     router = Router(cf)
