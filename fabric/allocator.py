@@ -9,6 +9,13 @@ temporaries (per-flow columns, index arrays, gathers), and half of its CPU time 
 next temporary reuses its pages: the same N = 4,096 engine stage took 2.3-2.4 s of system time
 instead of 5.4-7.9 s, with the same peak RSS (in-process, glibc 2.36, 2026-12-01).
 
+numpy also asks the kernel for transparent huge pages on every large array (``madvise(MADV_HUGEPAGE)``),
+so each of those temporaries first waits for the kernel to find, compact and zero 2 MiB pages. On a large
+problem that costs more than it saves: the whole N = 4,096 all-to-all took 4.7 s user + 1.0-1.1 s system
+with numpy's hint off against 4.5-5.2 s user + 2.1-2.8 s system with it (same JSON, 2 pairs, idle, Linux
+6.18 with THP "madvise", 2026-12-02), so the same switch turns numpy's hint off
+(``numpy._core.multiarray._set_madvise_hugepage(False)``, what ``NUMPY_MADVISE_HUGEPAGE=0`` sets at import).
+
 The router and the engine call :func:`reuse_freed_memory` once a problem is large
 (:data:`MIN_ENTRIES` flow x hop entries); it changes the process's allocator policy only (memory
 freed after that stays with the process for reuse instead of returning to the kernel), never a
@@ -49,8 +56,18 @@ def reuse_freed_memory(*, entries: int) -> bool:
         _STATE["mallopt"] = _mallopt()
     mallopt = _STATE["mallopt"]
     ok = mallopt is not None and mallopt(_M_MMAP_MAX, 0) == 1 and mallopt(_M_TRIM_THRESHOLD, 2**31 - 1) == 1
+    _no_huge_page_hint()
     _STATE["on"] = ok
     return ok
+
+
+def _no_huge_page_hint() -> None:
+    """Turn numpy's ``madvise(MADV_HUGEPAGE)`` on new arrays off (a private numpy switch; absent: nothing)."""
+    try:
+        from numpy._core.multiarray import _set_madvise_hugepage
+    except ImportError:
+        return
+    _set_madvise_hugepage(False)
 
 
 def _mallopt():
