@@ -47,7 +47,7 @@ from collectives.moe import plan_moe
 from collectives.ops import Collective
 from collectives.p2p import _PointToPointMixin
 from collectives.trees import nccl_btree_parent, nccl_dtree_parents
-from fabric import Router
+from fabric import Router, route_kernels
 from fabric.flowset import FlowSet, concat
 from topologies import catalog
 from topologies.errors import SpecError, UnreachableError
@@ -455,10 +455,12 @@ class Planner(_PointToPointMixin):
             if agg not in (None, "none"):
                 raise SpecError(f"all_to_all aggregate: {agg!r} must be 'node' or 'none'")
             # every ordered pair, row by row (as meshgrid + mask would give), from broadcast views: no n x n copies
-            m = ranks[:, None] != ranks[None, :]
-            s = np.broadcast_to(ranks[:, None], m.shape)[m]
-            d = np.broadcast_to(ranks[None, :], m.shape)[m]
-            del m
+            sd = route_kernels.all_pairs(ranks)  # large: one compiled pass (the same arrays)
+            if sd is None:
+                m = ranks[:, None] != ranks[None, :]
+                sd = np.broadcast_to(ranks[:, None], m.shape)[m], np.broadcast_to(ranks[None, :], m.shape)[m]
+                del m
+            s, d = sd
             fs = self.direct(op, s, d, size / n, pxn=op.options.get("pxn", True))
             return Plan(op, fs, "direct", "Simple", None, float(fs.latency_s.max(initial=0)))
         if coll == "send_recv":

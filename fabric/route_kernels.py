@@ -18,6 +18,7 @@ numpy code stays the reference and the default below :data:`MIN_ENTRIES` (``fabr
 * :func:`nic_peer_ports`: per flow, the most distinct remote NIC ports of a NIC port it crosses (a bitmap of
   the port pairs that occur instead of a sort).
 * :func:`p2p_latency`: the point-to-point flows' latency (path + software latency by domain) in one pass.
+* :func:`all_pairs`: an all-to-all's ordered rank pairs, row by row.
 * :func:`used_mark` and :func:`local_ids`: the resources a table uses, and the table in the problem's
   compact ids (one pass each).
 
@@ -35,8 +36,8 @@ import numpy as np
 
 from fabric import kernels
 
-__all__ = ["MIN_ENTRIES", "use", "route_plain", "nic_connections", "nic_peer_ports", "p2p_latency", "used_mark",
-           "local_ids"]
+__all__ = ["MIN_ENTRIES", "MIN_PAIRS", "use", "route_plain", "nic_connections", "nic_peer_ports", "p2p_latency",
+           "all_pairs", "used_mark", "local_ids"]
 
 #: Route-table entries (flows x hop columns) from which ``auto`` uses these kernels: below it numba's
 #: import and cache load (~0.4 s, docs/performance.md) cost more than the numpy passes they replace.
@@ -405,8 +406,20 @@ def _compile() -> dict:
                 out[f] = 0
         return True
 
+    @njit(cache=True, nogil=True)
+    def pairs_kernel(ranks, s, d):
+        n = ranks.shape[0]
+        p = 0
+        for i in range(n):
+            for j in range(n):
+                if ranks[i] != ranks[j]:
+                    s[p] = ranks[i]
+                    d[p] = ranks[j]
+                    p += 1
+        return p
+
     return dict(plan=plan_pass, walk=walk_write, spray=spray_write, nic=nic_kernel, mark=mark_kernel,
-                local=local_kernel, p2p_latency=p2p_latency_kernel, peer=peer_kernel)
+                local=local_kernel, p2p_latency=p2p_latency_kernel, peer=peer_kernel, pairs=pairs_kernel)
 
 
 def route_plain(router, src: np.ndarray, dst: np.ndarray, salt: np.ndarray, policy: str, seed: int, pxn=False):
@@ -502,6 +515,24 @@ def nic_peer_ports(res: np.ndarray, tier: np.ndarray, up_code: int, dn_code: int
     out = np.empty(res.shape[0], np.int64)
     ok = _k()["peer"](res, np.ascontiguousarray(tier, np.int64), int(up_code), int(dn_code), int(max_pairs), out)
     return out if ok else None
+
+
+#: Ordered pairs from which ``auto`` builds an all-to-all's pair list compiled (2,048 ranks and more, where
+#: the route walk of the same all-to-all loads numba anyway: 4.2 M flows x 6 hops > :data:`MIN_ENTRIES`).
+MIN_PAIRS = 1 << 22
+
+
+def all_pairs(ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every ordered pair of distinct ranks, row by row (``s``, ``d``; what a ``ranks[:, None] != ranks``
+    mask over broadcast views gives), or None below :data:`MIN_PAIRS` (the numpy path)."""
+    n = len(ranks)
+    if not kernels.use_compiled(n * (n - 1), MIN_PAIRS):
+        return None
+    ranks = np.ascontiguousarray(ranks)
+    s = np.empty(n * (n - 1), ranks.dtype)
+    d = np.empty(n * (n - 1), ranks.dtype)
+    p = _k()["pairs"](ranks, s, d)
+    return s[:p], d[:p]
 
 
 def used_mark(res: np.ndarray, n_resources: int) -> np.ndarray:

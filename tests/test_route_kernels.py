@@ -248,3 +248,16 @@ def test_cli_json_is_byte_identical(compiled, args):
     assert a.stdout == b.stdout
     json.loads(a.stdout)
     assert compiled.calls["fast"] >= 1
+
+
+@pytest.mark.parametrize("ranks", [tuple(range(7)), (5, 3, 9, 0), tuple(range(40, 0, -3))])
+def test_all_pairs_row_by_row_like_the_broadcast_mask(monkeypatch, ranks):
+    r = np.asarray(ranks)
+    m = r[:, None] != r[None, :]
+    want = np.broadcast_to(r[:, None], m.shape)[m], np.broadcast_to(r[None, :], m.shape)[m]
+    monkeypatch.setattr(route_kernels, "MIN_PAIRS", 0)
+    monkeypatch.setenv("FABRIC_EMU_KERNELS", "auto")
+    got = route_kernels.all_pairs(r)
+    assert got is not None and all(_equal(g, w) for g, w in zip(got, want))
+    monkeypatch.setenv("FABRIC_EMU_KERNELS", "numpy")
+    assert route_kernels.all_pairs(r) is None
