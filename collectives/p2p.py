@@ -103,17 +103,23 @@ class _PointToPointMixin:
             if out is not None:
                 return out
         # each flow's nic-up and nic-down resource (-1: none), one hop column at a time (no F x h temporaries)
-        code = np.r_[tier, -1]  # resource id -1 (padding) reads the last entry
+        is_up = np.r_[False, tier == up_code]  # by slot: resource + 1, slot 0 the padding
+        is_dn = np.r_[False, tier == down_code]
+        keys = np.empty(F, np.intp)
         up = np.full(F, -1, np.int64)
         dn = np.full(F, -1, np.int64)
         for j in range(res.shape[1]):
-            cj = code[res[:, j]]
-            np.copyto(up, np.maximum(up, res[:, j]), where=cj == up_code)  # the largest, if several
-            np.copyto(dn, np.maximum(dn, res[:, j]), where=cj == down_code)
+            np.add(res[:, j], 1, out=keys, casting="unsafe")
+            for lut, col in ((is_up, up), (is_dn, dn)):
+                hit = lut[keys]
+                if hit.any():  # the largest, if several
+                    np.copyto(col, np.maximum(col, res[:, j]), where=hit)
         both = (up >= 0) & (dn >= 0)
         if not both.any():
             return np.zeros(F, np.int64)
-        up, dn = up[both], dn[both]
+        every = bool(both.all())  # an all-to-all over the network: no masks
+        if not every:
+            up, dn = up[both], dn[both]
         # distinct (up, down) port pairs: a bitmap over the ports that occur, else a sort (np.unique imports numpy.ma)
         ups, iu = _dense_ids(up, R)
         dns, idn = _dense_ids(dn, R)
@@ -127,8 +133,11 @@ class _PointToPointMixin:
             pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]]
         fan_up = np.bincount(pairs // nd, minlength=nu)
         fan_dn = np.bincount(pairs % nd, minlength=nd)
+        fan = np.maximum(fan_up[iu], fan_dn[idn])
+        if every:
+            return fan
         out = np.zeros(F, np.int64)
-        out[both] = np.maximum(fan_up[iu], fan_dn[idn])
+        out[both] = fan
         return out
 
     def _nic_lut_of(self) -> np.ndarray:
