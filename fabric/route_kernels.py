@@ -259,8 +259,8 @@ def _compile() -> dict:
             res[f, 5 + P] = host_down[gb]
             for j in range(6 + P, W):
                 res[f, j] = -1
-            # the path latency, as numpy's row sum over the chunk's table width (-1: the 0.0 in ext's last slot):
-            # below 8 columns left to right, from 8 on its pairwise sum (8 partial sums, combined in pairs)
+            # the same row sum as walk_write's, written out again on purpose: a cached kernel that calls another
+            # compiled function is recompiled in every process (numba's cache), which costs more than it saves
             Wc = grown[f // chunk]
             if Wc < 8:
                 r = res[f, 0]
