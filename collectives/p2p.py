@@ -140,6 +140,17 @@ class _PointToPointMixin:
         out[both] = fan
         return out
 
+    def nic_fan_connections(self, res: np.ndarray) -> tuple[np.ndarray, int | None, int | None]:
+        """Per flow, ``max(nic_peer_ports, 1)`` where it crosses a NIC port, else 0; with the least count
+        above 0 (or -1) and the largest when the compiled kernel gave them (else None, None)."""
+        if route_kernels.use(res.size) and len(res) and res.ndim == 2 and self._nic_lut_of().any():
+            up_code, down_code = (int(x) for x in self._nic_tiers)
+            got = route_kernels.nic_fan_connections(res, self._resource_tier(), up_code, down_code, _MAX_PAIRS)
+            if got is not None:
+                return got
+        conn = self._nic_connections(res)[0]
+        return np.where(conn > 0, np.maximum(self.nic_peer_ports(res), 1), 0), None, None
+
     def _nic_lut_of(self) -> np.ndarray:
         """bool[R]: the resource is a NIC port (a resource of a NIC tier)."""
         lut = getattr(self, "_nic_lut", None)
@@ -186,13 +197,11 @@ class _PointToPointMixin:
         # > 0 exactly on flows crossing a NIC port; a uniform all-to-all needs the least and largest count only
         conn = lo = hi = None
         if any_inter:
-            fan = kernel == "nccl"  # round 5: on reliable-connected NICs the drop follows the remote NIC ports
-            conn, lo, hi = self._nic_connections(
-                fs.res, per_flow=fan or not (w is None and fs.resource_scale is not None))
-            if fan:  # (incast), not the queue pairs
-                conn = np.where(conn > 0, np.maximum(self.nic_peer_ports(fs.res), 1), 0)
+            if kernel == "nccl":  # round 5: on reliable-connected NICs the drop follows the remote NIC ports
+                conn, lo, hi = self.nic_fan_connections(fs.res)  # (incast), not the queue pairs
                 connections_per_flow = min(connections_per_flow, 1)  # 0 (independent sends batched) stays 0
-                hi = None
+            else:
+                conn, lo, hi = self._nic_connections(fs.res, per_flow=not (w is None and fs.resource_scale is not None))
             if hi is None:  # the numpy counts: their bounds
                 crossing = conn > 0
                 lo = int(conn.min(where=crossing, initial=np.iinfo(np.int64).max)) if crossing.any() else -1

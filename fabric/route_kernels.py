@@ -37,7 +37,7 @@ import numpy as np
 from fabric import kernels
 
 __all__ = ["MIN_ENTRIES", "MIN_PAIRS", "use", "route_plain", "nic_connections", "nic_peer_ports", "p2p_latency",
-           "all_pairs", "used_mark", "local_ids"]
+           "nic_fan_connections", "all_pairs", "used_mark", "local_ids"]
 
 #: Route-table entries (flows x hop columns) from which ``auto`` uses these kernels: below it numba's
 #: import and cache load (~0.4 s, docs/performance.md) cost more than the numpy passes they replace.
@@ -339,7 +339,7 @@ def _compile() -> dict:
         return n_inter
 
     @njit(cache=True, nogil=True)
-    def peer_kernel(res, code, up_code, dn_code, max_pairs, out):
+    def peer_kernel(res, code, up_code, dn_code, max_pairs, out, as_conn):
         # per flow: its largest nic-up and nic-down resource; per port: the distinct ports it pairs with
         F, h = res.shape
         R = code.shape[0]
@@ -367,8 +367,8 @@ def _compile() -> dict:
                 rank_d[d] = 1
                 any_both = True
         if not any_both:
-            for f in range(F):
-                out[f] = 0
+            for f in range(F):  # as connections: 1 on a flow that crosses one NIC port
+                out[f] = 1 if as_conn and (up[f] >= 0 or dn[f] >= 0) else 0
             return True
         nu = 0
         nd = 0
@@ -401,9 +401,9 @@ def _compile() -> dict:
             if up[f] >= 0 and dn[f] >= 0:
                 a = fan_u[rank_u[up[f]]]
                 b = fan_d[rank_d[dn[f]]]
-                out[f] = a if a > b else b
+                out[f] = a if a > b else b  # >= 1: the flow's own pair
             else:
-                out[f] = 0
+                out[f] = 1 if as_conn and (up[f] >= 0 or dn[f] >= 0) else 0
         return True
 
     @njit(cache=True, nogil=True)
@@ -513,8 +513,24 @@ def nic_peer_ports(res: np.ndarray, tier: np.ndarray, up_code: int, dn_code: int
     """:meth:`collectives.p2p._PointToPointMixin.nic_peer_ports` in two passes over the table (the same
     integers); None when the ports that occur make more than ``max_pairs`` (sending, receiving) pairs."""
     out = np.empty(res.shape[0], np.int64)
-    ok = _k()["peer"](res, np.ascontiguousarray(tier, np.int64), int(up_code), int(dn_code), int(max_pairs), out)
+    ok = _k()["peer"](res, np.ascontiguousarray(tier, np.int64), int(up_code), int(dn_code), int(max_pairs), out,
+                      False)
     return out if ok else None
+
+
+def nic_fan_connections(res: np.ndarray, tier: np.ndarray, up_code: int, dn_code: int,
+                        max_pairs: int) -> tuple[np.ndarray, int, int] | None:
+    """``(where(crosses a NIC port, max(nic_peer_ports, 1), 0), least value > 0 or -1, largest)`` in the
+    same two passes (:meth:`collectives.p2p._PointToPointMixin.nic_fan_connections`); None as
+    :func:`nic_peer_ports`."""
+    out = np.empty(res.shape[0], np.int64)
+    ok = _k()["peer"](res, np.ascontiguousarray(tier, np.int64), int(up_code), int(dn_code), int(max_pairs), out,
+                      True)
+    if not ok:
+        return None
+    crossing = out > 0
+    lo = int(out.min(where=crossing, initial=np.iinfo(np.int64).max)) if crossing.any() else -1
+    return out, lo, int(out.max(initial=0))
 
 
 #: Ordered pairs from which ``auto`` builds an all-to-all's pair list compiled (2,048 ranks and more, where

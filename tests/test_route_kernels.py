@@ -214,6 +214,10 @@ def test_nic_peer_ports_are_the_same_integers(compiled, topo, sets, pxn):
     res = planner.router.route(s, d, policy="ecmp", seed=1, pxn=pxn).res
     a, b = _both(compiled, lambda: planner.nic_peer_ports(res))
     assert _equal(a, b) and _equal(a, _peer_ports_reference(planner, res)) and a.max() >= 1  # PXN, 2 racks: 1
+    (ca, la, ha), (cb, lb, hb) = _both(compiled, lambda: planner.nic_fan_connections(res))
+    crosses = planner._nic_connections(res)[0] > 0
+    assert _equal(ca, cb) and _equal(ca, np.where(crosses, np.maximum(a, 1), 0))
+    assert la is None and ha is None and lb == int(ca[crosses].min()) and hb == int(ca.max())
 
 
 def test_problem_ids_on_a_table_with_padding_and_trunks(compiled):
