@@ -67,7 +67,7 @@ def _hop_salts() -> np.ndarray:
 
 
 def _compile() -> dict:
-    from numba import njit
+    from numba import njit, prange
 
     @njit(cache=True, nogil=True)
     def plan_pass(src, dst, gpus, node_domain, has_nv, pxn, rank_at, node_local, nic_of, nic_up0, nic_down0,
@@ -122,7 +122,7 @@ def _compile() -> dict:
                     kc[c] = d
         return 0
 
-    @njit(cache=True, nogil=True)
+    @njit(cache=True, nogil=True, parallel=True)
     def walk_write(src, dst, salt, seed_mix, gpus, nic_of, nic_up0, nic_down0, host_up, host_down, link_dst,
                    link_src, local, group_of, ng, set_lo, set_cnt, set_links, level, dkey, dmodk, salts,
                    chunk, kc, grown, ext, res, lat, keep):
@@ -131,90 +131,102 @@ def _compile() -> dict:
         F, W = res.shape
         nl = set_links.shape[0]
         ne = ext.shape[0]
-        part = np.empty(8)
-        for f in range(F):
-            K = kc[f // chunk]
-            ga = gpus[src[f]]
-            gb = gpus[dst[f]]
-            an = nic_of[ga]
-            bn = nic_of[gb]
-            g = group_of[bn]
-            first = nic_up0[an]
-            res[f, 0] = host_up[ga]
-            res[f, 1] = first
-            if dmodk:
-                d = dkey[bn]
-                h = np.uint64(0)
-            else:
-                d = 0
-                x = (np.uint64(src[f]) * np.uint64(0x100000001B3)) ^ (np.uint64(dst[f]) << np.uint64(21)) \
-                    ^ (np.uint64(salt[f]) * np.uint64(0xD6E8FEB86659FD93))
-                z = (x ^ seed_mix) + np.uint64(0x9E3779B97F4A7C15)  # splitmix64 (written out: a cached kernel
-                z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)  # calls no other kernel)
-                z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-                h = z ^ (z >> np.uint64(31))
-            prod = 1
-            cur = link_dst[first]
-            for s in range(K):
-                key = local[cur] * ng + g
-                c = set_cnt[key]
-                if c > 0:
-                    lo = set_lo[key]
-                    if dmodk:
-                        up = level[link_dst[set_links[min(lo, nl - 1)]]] > level[cur]
-                        k = ((d // prod) % c) if up else (d % c)
-                        if up and c > 1:
-                            prod *= c
-                    else:  # fabric.hashing.ecmp_pick at hop s + 1
-                        hop = s + 1
-                        base = h
-                        if hop >= 2:
-                            z = (h ^ salts[hop]) + np.uint64(0x9E3779B97F4A7C15)
-                            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-                            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-                            base = z ^ (z >> np.uint64(31))
-                        x = (base >> np.uint64(32)) if hop % 2 == 0 else (base & np.uint64(0xFFFFFFFF))
-                        k = np.int64((x * np.uint64(c)) >> np.uint64(32))
-                    link = set_links[lo + k]
-                    cur = link_dst[link]
-                    res[f, 2 + s] = link
+        nb = (F + 65535) // 65536  # blocks of flows, one per task: each writes its own rows
+        bad = np.zeros(nb, np.int64)
+        keeps = np.zeros((nb, W), np.bool_)
+        for b in prange(nb):
+            for f in range(b * 65536, min(F, (b + 1) * 65536)):
+                K = kc[f // chunk]
+                ga = gpus[src[f]]
+                gb = gpus[dst[f]]
+                an = nic_of[ga]
+                bn = nic_of[gb]
+                g = group_of[bn]
+                first = nic_up0[an]
+                res[f, 0] = host_up[ga]
+                res[f, 1] = first
+                if dmodk:
+                    d = dkey[bn]
+                    h = np.uint64(0)
                 else:
-                    res[f, 2 + s] = -1
-            if set_cnt[local[cur] * ng + g] > 0:
-                return f + 1  # the walk would go on (inconsistent tables): the numpy path
-            last = nic_down0[bn]
-            if link_src[last] != cur:
-                return f + 1  # the numpy path raises
-            res[f, 2 + K] = last
-            res[f, 3 + K] = host_down[gb]
-            for j in range(4 + K, W):
-                res[f, j] = -1
-            # the path latency, as numpy's row sum over the chunk's table width (-1: the 0.0 in ext's last slot):
-            # below 8 columns left to right, from 8 on its pairwise sum (8 partial sums, combined in pairs)
-            Wc = grown[f // chunk]
-            if Wc < 8:
-                r = res[f, 0]
-                acc = ext[r] if r >= 0 else ext[ne - 1]
-                for j in range(1, Wc):
-                    r = res[f, j]
-                    acc += ext[r] if r >= 0 else ext[ne - 1]
-            else:
-                for j in range(8):
-                    r = res[f, j]
-                    part[j] = ext[r] if r >= 0 else ext[ne - 1]
-                i = 8
-                while i < Wc - Wc % 8:
+                    d = 0
+                    x = (np.uint64(src[f]) * np.uint64(0x100000001B3)) ^ (np.uint64(dst[f]) << np.uint64(21)) \
+                        ^ (np.uint64(salt[f]) * np.uint64(0xD6E8FEB86659FD93))
+                    z = (x ^ seed_mix) + np.uint64(0x9E3779B97F4A7C15)  # splitmix64 (written out: a cached kernel
+                    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)  # calls no other kernel)
+                    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+                    h = z ^ (z >> np.uint64(31))
+                prod = 1
+                cur = link_dst[first]
+                for s in range(K):
+                    key = local[cur] * ng + g
+                    c = set_cnt[key]
+                    if c > 0:
+                        lo = set_lo[key]
+                        if dmodk:
+                            up = level[link_dst[set_links[min(lo, nl - 1)]]] > level[cur]
+                            k = ((d // prod) % c) if up else (d % c)
+                            if up and c > 1:
+                                prod *= c
+                        else:  # fabric.hashing.ecmp_pick at hop s + 1
+                            hop = s + 1
+                            base = h
+                            if hop >= 2:
+                                z = (h ^ salts[hop]) + np.uint64(0x9E3779B97F4A7C15)
+                                z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+                                z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+                                base = z ^ (z >> np.uint64(31))
+                            x = (base >> np.uint64(32)) if hop % 2 == 0 else (base & np.uint64(0xFFFFFFFF))
+                            k = np.int64((x * np.uint64(c)) >> np.uint64(32))
+                        link = set_links[lo + k]
+                        cur = link_dst[link]
+                        res[f, 2 + s] = link
+                    else:
+                        res[f, 2 + s] = -1
+                if set_cnt[local[cur] * ng + g] > 0:
+                    bad[b] = f + 1
+                    break  # the walk would go on (inconsistent tables): the numpy path
+                last = nic_down0[bn]
+                if link_src[last] != cur:
+                    bad[b] = f + 1
+                    break  # the numpy path raises
+                res[f, 2 + K] = last
+                res[f, 3 + K] = host_down[gb]
+                for j in range(4 + K, W):
+                    res[f, j] = -1
+                # the path latency, as numpy's row sum over the chunk's table width (-1: the 0.0 in ext's last slot):
+                # below 8 columns left to right, from 8 on its pairwise sum (8 partial sums, combined in pairs)
+                Wc = grown[f // chunk]
+                if Wc < 8:
+                    r = res[f, 0]
+                    acc = ext[r] if r >= 0 else ext[ne - 1]
+                    for j in range(1, Wc):
+                        r = res[f, j]
+                        acc += ext[r] if r >= 0 else ext[ne - 1]
+                else:  # eight partial sums (an array of the flow's own: private to its task)
+                    q = np.empty(8)
                     for j in range(8):
-                        r = res[f, i + j]
-                        part[j] += ext[r] if r >= 0 else ext[ne - 1]
-                    i += 8
-                acc = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]))
-                for j in range(i, Wc):
-                    r = res[f, j]
-                    acc += ext[r] if r >= 0 else ext[ne - 1]
-            lat[f] = acc
+                        r = res[f, j]
+                        q[j] = ext[r] if r >= 0 else ext[ne - 1]
+                    i = 8
+                    while i < Wc - Wc % 8:
+                        for j in range(8):
+                            r = res[f, i + j]
+                            q[j] += ext[r] if r >= 0 else ext[ne - 1]
+                        i += 8
+                    acc = ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]))
+                    for j in range(i, Wc):
+                        r = res[f, j]
+                        acc += ext[r] if r >= 0 else ext[ne - 1]
+                lat[f] = acc
+                for j in range(W):
+                    if res[f, j] >= 0:
+                        keeps[b, j] = True
+        for b in range(nb):
+            if bad[b]:
+                return bad[b]  # the walk would go on or the numpy path raises: the numpy path
             for j in range(W):
-                if res[f, j] >= 0:
+                if keeps[b, j]:
                     keep[j] = True
         return 0
 
