@@ -350,7 +350,7 @@ def _compile() -> dict:
                 out[f] = path_s[f] + intra_s
         return n_inter
 
-    @njit(cache=True, nogil=True)
+    @njit(cache=True, nogil=True, parallel=True)
     def peer_kernel(res, code, up_code, dn_code, max_pairs, out, as_conn):
         # per flow: its largest nic-up and nic-down resource; per port: the distinct ports it pairs with
         F, h = res.shape
@@ -359,8 +359,7 @@ def _compile() -> dict:
         dn = np.full(F, -1, np.int64)
         rank_u = np.zeros(R, np.int64)
         rank_d = np.zeros(R, np.int64)
-        any_both = False
-        for f in range(F):
+        for f in prange(F):  # each flow its own entries (in parallel)
             u = -1
             d = -1
             for j in range(h):
@@ -374,9 +373,11 @@ def _compile() -> dict:
                     d = r
             up[f] = u
             dn[f] = d
-            if u >= 0 and d >= 0:
-                rank_u[u] = 1
-                rank_d[d] = 1
+        any_both = False
+        for f in range(F):  # the ports that occur (sequential: shared marks)
+            if up[f] >= 0 and dn[f] >= 0:
+                rank_u[up[f]] = 1
+                rank_d[dn[f]] = 1
                 any_both = True
         if not any_both:
             for f in range(F):  # as connections: 1 on a flow that crosses one NIC port
@@ -409,7 +410,7 @@ def _compile() -> dict:
                     seen[k] = True
                     fan_u[iu] += 1
                     fan_d[idn] += 1
-        for f in range(F):
+        for f in prange(F):
             if up[f] >= 0 and dn[f] >= 0:
                 a = fan_u[rank_u[up[f]]]
                 b = fan_d[rank_d[dn[f]]]
