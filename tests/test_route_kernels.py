@@ -265,3 +265,27 @@ def test_all_pairs_row_by_row_like_the_broadcast_mask(monkeypatch, ranks):
     assert got is not None and all(_equal(g, w) for g, w in zip(got, want))
     monkeypatch.setenv("FABRIC_EMU_KERNELS", "numpy")
     assert route_kernels.all_pairs(r) is None
+
+
+def test_parallel_blocks_give_the_bytes_of_one_thread_and_of_numpy():
+    """The walk and the peer-port kernel run in blocks on threads: 4 blocks of flows, 1 or all threads, numpy."""
+    import os
+    import subprocess
+    import sys
+    code = ("import hashlib, numpy as np; from fabric import Router, compile_with_failures; "
+            "from topologies import load_topology; from collectives import planner_for; "
+            "cf = compile_with_failures(load_topology('fat-tree', {'hosts': '512', 'radix': '16', 'link': '400Gb/s'}), (), ()); "
+            "p = planner_for(Router(cf), policy='ecmp', seed=3); n = cf.n_gpus; "
+            "s = np.repeat(np.arange(n), n); d = np.tile(np.arange(n), n); m = s != d; "
+            "r = p.router.route(s[m], d[m], policy='ecmp', seed=3); "
+            "c = p.nic_fan_connections(r.res)[0]; "
+            "print(hashlib.md5(r.res.tobytes() + r.latency_s.tobytes() + c.tobytes()).hexdigest())")
+    out = {}
+    for name, extra in (("threads", {"FABRIC_EMU_KERNELS": "numba"}),
+                        ("one", {"FABRIC_EMU_KERNELS": "numba", "NUMBA_NUM_THREADS": "1"}),
+                        ("numpy", {"FABRIC_EMU_KERNELS": "numpy"})):
+        env = {**os.environ, **extra}
+        out[name] = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                   check=True).stdout.strip()
+    # the digests cover routes, latencies and connection counts
+    assert out["threads"] == out["one"] == out["numpy"] and len(out["numpy"]) == 32
