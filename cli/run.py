@@ -18,19 +18,12 @@ from cli.options import AsciiInt, VocabularyChoice, failure_options, given_optio
 from cli.output import clean, echo_json, handles_errors, progress_console, stdout_console
 
 __all__ = ["run_cmd", "run_command", "make_groups", "check_applicable", "nccl_version_option", "MOE_OPTIONS",
-           "MAX_SEED", "MAX_SIZE_BYTES", "OLDEST_NCCL"]
+           "MAX_SEED", "MAX_SIZE_BYTES"]
 
 #: Options that only MoE dispatch/combine use.
 MOE_OPTIONS = ("tokens", "hidden", "experts", "topk", "moe_routing")
 #: Collectives whose flows take PXN forwarding as an option.
 _PXN = ("all_to_all", "send_recv", "moe_dispatch", "moe_combine")
-#: Collectives NCCL can run on NVLS (NVLink SHARP), which ``--no-nvls`` (``NCCL_NVLS_ENABLE=0``) turns off.
-_NVLS = ("all_reduce", "all_gather", "reduce_scatter")
-#: Collectives NCCL can run on CollNet (IB SHARP), which ``--collnet`` (``NCCL_COLLNET_ENABLE=1``) turns on.
-_COLLNET = ("all_reduce", "all_gather", "reduce_scatter")
-#: Oldest NCCL release ``--nccl-version`` takes: the release histories of the tuning tables start there.
-OLDEST_NCCL = (2, 18, 0)
-_NCCL_RE = re.compile(r"v?2\.([0-9]{1,3})(?:\.([0-9]{1,3}))?")
 #: Largest message size: 1 PiB, far beyond any GPU's memory (288 GB HBM on B300); above it the
 #: times overflow to meaningless values.
 MAX_SIZE_BYTES = 1 << 50
@@ -61,23 +54,15 @@ def _ranks(ranks: str) -> int:
 
 def nccl_version_option(text: str | None) -> str | None:
     """Check ``--nccl-version`` (``2.MINOR[.PATCH]``, from 2.18); returns it normalised as ``2.M.P``."""
-    from topologies.errors import SpecError, brief
+    from collectives.ops import check_nccl_version
 
-    if text is None:
-        return None
-    m = _NCCL_RE.fullmatch(text.strip()) if isinstance(text, str) else None
-    if m is None:
-        raise SpecError(f"--nccl-version: {brief(text)} is not an NCCL release such as 2.21.5 or 2.27")
-    version = (2, int(m[1]), int(m[2] or 0))
-    if version < OLDEST_NCCL:
-        raise SpecError(f"--nccl-version: {brief(text)} is older than {'.'.join(map(str, OLDEST_NCCL))}, the "
-                        f"oldest release whose tuning tables are modelled")
-    return ".".join(map(str, version))
+    return None if text is None else check_nccl_version(text, field="--nccl-version")
 
 
 def check_applicable(collective: str, given: set[str], *, routing: str, groups: int, algo: str = "auto",
                      nvls: bool | None = None, collnet: bool | None = None) -> None:
     """Refuse options the user gave that this collective would ignore."""
+    from collectives.ops import NCCL_SWITCH_COLLECTIVES as switch  # what NVLS / CollNet can run
     from topologies.errors import SpecError
 
     moe = collective.startswith("moe")
@@ -89,12 +74,12 @@ def check_applicable(collective: str, given: set[str], *, routing: str, groups: 
     if "nccl_version" in given and moe:
         raise SpecError(f"--nccl-version: selects NCCL's tuning tables; {collective} runs an expert-parallel "
                         f"kernel, not NCCL's tuner")
-    if "nvls" in given and collective not in _NVLS:
-        raise SpecError(f"--nvls/--no-nvls: applies to {', '.join(_NVLS)}; NCCL runs {collective} without NVLS")
+    if "nvls" in given and collective not in switch:
+        raise SpecError(f"--nvls/--no-nvls: applies to {', '.join(switch)}; NCCL runs {collective} without NVLS")
     if nvls is False and algo == "nvls":
         raise SpecError("--no-nvls: turns NVLS off (NCCL_NVLS_ENABLE=0); it cannot go with --algo nvls")
-    if "collnet" in given and collective not in _COLLNET:
-        raise SpecError(f"--collnet/--no-collnet: applies to {', '.join(_COLLNET)}; NCCL runs {collective} "
+    if "collnet" in given and collective not in switch:
+        raise SpecError(f"--collnet/--no-collnet: applies to {', '.join(switch)}; NCCL runs {collective} "
                         f"without CollNet")
     if collnet is False and algo == "sharp":
         raise SpecError("--no-collnet: leaves CollNet off (NCCL_COLLNET_ENABLE=0); it cannot go with --algo sharp")

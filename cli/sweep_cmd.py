@@ -20,8 +20,8 @@ def _check_db(db: str) -> None:
         raise SpecError("--db: empty file name")
 
 # Options of `run` and `step` that a sweep takes (validated by the library, workloads.sweep.params).
-_RUN_OPTS = ("topo", "ranks", "size", "algo", "routing", "seed", "groups", "layout", "moe_routing", "tokens",
-             "hidden", "experts", "topk")
+_RUN_OPTS = ("topo", "ranks", "size", "algo", "routing", "seed", "groups", "layout", "nccl_version", "moe_routing",
+             "tokens", "hidden", "experts", "topk", "dispatch_dtype")
 _STEP_OPTS = ("model", "system", "gpus", "tp", "pp", "vpp", "ep", "etp", "cp", "global_batch", "micro_batch",
               "seq_len", "precision", "recompute", "schedule", "overlap", "optimizer", "gpus_per_domain", "placement",
               "pp_layout", "attention_precision")
@@ -49,6 +49,9 @@ def _point_options(f):
     for name in reversed(_RUN_OPTS + tuple(o for o in _STEP_OPTS if o not in _RUN_OPTS)):
         f = click.option("--" + name.replace("_", "-"), name, default=None, help=helps.get(name))(f)
     f = click.option("--pxn/--no-pxn", "pxn", default=None, help="run: force NCCL's PXN on or off.")(f)
+    f = click.option("--nvls/--no-nvls", "nvls", default=None, help="run: --no-nvls: NCCL_NVLS_ENABLE=0.")(f)
+    f = click.option("--collnet/--no-collnet", "collnet", default=None,
+                     help="run: --collnet: NCCL_COLLNET_ENABLE=1 (SHARP switches).")(f)
     f = click.option("--ep-in-domain", "ep_in_domain", is_flag=True, default=None,
                      help="step: refuse layouts whose EP groups cross domains.")(f)
     f = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Topology override (repeatable).")(f)

@@ -9,16 +9,43 @@ Examples
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from topologies.errors import SpecError
+from topologies.errors import SpecError, brief
 
-__all__ = ["COLLECTIVES", "ALGORITHMS", "Collective", "Options", "busbw_factor"]
+__all__ = ["COLLECTIVES", "ALGORITHMS", "NCCL_SWITCH_COLLECTIVES", "OLDEST_NCCL", "Collective", "Options", "busbw_factor",
+           "check_nccl_version"]
 
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "moe_dispatch", "moe_combine",
                "send_recv", "broadcast")
 ALGORITHMS = ("ring", "tree", "nvls", "sharp", "hier", "direct", "auto")
+#: Collectives NCCL can run on NVLS (NVLink SHARP) or CollNet (IB SHARP): what ``NCCL_NVLS_ENABLE`` and
+#: ``NCCL_COLLNET_ENABLE`` (the ``nvls`` / ``collnet`` options) change.
+NCCL_SWITCH_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
+#: Oldest NCCL release an ``nccl_version`` option takes: the release histories of the tuning tables start there.
+OLDEST_NCCL = (2, 18, 0)
+_NCCL_RE = re.compile(r"v?2\.([0-9]{1,3})(?:\.([0-9]{1,3}))?")
+
+
+def check_nccl_version(text, *, field: str = "nccl_version") -> str:
+    """``2.MINOR[.PATCH]`` from 2.18 on, normalised as ``2.M.P`` (``field`` names it in the error).
+
+    Examples
+    --------
+    >>> check_nccl_version("v2.27"), check_nccl_version(" 2.21.5 ")
+    ('2.27.0', '2.21.5')
+    """
+    m = _NCCL_RE.fullmatch(text.strip()) if isinstance(text, str) else None
+    if m is None:
+        raise SpecError(f"{field}: {brief(text)} is not an NCCL release such as 2.21.5 or 2.27")
+    version = (2, int(m[1]), int(m[2] or 0))
+    if version < OLDEST_NCCL:
+        raise SpecError(f"{field}: {brief(text)} is older than {'.'.join(map(str, OLDEST_NCCL))}, the oldest "
+                        f"release whose tuning tables are modelled")
+    return ".".join(map(str, version))
 
 #: Which algorithms apply to which collective (``auto`` always does).
 _VALID = {

@@ -64,3 +64,40 @@ def test_bf16_dispatch_moves_twice_the_fp8_payload():
 def test_refused_in_one_line(args, needle):
     r = CliRunner().invoke(cli, ["run", *args])
     assert r.exit_code == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def _sweep(tmp_path, *args):
+    db = str(tmp_path / "s.sqlite")
+    r = CliRunner().invoke(cli, ["sweep", "run", *args, "--db", db, "--jobs", "1", "--json"])
+    assert r.exit_code == 0, r.stderr
+    r = CliRunner().invoke(cli, ["sweep", "show", "--db", db, "--json"])
+    assert r.exit_code == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_sweep_takes_the_same_nccl_options_as_run(tmp_path):
+    rows = _sweep(tmp_path, "all_reduce", "--topo", "hgx-h100", "--size", "64MiB", "--grid", "nvls=true,false",
+                  "--grid", "nccl_version=2.20.3,2.28")
+    assert len(rows) == 4 and {(bool(r["nvls"]), r["nccl_version"]) for r in rows} == {
+        (True, "2.20.3"), (True, "2.28.0"), (False, "2.20.3"), (False, "2.28.0")}
+    for r in rows:
+        args = ["all_reduce", "--topo", "hgx-h100", "--size", "64MiB", "--nccl-version", r["nccl_version"]]
+        (one,) = _run(*args, "--nvls" if r["nvls"] else "--no-nvls")  # stored as 1 / 0
+        assert r["busbw_GBps"] == pytest.approx(one["busbw_GBps"], rel=1e-12)
+    (tmp_path / "b").mkdir()
+    moe = _sweep(tmp_path / "b", "moe_dispatch", "--topo", "hgx-h100", "--moe-routing", "uniform",
+                 "--grid", "dispatch_dtype=fp8,bf16")
+    time_us = {r["dispatch_dtype"]: r["time_us"] for r in moe}
+    assert set(time_us) == {"fp8", "bf16"} and time_us["bf16"] > time_us["fp8"]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["all_to_all", "--topo", "hgx-h100", "--size", "1MiB", "--grid", "nvls=true,false"], "nvls: applies only to"),
+    (["all_reduce", "--topo", "hgx-h100", "--size", "1MiB", "--grid", "dispatch_dtype=bf16"], "dispatch_dtype: applies"),
+    (["all_reduce", "--topo", "hgx-h100", "--size", "1MiB", "--nccl-version", "2.17"], "nccl_version: '2.17' is older"),
+    (["all_reduce", "--topo", "hgx-h100", "--size", "1MiB", "--no-nvls", "--algo", "nvls"], "cannot go with algo nvls"),
+])
+def test_sweep_refuses_them_where_run_does(tmp_path, args, needle):
+    r = CliRunner().invoke(cli, ["sweep", "run", *args, "--db", str(tmp_path / "x.sqlite"), "--jobs", "1"])
+    assert r.exit_code == 2 and needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "x.sqlite").exists()

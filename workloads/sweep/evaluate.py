@@ -102,14 +102,15 @@ def _collective(p: Point) -> dict:
 
     groups = rank_groups(cf.n_gpus, x["ranks"], x["groups"], x["layout"])
     options: dict = {}
-    if x["pxn"] is not None:
-        options["pxn"] = x["pxn"]
+    for key in ("pxn", "nvls", "collnet", "nccl_version"):
+        if x.get(key) is not None:
+            options[key] = x[key]
     moe = p.op.startswith("moe")
     if moe:
         n_domains = len({int(cf.node_domain[cf.gpus[r]]) for r in groups[0]})
         kind = x["moe_routing"] or ("node_limited" if n_domains > 1 else "uniform")
         options["moe"] = TokenRouting(kind, tokens_per_rank=x["tokens"], hidden=x["hidden"], experts=x["experts"],
-                                      topk=x["topk"], seed=x["seed"])
+                                      topk=x["topk"], seed=x["seed"], dispatch_dtype=x.get("dispatch_dtype", "fp8"))
     rows = sweep(router, p.op, groups, [0 if moe else x["size"]], algorithm=x["algo"], report=True,
                  options=options, planner=planner)
     slow = max(rows, key=lambda r: r.time_s)

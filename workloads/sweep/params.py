@@ -28,8 +28,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collectives.moe import ROUTING_KINDS
-from collectives.ops import ALGORITHMS, COLLECTIVES
+from collectives.moe import DISPATCH_DTYPES, ROUTING_KINDS
+from collectives.ops import ALGORITHMS, COLLECTIVES, NCCL_SWITCH_COLLECTIVES, check_nccl_version
 from fabric.routing import POLICIES
 from topologies.errors import SpecError, brief
 from topologies.presets import preset
@@ -126,12 +126,20 @@ RUN_KEYS = {
     "groups": (1, _int(1)),
     "layout": ("contiguous", _choice(("contiguous", "strided"))),
     "pxn": (None, _bool),
+    "nvls": (None, _bool),                   # NCCL_NVLS_ENABLE (None: NCCL's default, on)
+    "collnet": (None, _bool),                # NCCL_COLLNET_ENABLE (None: NCCL's default, off)
+    "nccl_version": (None, lambda k, v: None if v in (None, "", "none") else check_nccl_version(v, field=k)),
     "moe_routing": (None, _optional_choice(ROUTING_KINDS)),
     "tokens": (4096, _int(1)),
     "hidden": (7168, _int(1)),
     "experts": (256, _int(1)),
     "topk": (8, _int(1)),
+    "dispatch_dtype": ("fp8", _choice(DISPATCH_DTYPES)),
 }
+#: ``run`` keys that only some collectives use: key -> the collectives that do.
+_ONLY_FOR = {"nvls": NCCL_SWITCH_COLLECTIVES, "collnet": NCCL_SWITCH_COLLECTIVES,
+             "dispatch_dtype": ("moe_dispatch",),
+             "nccl_version": tuple(c for c in COLLECTIVES if not c.startswith("moe"))}
 
 #: ``step`` options: key -> (default, converter). ``routing`` is the scale-out load balancing
 #: (``auto`` sprays), ``moe_routing`` the token routing of the EP all-to-alls.
@@ -285,6 +293,16 @@ def normalise(raw: dict) -> Point:
             if key in raw:
                 raise SpecError(f"{key}: applies only to moe_dispatch/moe_combine, not to {op}")
             inputs.pop(key)
+    if kind_of(op) == "collective":
+        for key, ops in _ONLY_FOR.items():
+            if op not in ops:
+                if raw.get(key) not in (None, "", "none"):
+                    raise SpecError(f"{key}: applies only to {', '.join(ops)}, not to {op}")
+                inputs.pop(key, None)
+        if inputs.get("nvls") is False and inputs.get("algo") == "nvls":
+            raise SpecError("nvls = false: turns NVLS off (NCCL_NVLS_ENABLE=0); it cannot go with algo nvls")
+        if inputs.get("collnet") is False and inputs.get("algo") == "sharp":
+            raise SpecError("collnet = false: leaves CollNet off (NCCL_COLLNET_ENABLE=0); it cannot go with algo sharp")
     if set_names:
         from topologies.presets import parse_overrides
 
