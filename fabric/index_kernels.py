@@ -47,7 +47,7 @@ def _csc(rows, counts, indices, coef2d, ecoef, want_coef):
 
 
 def csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
-    """Compiled :func:`fabric.maxmin._csc`: same arrays, same dtypes, same order of entries."""
+    """Compiled :func:`fabric.adjacency._csc`: same arrays, same dtypes, same order of entries."""
     rows = np.ascontiguousarray(rows)
     n, h = rows.shape
     idx_t = np.int32 if n * h < 2**31 - 1 else np.int64
@@ -76,7 +76,7 @@ def _has_duplicates(rows):
 
 
 def has_duplicates(rows: np.ndarray) -> bool:
-    """Compiled :func:`fabric.maxmin._has_duplicates`."""
+    """Compiled :func:`fabric.adjacency._has_duplicates`."""
     return bool(_has_duplicates(rows))
 
 
@@ -97,7 +97,7 @@ def _merge_duplicates(rows, w):
 
 
 def merge_duplicates(rows: np.ndarray, coef: np.ndarray | None):
-    """Compiled :func:`fabric.maxmin._merge_duplicates` (same rows, same coefficients)."""
+    """Compiled :func:`fabric.adjacency._merge_duplicates` (same rows, same coefficients)."""
     n, h = rows.shape
     if coef is None:
         w = np.ones((n, h))

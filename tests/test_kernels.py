@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from synthetic import leaf_spine
 
-from fabric import maxmin
+from fabric import adjacency
 from fabric.engine import FlowProblem, simulate
 from fabric.maxmin import maxmin_rates, maxmin_refill
 
@@ -23,7 +23,7 @@ def test_index_build_is_identical(monkeypatch):
     rng = np.random.default_rng(1)
     res = rng.integers(-1, 40, (500, 4)).astype(np.int32)
     coef = rng.uniform(0.5, 2.0, res.shape)
-    a, b = _both(monkeypatch, lambda: maxmin._csc(res, 40, coef))
+    a, b = _both(monkeypatch, lambda: adjacency._csc(res, 40, coef))
     for x, y in zip(a, b):
         assert x.dtype == y.dtype and np.array_equal(x, y)
 

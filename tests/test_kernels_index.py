@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from synthetic import leaf_spine
 
-from fabric import kernels, maxmin, reductions
+from fabric import adjacency, kernels, maxmin, reductions
 from fabric.engine import FlowProblem, simulate
 from fabric.problem import _Prob
 
@@ -55,9 +55,9 @@ def test_csc_is_identical(monkeypatch, dtype):
     rng = np.random.default_rng(1)
     res = _rows(rng, 700, 50, 4, dtype, dup=True)
     coef = rng.uniform(0.5, 2.0, res.shape)
-    _same(*_paths(monkeypatch, lambda: maxmin._csc(res, 50)))
-    _same(*_paths(monkeypatch, lambda: maxmin._csc(res, 50, coef)))
-    _same(*_paths(monkeypatch, lambda: maxmin._csc(res[:0], 50)))
+    _same(*_paths(monkeypatch, lambda: adjacency._csc(res, 50)))
+    _same(*_paths(monkeypatch, lambda: adjacency._csc(res, 50, coef)))
+    _same(*_paths(monkeypatch, lambda: adjacency._csc(res[:0], 50)))
 
 
 @pytest.mark.parametrize("coef", ["none", "1d", "2d"])
@@ -65,11 +65,11 @@ def test_duplicates_merge_identically(monkeypatch, coef):
     rng = np.random.default_rng(2)
     res = _rows(rng, 400, 6, 5, np.int32, dup=True)
     c = {"none": None, "1d": rng.uniform(1, 3, 400), "2d": rng.uniform(0.1, 1.0, res.shape)}[coef]
-    a, b = _paths(monkeypatch, lambda: (maxmin._has_duplicates(res), maxmin._merge_duplicates(res, c)))
+    a, b = _paths(monkeypatch, lambda: (adjacency._has_duplicates(res), adjacency._merge_duplicates(res, c)))
     assert a[0] is True
     _same(a, b)
     clean = _rows(rng, 300, 40, 4, np.int16)
-    assert _paths(monkeypatch, lambda: maxmin._has_duplicates(clean)) == [False, False]
+    assert _paths(monkeypatch, lambda: adjacency._has_duplicates(clean)) == [False, False]
 
 
 @pytest.mark.parametrize("case", range(6))

@@ -3,7 +3,7 @@
 import networkx as nx
 import numpy as np
 
-from fabric import maxmin, tables
+from fabric import adjacency, tables
 
 
 def test_numpy_bfs_equals_scipy_bfs(monkeypatch):
@@ -30,9 +30,9 @@ def test_small_csc_equals_the_counting_sort(monkeypatch):
     rng = np.random.default_rng(2)
     rows = rng.integers(-1, 40, (500, 3))
     coef = rng.random((500, 3))
-    got = maxmin._csc(rows, 40, coef)
-    monkeypatch.setattr(maxmin, "_SMALL_SORT", 0)
-    ref = maxmin._csc(rows, 40, coef)
+    got = adjacency._csc(rows, 40, coef)
+    monkeypatch.setattr(adjacency, "_SMALL_SORT", 0)
+    ref = adjacency._csc(rows, 40, coef)
     for g, r in zip(got, ref):
         np.testing.assert_array_equal(g, r)
 

@@ -106,12 +106,12 @@ def test_path_latency_by_column_is_bit_identical_to_the_row_sum(topo, sets, poli
 
 @pytest.mark.parametrize("dtype,n_res", [(np.int16, 3000), (np.int32, 70000)])
 def test_csc_radix_path_equals_scipy_counting_sort(monkeypatch, dtype, n_res):
-    from fabric import maxmin
+    from fabric import adjacency
     rng = np.random.default_rng(8)
     rows = rng.integers(-1, n_res, (90_000, 4)).astype(dtype)  # above the previous 65,536-flow threshold
-    got = maxmin._csc(rows, n_res)
-    monkeypatch.setattr(maxmin, "_SMALL_SORT", 0)
-    ref = maxmin._csc(rows, n_res)
+    got = adjacency._csc(rows, n_res)
+    monkeypatch.setattr(adjacency, "_SMALL_SORT", 0)
+    ref = adjacency._csc(rows, n_res)
     for g, r in zip(got, ref):
         np.testing.assert_array_equal(g, r)
 
@@ -139,11 +139,11 @@ def test_allocator_switch_is_opt_out_and_only_for_large_problems(monkeypatch):
 
 @pytest.mark.parametrize("n,n_res", [(20_000, 50), (3_000, 2_500)])  # few long runs (slices), many short ones
 def test_csc_run_copies_equal_the_stable_sort_reference(n, n_res):
-    from fabric import maxmin
+    from fabric import adjacency
     rng = np.random.default_rng(9)
     rows = rng.integers(-1, n_res, (n, 3)).astype(np.int16)
     coef = rng.random((n, 3))
-    indptr, indices, ecoef = maxmin._csc(rows, n_res, coef)
+    indptr, indices, ecoef = adjacency._csc(rows, n_res, coef)
     # reference: entries ordered by (slot, column, flow), i.e. a stable sort of the column-major keys
     keys = (rows.T.astype(np.int64) + 1).ravel()
     order = np.argsort(keys, kind="stable")

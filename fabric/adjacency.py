@@ -1,0 +1,231 @@
+"""The resource -> flow adjacency of the max-min solver: the index over a subset of flows and its build.
+
+Internal resource "slots": slot 0 collects the padding entries (-1) and is never a bottleneck; slot
+``l + 1`` is resource ``l``. :func:`_build_index` merges repeated resources of a flow, folds per-flow
+weights and multiplicities into coefficients, and lists per slot the flows crossing it (a CSC; within a
+slot by hop column, then by flow: numpy's radix argsort up to :data:`_SMALL_SORT` flows, scipy's counting sort above, or the compiled
+build of :mod:`fabric.index_kernels` on large problems, the same arrays). :mod:`fabric.maxmin` fills on it.
+
+Examples
+--------
+>>> import numpy as np
+>>> ix = _build_index(np.array([[0, 1], [1, -1]], np.int32), None, None, 2, None)
+>>> ix.indptr.tolist(), ix.indices.tolist()   # slot 0: the padding; resource 1: column 0 before column 1
+([0, 1, 2, 4], [1, 0, 1, 0])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fabric import kernels as _kernels
+
+__all__ = ["Index", "build_index", "sub_index"]
+
+
+class _Index:
+    """Resource -> flow adjacency over a subset of the flows (internal).
+
+    Local flow ``i`` is global flow ``flows[i]`` (``flows is None``: identity).
+    ``res`` holds the resource ids of the local flows (-1 padding, unshifted);
+    ``indptr`` / ``indices`` list, per slot, the local flows crossing it (CSC,
+    sorted by flow).  ``coef`` is ``None`` (all coefficients 1), float64[n]
+    (per flow) or float64[n, h] (per entry); in the last case ``ecoef`` holds
+    the coefficient of every CSC entry (aligned with ``indices``).
+    """
+
+    __slots__ = ("flows", "res", "coef", "indptr", "indices", "n_res", "ceps", "ecoef")
+
+    def __init__(self, flows, res, coef, indptr, indices, n_res, ceps, ecoef=None):
+        self.flows = flows
+        self.res = res
+        self.coef = coef
+        self.indptr = indptr
+        self.indices = indices
+        self.n_res = n_res
+        self.ceps = ceps
+        self.ecoef = ecoef
+
+    @property
+    def size(self) -> int:
+        return int(self.res.shape[0])
+
+    def nbytes(self) -> int:
+        c = 0 if self.coef is None else self.coef.nbytes
+        c += 0 if self.ecoef is None else self.ecoef.nbytes
+        return int(self.indices.nbytes + self.indptr.nbytes + c + (0 if self.flows is None else self.res.nbytes))
+
+
+#: Columns of at most this many flows are ordered by a stable argsort instead of scipy's counting sort: with
+#: 16-bit keys numpy's stable argsort is a radix sort, 2-4x slower than scipy's counting sort per column
+#: but it spares the ~0.15-0.3 s import of scipy.sparse, which a 1,024-GPU all-to-all (1 M flows) needs
+#: for nothing else.
+_SMALL_SORT = 1 << 21
+
+
+def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
+    """(indptr, indices[, ecoef]) of the slot -> local-flow incidence of ``rows``.
+
+    One O(n) counting sort (scipy's CSR -> CSC) per hop column, which keeps
+    the scatter cache-friendlier than one sort over all entries, and gives the
+    column's slot counts with it (the sorted columns, h x n ids, live until
+    they are placed); small columns are sorted by numpy's stable argsort and
+    counted by a bincount.  Each column's runs are written straight to their
+    place in the output.  Within a slot, entries are ordered by column, then by flow.  With ``coef2d`` (float64[n, h]) the
+    coefficient of every entry is returned too, in the same order.
+    """
+    n, h = rows.shape
+    nnz = n * h
+    r1 = n_res + 1
+    idx_t = np.int32 if nnz < 2**31 - 1 else np.int64
+    if nnz == 0:
+        empty = (np.zeros(r1 + 1, dtype=idx_t), np.zeros(0, dtype=idx_t))
+        return empty if coef2d is None else empty + (np.zeros(0),)
+    if _kernels.use_index(nnz):
+        return _kernels.index().csc(rows, n_res, coef2d)
+    small = n <= _SMALL_SORT
+    # entries per (slot, column), then where each column's run of a slot starts in the output; large columns
+    # are sorted first (scipy's counting sort gives each column's slot counts with the order)
+    counts = np.zeros((h, r1), dtype=np.int64)
+    sorted_cols = []
+    if small:
+        for j in range(h):
+            counts[j] = np.bincount(np.add(rows[:, j], 1, dtype=np.intp), minlength=r1)
+    else:
+        import scipy.sparse as sp  # large columns: scipy's O(n) counting sort (and its import time)
+        ones = np.ones(n, dtype=np.bool_)
+        iptr = np.arange(n + 1, dtype=idx_t)
+        for j in range(h):
+            csc = sp.csr_array((ones, np.add(rows[:, j], 1, dtype=idx_t), iptr), shape=(n, r1)).tocsc()
+            counts[j] = np.diff(csc.indptr)
+            sorted_cols.append(csc.indices)
+            del csc
+    indptr = np.zeros(r1 + 1, dtype=idx_t)
+    np.cumsum(counts.sum(axis=0), out=indptr[1:])
+    start = indptr[:-1].astype(np.int64) + np.cumsum(counts, axis=0) - counts  # [j, slot]
+    indices = np.empty(nnz, dtype=idx_t)
+    ecoef = None if coef2d is None else np.empty(nnz)
+    for j in range(h):
+        if not small:
+            by_slot, sorted_cols[j] = sorted_cols[j], None
+        else:  # the same order: flows by slot, stably (no scipy import on small problems)
+            if r1 <= 1 << 16:  # 16-bit keys (a radix sort); -1 wraps to 65535, + 1 to 0: the padding slot
+                keys = np.add(rows[:, j], 1, dtype=np.uint16, casting="unsafe")
+            else:
+                keys = np.add(rows[:, j], 1, dtype=idx_t)
+            by_slot = np.argsort(keys, kind="stable").astype(idx_t)
+            del keys
+        cj = counts[j]
+        cv = None if ecoef is None else coef2d[by_slot, j]
+        nz = np.flatnonzero(cj)
+        if nz.shape[0] * 64 <= n:
+            # few runs: copy each slot's run of column j to its place (slices; no n-sized destination array)
+            run0 = np.cumsum(cj) - cj
+            for a, b, c in zip(start[j][nz].tolist(), run0[nz].tolist(), cj[nz].tolist()):
+                indices[a:a + c] = by_slot[b:b + c]
+                if cv is not None:
+                    ecoef[a:a + c] = cv[b:b + c]
+        else:
+            # destination of the k-th entry of column j: start of its slot's run + its rank in the run
+            dest = np.repeat((start[j] - np.cumsum(cj) + cj).astype(np.intp), cj)
+            dest += np.arange(n, dtype=np.intp)
+            indices[dest] = by_slot
+            if cv is not None:
+                ecoef[dest] = cv
+            del dest
+        del by_slot, cv
+    return (indptr, indices) if coef2d is None else (indptr, indices, ecoef)
+
+
+def _has_duplicates(rows: np.ndarray) -> bool:
+    """True if a row names the same resource twice."""
+    n, h = rows.shape
+    if h < 2 or n == 0:
+        return False
+    if _kernels.use_index(n * h):
+        return _kernels.index().has_duplicates(rows)
+    tmp = np.empty(n, dtype=np.bool_)
+    for j in range(1, h):
+        cj = rows[:, j]
+        for i in range(j):
+            np.equal(cj, rows[:, i], out=tmp)
+            if tmp.any() and (tmp & (cj >= 0)).any():
+                return True
+    return False
+
+
+def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | None, n_res: int,
+                 flows: np.ndarray | None) -> _Index:
+    """Build the adjacency of ``flows`` (None = all rows)."""
+    rows = res if flows is None else res[flows]
+    m = None if mult is None else (mult if flows is None else mult[flows])
+    if weight is not None:
+        coef = weight[flows] if flows is not None else weight.copy()
+        if m is not None:
+            coef *= m[:, None]
+        coef[rows < 0] = 1.0  # padding: any finite value
+    else:
+        coef = None if m is None else np.array(m, dtype=np.float64)
+    if _has_duplicates(rows):
+        rows, coef = _merge_duplicates(rows, coef)
+    ecoef = None
+    if coef is not None and coef.ndim == 2:
+        indptr, indices, ecoef = _csc(rows, n_res, coef)
+    else:
+        indptr, indices = _csc(rows, n_res)
+    ceps = 0.5 if coef is None or coef.size == 0 else 0.5 * float(coef.min())
+    return _Index(flows, rows, coef, indptr, indices, n_res, ceps, ecoef)
+
+
+def _sub_index(ix: _Index, sel: np.ndarray) -> _Index:
+    """The adjacency of the local flows ``sel`` (sorted) of ``ix``, renumbered 0..len(sel)-1.
+
+    Each slot lists the same flows in the same order as ``ix`` restricted to
+    ``sel`` (by column, then by flow), with the same ``ceps``: a filling of the
+    sub-index does the same arithmetic as one of ``ix`` whose other flows are
+    not alive, without walking them.
+    """
+    rows = np.take(ix.res, sel, axis=0)
+    coef = None if ix.coef is None else np.take(ix.coef, sel, axis=0)
+    ecoef = None
+    if coef is not None and coef.ndim == 2:
+        indptr, indices, ecoef = _csc(rows, ix.n_res, coef)
+    else:
+        indptr, indices = _csc(rows, ix.n_res)
+    return _Index(None, rows, coef, indptr, indices, ix.n_res, ix.ceps, ecoef)
+
+
+def _merge_duplicates(rows: np.ndarray, coef: np.ndarray | None):
+    """Merge repeated resource ids within a row (their coefficients add up)."""
+    n, h = rows.shape
+    if _kernels.use_index(n * h):
+        return _kernels.index().merge_duplicates(rows, coef)
+    dup = np.zeros(n, dtype=np.bool_)
+    for j in range(1, h):
+        for i in range(j):
+            dup |= (rows[:, j] == rows[:, i]) & (rows[:, j] >= 0)
+    if coef is None:
+        w = np.ones((n, h))
+    elif coef.ndim == 1:
+        w = np.repeat(coef[:, None], h, axis=1)
+    else:
+        w = coef.copy()
+    rows = rows.copy()
+    for r in np.flatnonzero(dup).tolist():  # rare path: only the rows that repeat a resource
+        seen: dict[int, int] = {}
+        for j in range(h):
+            v = int(rows[r, j])
+            if v < 0:
+                continue
+            if v in seen:
+                w[r, seen[v]] += w[r, j]
+                rows[r, j] = -1
+                w[r, j] = 1.0
+            else:
+                seen[v] = j
+    return rows, w
+
+
+Index = _Index
+build_index = _build_index
+sub_index = _sub_index
