@@ -13,8 +13,10 @@ numpy also asks the kernel for transparent huge pages on every large array (``ma
 so each of those temporaries first waits for the kernel to find, compact and zero 2 MiB pages. On a large
 problem that costs more than it saves: the whole N = 4,096 all-to-all took 4.7 s user + 1.0-1.1 s system
 with numpy's hint off against 4.5-5.2 s user + 2.1-2.8 s system with it (same JSON, 2 pairs, idle, Linux
-6.18 with THP "madvise", 2026-12-02), so the same switch turns numpy's hint off
-(``numpy._core.multiarray._set_madvise_hugepage(False)``, what ``NUMPY_MADVISE_HUGEPAGE=0`` sets at import).
+6.18 with THP "madvise", 2026-12-02), so problems from :data:`HINT_MIN_ENTRIES` on also turn numpy's hint
+off (``numpy._core.multiarray._set_madvise_hugepage(False)``, what ``NUMPY_MADVISE_HUGEPAGE=0`` sets at import).
+Smaller ones keep it: at N = 1,024 (6.3 M entries) the hint pays, 0.96-1.03 s with it against 1.06-1.43 s
+without (5 interleaved pairs, same day).
 
 The router and the engine call :func:`reuse_freed_memory` once a problem is large
 (:data:`MIN_ENTRIES` flow x hop entries); it changes the process's allocator policy only (memory
@@ -33,10 +35,12 @@ import ctypes
 import os
 import sys
 
-__all__ = ["MIN_ENTRIES", "reuse_freed_memory"]
+__all__ = ["MIN_ENTRIES", "HINT_MIN_ENTRIES", "reuse_freed_memory"]
 
 #: Flow x hop entries from which the allocator keeps freed memory (a 1,024-GPU all-to-all has 6.3 M).
 MIN_ENTRIES = 1 << 22
+#: Flow x hop entries from which numpy's huge-page hint is turned off too (a 4,096-GPU all-to-all has ~100 M).
+HINT_MIN_ENTRIES = 1 << 25
 
 _M_TRIM_THRESHOLD = -1  # glibc's mallopt parameter numbers (malloc.h)
 _M_MMAP_MAX = -4
@@ -48,15 +52,18 @@ def reuse_freed_memory(*, entries: int) -> bool:
 
     Idempotent: the first call that qualifies sets it for the rest of the process.
     """
+    system = os.environ.get("FABRIC_EMU_MALLOC", "").strip().lower() == "system"
+    if entries >= HINT_MIN_ENTRIES and not system and not _STATE.get("hint_off"):
+        _no_huge_page_hint()
+        _STATE["hint_off"] = True
     if _STATE.get("on"):
         return True
-    if entries < MIN_ENTRIES or os.environ.get("FABRIC_EMU_MALLOC", "").strip().lower() == "system":
+    if entries < MIN_ENTRIES or system:
         return False
     if "mallopt" not in _STATE:
         _STATE["mallopt"] = _mallopt()
     mallopt = _STATE["mallopt"]
     ok = mallopt is not None and mallopt(_M_MMAP_MAX, 0) == 1 and mallopt(_M_TRIM_THRESHOLD, 2**31 - 1) == 1
-    _no_huge_page_hint()
     _STATE["on"] = ok
     return ok
 

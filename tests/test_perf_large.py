@@ -122,15 +122,15 @@ def test_allocator_switch_is_opt_out_and_only_for_large_problems(monkeypatch):
 
     from fabric import allocator
     assert allocator.reuse_freed_memory(entries=allocator.MIN_ENTRIES - 1) is False or allocator._STATE.get("on")
-    code = ("from fabric.allocator import reuse_freed_memory as r, MIN_ENTRIES as m; "
+    code = ("from fabric.allocator import reuse_freed_memory as r, MIN_ENTRIES as m, HINT_MIN_ENTRIES as hm; "
             "from numpy._core.multiarray import _set_madvise_hugepage as h; "
-            "a = r(entries=m - 1); hint_small = h(True); h(hint_small); "
-            "print(a, r(entries=m), r(entries=0), hint_small, h(True))")  # h returns the hint it replaces
+            "a = r(entries=m - 1); b = r(entries=m); hint_mid = h(True); h(hint_mid); "
+            "print(a, b, r(entries=hm), hint_mid, h(True))")  # h returns the hint it replaces
     env = {k: v for k, v in __import__("os").environ.items() if k != "FABRIC_EMU_MALLOC"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
     on = sys.platform.startswith("linux") and __import__("platform").libc_ver()[0] == "glibc"
     default_hint = out.split()[3]  # numpy's own default (NUMPY_MADVISE_HUGEPAGE, the kernel's THP mode)
-    # once on, it stays on; a large problem also turns numpy's huge-page hint off (small ones keep it)
+    # once on, it stays on; a very large problem also turns numpy's huge-page hint off (smaller ones keep it)
     assert out.split() == ["False", str(on), str(on), default_hint, "False"]
     env["FABRIC_EMU_MALLOC"] = "system"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
