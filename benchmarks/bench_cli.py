@@ -70,12 +70,13 @@ def cli_args(case: str) -> list[str]:
     return head + CASES[case]
 
 
-def measure(args: list[str]) -> dict:
-    """Wall, CPU (user + system) and peak RSS of one fresh process."""
+def measure(args: list[str], extra_env: dict | None = None) -> dict:
+    """Wall, CPU (user + system) and peak RSS of one fresh process (``extra_env``: added to its environment)."""
     t0 = time.perf_counter()
     # the up-front estimate refuses N = 4,096 and the 16k case under the default 8 GiB (it estimates 12.5-31 and
     # 15.5 GiB; their measured peaks are below 2 GB): the benchmark lifts the limit (it only gates the estimate)
-    env = {**os.environ, "FABRIC_EMU_MEMORY_LIMIT": os.environ.get("FABRIC_EMU_MEMORY_LIMIT", "64GiB")}
+    env = {**os.environ, "FABRIC_EMU_MEMORY_LIMIT": os.environ.get("FABRIC_EMU_MEMORY_LIMIT", "64GiB"),
+           **(extra_env or {})}
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     out = p.stdout.read()
     _, status, ru = os.wait4(p.pid, 0)
@@ -173,8 +174,12 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="fresh CLI processes per case (median reported)")
     ap.add_argument("--no-stages", action="store_true", help="skip the in-library stage run and floor")
     ap.add_argument("--imports", choices=sorted(CASES), help="print the import profile of this case and stop")
+    ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra environment of the CLI processes (repeatable), e.g. NUMPY_MADVISE_HUGEPAGE=0 or "
+                         "FABRIC_EMU_CACHE=/empty/folder for numba's first-run cost")
     ap.add_argument("--stages-of", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    extra = dict(e.split("=", 1) for e in args.env)
     if args.stages_of:
         print(json.dumps(stages(args.stages_of)))
         return 0
@@ -186,9 +191,11 @@ def main(argv=None) -> int:
     line = subprocess.run([sys.executable, "-c", "from benchmarks._util import machine; print(machine())"],
                           capture_output=True, text=True, check=False).stdout.strip()
     print(line or "machine: unknown")
+    if extra:
+        print("environment: " + ", ".join(f"{k}={v}" for k, v in extra.items()))
     rows = []
     for case in args.cases:
-        runs = [measure(cli_args(case)) for _ in range(max(1, args.repeat))]
+        runs = [measure(cli_args(case), extra) for _ in range(max(1, args.repeat))]
         ok = all(r["ok"] for r in runs)
         med = {k: statistics.median(r[k] for r in runs) for k in ("wall", "cpu", "sys", "rss")}
         st = {}

@@ -15,8 +15,9 @@ problem that costs more than it saves: the whole N = 4,096 all-to-all took 4.7 s
 with numpy's hint off against 4.5-5.2 s user + 2.1-2.8 s system with it (same JSON, 2 pairs, idle, Linux
 6.18 with THP "madvise", 2026-12-02), so problems from :data:`HINT_MIN_ENTRIES` on also turn numpy's hint
 off (``numpy._core.multiarray._set_madvise_hugepage(False)``, what ``NUMPY_MADVISE_HUGEPAGE=0`` sets at import).
-Smaller ones keep it: at N = 1,024 (6.3 M entries) the hint pays, 0.96-1.03 s with it against 1.06-1.43 s
-without (5 interleaved pairs, same day).
+Smaller ones keep numpy's default: at N = 1,024 (6.3 M entries) the two are within the machine's noise
+(``python -m benchmarks.bench_cli --cases a2a-1024-ecmp --repeat 5`` with and without ``--env
+NUMPY_MADVISE_HUGEPAGE=0``, twice each: medians 0.87 / 0.87 s with the hint, 0.84 / 0.97 s without).
 
 The router and the engine call :func:`reuse_freed_memory` once a problem is large
 (:data:`MIN_ENTRIES` flow x hop entries); it changes the process's allocator policy only (memory

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["leaf_spine"]
+__all__ = ["leaf_spine", "numpy_and_numba"]
 
 
 def leaf_spine(n, hpl=32, spines=32, seed=0, spray=False, link_Bps=1.0):
@@ -42,3 +42,13 @@ def leaf_spine(n, hpl=32, spines=32, seed=0, spray=False, link_Bps=1.0):
     res[same, 1] = n + j[same]
     res[same, 2:] = -1
     return cap * link_Bps, res
+
+
+def numpy_and_numba(monkeypatch, f):
+    """``(f() with FABRIC_EMU_KERNELS=numpy, f() with =numba)``: the pure-numpy path and the compiled one."""
+    out = {}
+    for k in ("numpy", "numba"):
+        monkeypatch.setenv("FABRIC_EMU_KERNELS", k)
+        out[k] = f()
+    return out["numpy"], out["numba"]
+

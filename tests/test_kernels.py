@@ -2,21 +2,13 @@
 
 import numpy as np
 import pytest
-from synthetic import leaf_spine
+from synthetic import leaf_spine, numpy_and_numba as _both
 
 from fabric import adjacency
 from fabric.engine import FlowProblem, simulate
 from fabric.maxmin import maxmin_rates, maxmin_refill
 
 pytest.importorskip("numba")
-
-
-def _both(monkeypatch, f):
-    out = {}
-    for k in ("numpy", "numba"):
-        monkeypatch.setenv("FABRIC_EMU_KERNELS", k)
-        out[k] = f()
-    return out["numpy"], out["numba"]
 
 
 def test_index_build_is_identical(monkeypatch):

@@ -5,21 +5,13 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from synthetic import leaf_spine
+from synthetic import leaf_spine, numpy_and_numba as _both
 
 from fabric import maxmin
 from fabric.engine import FlowProblem, simulate
 from fabric.maxmin import maxmin_rates, maxmin_refill
 
 pytest.importorskip("numba")
-
-
-def _both(monkeypatch, f):
-    out = {}
-    for k in ("numpy", "numba"):
-        monkeypatch.setenv("FABRIC_EMU_KERNELS", k)
-        out[k] = f()
-    return out["numpy"], out["numba"]
 
 
 def _same(a, b):
