@@ -38,7 +38,7 @@ def test_no_nvls_takes_nvls_out_of_nccls_choice():
     assert explicit == on
 
 
-def test_bf16_dispatch_moves_twice_the_fp8_payload():
+def test_bf16_dispatch_moves_2_bytes_a_value_against_fp8_with_scales():
     fp8, = _run("moe_dispatch", "--topo", "hgx-h100", "--moe-routing", "uniform")
     bf16, = _run("moe_dispatch", "--topo", "hgx-h100", "--moe-routing", "uniform", "--dispatch-dtype", "bf16")
     assert bf16["time_us"] > fp8["time_us"]
