@@ -41,8 +41,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from collectives import nccl_model as nm
-from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, nvls_domain_terms, nvls_fill_s, ring_fill_s,
-                                     ring_nvlink_kernel_efficiency)
+from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, nvls_chunk_efficiency, nvls_domain_terms,
+                                     nvls_fill_s, nvls_loop_fill_s, ring_fill_s, ring_nvlink_kernel_efficiency)
 from collectives.moe import plan_moe
 from collectives.ops import Collective
 from collectives.p2p import _PointToPointMixin
@@ -312,7 +312,7 @@ class Planner(_PointToPointMixin):
 
     # ------------------------------------------------------------------- nvls
     def nvls(self, op: Collective, size: int, est: nm.AlgoEstimate, *, ranks=None, up=None, down=None,
-             label=None, kernel: float = 1.0) -> FlowSet:
+             label=None, kernel: float = 1.0, fill_s: float | None = None) -> FlowSet:
         ranks = np.asarray(op.ranks if ranks is None else ranks)
         groups = self.groups_by_domain(ranks)
         if any(not self.nvls_domain[self.domain[g[0]]] for g in groups):
@@ -330,13 +330,45 @@ class Planner(_PointToPointMixin):
             # domain beyond 8 GPUs, and each operation pays a synchronisation term ~ n^2
             keff, sync_s = nvls_domain_terms(n)
             keff *= kernel
-            fill_s = nvls_fill_s(size, max(u, dn), self.gpu.nvlink_Bps, self.calib.nvlink_nvls * keff)
-            lat = est.latency_s + sync_s + fill_s
+            fill = nvls_fill_s(size, max(u, dn), self.gpu.nvlink_Bps, self.calib.nvlink_nvls * keff) \
+                if fill_s is None else fill_s
+            lat = est.latency_s + sync_s + fill
             sets.append(self.ports(g, "nvlink-up", u, kind="nvls", protocol="Simple", latency_s=lat,
                                    label=label or op.label, kernel=keff))
             sets.append(self.ports(g, "nvlink-down", dn, kind="nvls", protocol="Simple", latency_s=lat,
                                    label=label or op.label, kernel=keff))
         return concat(sets, merge_phases=True)
+
+    def nvls_chunk(self, op: Collective, size: float) -> int:
+        """The chunk NCCL's NVLS kernel uses for ``op`` at ``size`` inside one NVLink domain
+        (:func:`collectives.nccl_model.nvls_chunk_bytes`; option ``nvls_chunk_bytes`` =
+        ``NCCL_NVLS_CHUNKSIZE``, default 128 KiB)."""
+        version = nm.parse_nccl_version(op.options.get("nccl_version"))
+        ch = nm.nvls_channels(self.gpu.sm, True, version)
+        return nm.nvls_chunk_bytes(max(size, 1), ch, nm.nvls_heads(op.n),
+                                   max_chunk_bytes=self.nvls_chunk_option(op))
+
+    @staticmethod
+    def nvls_chunk_option(op: Collective) -> int:
+        """``NCCL_NVLS_CHUNKSIZE`` of ``op`` (option ``nvls_chunk_bytes``), checked."""
+        v = op.options.get("nvls_chunk_bytes", nm.NVLS_CHUNK_BYTES_DEFAULT)
+        if isinstance(v, bool) or not isinstance(v, int) or not (16 << 10) <= v <= (16 << 20):
+            raise SpecError(f"options nvls_chunk_bytes: {v!r} must be an integer number of bytes in "
+                            "[16384, 16777216] (NCCL_NVLS_CHUNKSIZE)")
+        return v
+
+    def nvls_loop_terms(self, op: Collective, size: float) -> tuple[float, float]:
+        """(kernel efficiency, pipeline fill in s) of single-domain NVLS at NCCL's chunk for ``size``: the
+        loop cost relative to the default chunk (calibration.nvls_chunk_efficiency) and the fill of the
+        kernel's pipeline of three warp groups (calibration.nvls_loop_fill_s)."""
+        n = op.n
+        version = nm.parse_nccl_version(op.options.get("nccl_version"))
+        ops = nm.nvls_channels(self.gpu.sm, True, version) * nm.nvls_heads(n)
+        per_byte = 1 + 1 / n if op.collective == "all_reduce" else 1.0
+        rate = self.gpu.nvlink_Bps * self.calib.nvlink_nvls * nvls_domain_terms(n)[0]
+        chunk = self.nvls_chunk(op, size)
+        return (nvls_chunk_efficiency(chunk, ops, per_byte, rate),
+                nvls_loop_fill_s(size, chunk, ops, per_byte, rate))
 
     # ------------------------------------------------------------------ sharp
     def sharp(self, op: Collective, size: float, est: nm.AlgoEstimate, *, ranks=None, label=None) -> FlowSet:
@@ -533,10 +565,13 @@ class Planner(_PointToPointMixin):
         elif algo == "tree":
             fs = self.tree(op, size, est)
         elif algo == "nvls":
-            fs = self.nvls(op, size, est)
+            # one NVLink domain: NCCL's chunk of this size sets the loop cost and the pipeline fill
+            # (issue 8 item 5; calibration.NVLS_LOOP_S, NVLS_FILL_LOOPS)
+            chunk_k, fill = self.nvls_loop_terms(op, size)
+            fs = self.nvls(op, size, est, kernel=chunk_k, fill_s=fill)
             keff, sync = nvls_domain_terms(op.n)
-            port = {"all_reduce": size * (1 + 1 / op.n)}.get(coll, float(size))
-            lat += sync + nvls_fill_s(size, port, self.gpu.nvlink_Bps, self.calib.nvlink_nvls * keff)
+            keff *= chunk_k
+            lat += sync + fill
         else:  # pragma: no cover - guarded by Collective
             raise SpecError(f"algo: {algo!r} is not implemented for {coll}")
         return Plan(op, fs, algo, est.protocol if algo != "nvls" else "Simple", nccl_name, lat,

@@ -51,7 +51,9 @@ from collectives import nccl_model as nm
 from topologies import catalog
 from topologies.errors import SpecError
 
-__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes",
+__all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "NVLS_LOOP_S", "nvls_chunk_efficiency", "NVLS_FILL_LOOPS",
+           "nvls_loop_fill_s",
+           "HOST_CALL_OVERHEAD_S", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes",
            "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms",
            "RING_NVLINK_KERNEL_EFFICIENCY", "ring_nvlink_kernel_efficiency", "HOST_LINK_MEASURED",
            "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "LL_FIXED_S", "nic_p2p_factor",
@@ -239,7 +241,7 @@ def deepep_sm_time_s(collective: str, sms: int, rank_bytes: float, peers: int = 
 #: gb200-nvl72-allreduce-72-by-size): L = 582 us, asymptotic busbw 864 GB/s against the
 #: 8-GPU-calibrated 1,037; less the 38 us of the pipeline fill (below) that the same fit absorbs.
 NVLS_DOMAIN_SLOWDOWN = 0.0633
-NVLS_SYNC_S_PER_RANK2 = 0.1014e-6
+NVLS_SYNC_S_PER_RANK2 = 0.075e-6
 
 
 #: NVLS pipeline fill (issue 8 item 5, mid-size messages): every chunk is reduced
@@ -259,6 +261,71 @@ def nvls_fill_s(size_bytes: float, port_bytes: float, port_Bps: float, efficienc
     if s <= 0 or port_Bps <= 0 or efficiency <= 0:
         return 0.0
     return min(s, NVLS_PIPELINE_WINDOW_BYTES) / s * port_bytes / (port_Bps * efficiency)
+
+
+#: NVLS loop cost (issue 8 item 5, round 6): NCCL's NVLS kernel moves the buffer in loops of
+#: ``nChannels x nHeads x chunk`` bytes, the chunk chosen from the size by enqueue.cc's rule
+#: (:func:`collectives.nccl_model.nvls_chunk_bytes`: 16 KiB below ``2 ops x 32 KiB``, 32 KiB below
+#: ``8 ops x 64 KiB``, 64 KiB below ``64 ops x`` NCCL_NVLS_CHUNKSIZE, then NCCL_NVLS_CHUNKSIZE). Every
+#: loop pays ``NVLS_LOOP_S`` that the data transfer does not hide (the scatter -> multimem reduce ->
+#: gather hand-offs of one step), so a loop of ``d`` seconds of data takes ``d + x``. NCCL's
+#: ``nvlsEfficiency`` is taken as the rate NCCL is calibrated for at its default chunk (128 KiB, the
+#: chunk of every size >= 64 ops x 128 KiB); a chunk ``c`` then runs at
+#: ``(1 + x/d(128 KiB)) / (1 + x/d(c))`` of it (:func:`nvls_chunk_efficiency`). Fitted on the fit rows:
+#: docs/collectives.md, "Round 6, NVLink boards".
+NVLS_LOOP_S = 6.0e-6
+#: Pipeline fill of NCCL's single-node NVLS kernel, in loop times. The kernel runs three warp groups over
+#: the same loops (src/device/all_reduce.h, ``work->oneNode``: scatter, reduce + multicast, gather), so a
+#: loop leaves the pipeline between one loop time (the two other stages much faster than the slowest) and
+#: two (all three equal) after it entered: the fill of one NVLink domain (:func:`nvls_loop_fill_s`; it
+#: replaces the fitted window :data:`NVLS_PIPELINE_WINDOW_BYTES` there). Fitted in [1, 2] with
+#: :data:`NVLS_LOOP_S` (docs/collectives.md, "Round 6, NVLink boards").
+NVLS_FILL_LOOPS = 1.0
+
+
+def nvls_loop_fill_s(size_bytes: float, chunk_bytes: float, loop_ops: int, port_per_byte: float,
+                     rate_Bps: float) -> float:
+    """Pipeline fill of single-domain NVLS: ``NVLS_FILL_LOOPS x (d + NVLS_LOOP_S)``, ``d`` the data
+    time of one loop (``loop_ops x chunk`` bytes, or the whole buffer when it is smaller) at ``rate_Bps``.
+
+    >>> round(nvls_loop_fill_s(1 << 30, 128 << 10, 128, 1.125, 315e9) * 1e6, 1)
+    127.8
+    """
+    if rate_Bps <= 0:
+        return 0.0
+    loop = min(float(size_bytes), loop_ops * float(chunk_bytes))
+    return NVLS_FILL_LOOPS * (loop * port_per_byte / rate_Bps + NVLS_LOOP_S)
+
+
+def nvls_chunk_efficiency(chunk_bytes: float, loop_ops: int, port_per_byte: float, rate_Bps: float,
+                          default_chunk_bytes: float = 128 << 10) -> float:
+    """Kernel efficiency of NVLS at chunk ``chunk_bytes`` relative to the default chunk
+    (:data:`NVLS_LOOP_S`). ``loop_ops`` = channels x heads, ``port_per_byte`` = port bytes per user byte
+    (``1 + 1/n`` for all-reduce), ``rate_Bps`` the port rate the flows run at.
+
+    Examples
+    --------
+    >>> round(nvls_chunk_efficiency(128 << 10, 128, 1.125, 315e9), 6)
+    1.0
+    >>> nvls_chunk_efficiency(64 << 10, 128, 1.125, 315e9) < 1 < nvls_chunk_efficiency(512 << 10, 128, 1.125, 315e9)
+    True
+    """
+    if rate_Bps <= 0 or chunk_bytes <= 0 or NVLS_LOOP_S <= 0:
+        return 1.0
+    per = loop_ops * port_per_byte / rate_Bps  # seconds of data per byte of chunk
+    return (1.0 + NVLS_LOOP_S / (per * default_chunk_bytes)) / (1.0 + NVLS_LOOP_S / (per * chunk_bytes))
+
+
+#: Per-call host overhead of a timing that records its start event before the host issues the call
+#: (one call per trial on an idle device, ``settings.timing = "one call ..."``): PyTorch's
+#: ``dist.all_reduce`` path (ProcessGroupNCCL, work bookkeeping, the kernel launch) runs after the
+#: event, so the measured time carries it. ml-engineering's all_reduce_bench.py at the measured commits
+#: (744d01e, c53741b: ``dist.barrier(); start_event.record(); dist.all_reduce(tensor); end_event.record()``);
+#: the same script's later docstring puts "PyTorch's per-call host overhead of some 20-30us" on that
+#: form (``--with-host-overhead``). A property of the measurement, not of the collective: added only
+#: by ``fabric-emu validate`` to points that say so. Fitted on the fit rows (docs/collectives.md,
+#: "Round 6, NVLink boards").
+HOST_CALL_OVERHEAD_S = 20e-6
 
 
 #: Ring pipeline fill (mid-size messages): NCCL's ring moves each channel's data in chunks through

@@ -83,7 +83,10 @@ class PlanCache:
                                                           if ours == op.algorithm or op.algorithm in ("nvls", "sharp")}
         fill = (min(size, NVLS_PIPELINE_WINDOW_BYTES) if uses & {"NVLS", "NVLSTree"} else None,
                 # the ring pipeline fill: flat rings only (forced, or auto's choice)
-                min(size, ring_window_bytes()) if "ring" in (op.algorithm, str(chosen).lower()) else None)
+                min(size, ring_window_bytes()) if "ring" in (op.algorithm, str(chosen).lower()) else None,
+                # single-domain NVLS: the loop cost (a kernel limit per NCCL chunk) and the loop fill
+                self.planner.nvls_loop_terms(op, size) if "NVLS" in uses and
+                len(self.planner.groups_by_domain(np.asarray(op.ranks))) == 1 else None)
         return chosen, tuple(sorted((a, v[0], v[2] if a in uses else None) for a, v in best.items())), lat, fill
 
     def plan(self, op: Collective) -> Plan:

@@ -152,17 +152,25 @@ def test_auto_follows_nccls_choice(h100):
     assert large.algorithm == "nvls"
 
 
-def test_flow_level_nvls_mid_sizes_follow_the_pipeline_fill(h100):
-    """NVLS at mid sizes: t = lat + (S + min(S, W)) (1 + 1/n) / (B eta), W = 16 MiB (issue 8 item 5).
-
-    (The flow-level ring -> NVLS crossover therefore lies above 2 MiB while NCCL's own choice, which
-    ``auto`` follows, switches at 1-2 MiB as measured; docs/collectives.md says why.)"""
+def test_flow_level_nvls_mid_sizes_follow_the_loops_of_nccls_chunk(h100):
+    """NVLS at mid sizes on one board (issue 8 item 5, round 6): NCCL's NVLS kernel moves loops of
+    16 channels x 8 heads x chunk, the chunk 16 KiB below 8 MiB, 32 KiB below 64 MiB, 64 KiB below 1 GiB
+    (enqueue.cc); each loop pays x = NVLS_LOOP_S, relative to the 128 KiB chunk NCCL's efficiency is
+    calibrated at, and the pipeline fill is NVLS_FILL_LOOPS loops:
+    t = lat + S (1 + 1/n) / (B eta e(c)) + f (loop (1 + 1/n) / (B eta) + x)."""
+    from collectives.calibration import NVLS_FILL_LOOPS, NVLS_LOOP_S
     n, B = 8, 450e9
     eta = calibration("H100").nvlink_nvls
-    for S in (2 << 20, 8 << 20, 64 << 20):
+    ops, x = 16 * 8, NVLS_LOOP_S
+
+    def d(c):  # seconds of data in one loop of chunk c
+        return ops * c * (1 + 1 / n) / (B * eta)
+    for S, c in ((2 << 20, 16 << 10), (8 << 20, 32 << 10), (64 << 20, 64 << 10), (1 << 30, 128 << 10)):
         [res] = run(h100, [Collective("all_reduce", tuple(range(n)), S, "nvls")])
         nccl_latency = 25e-6  # NCCL's NVLS latency (tuning.cc hwLat[NVLINK][NVLS][Simple])
-        expected = nccl_latency + (S + min(S, 16 << 20)) * (1 + 1 / n) / (B * eta)
+        e = (1 + x / d(128 << 10)) / (1 + x / d(c))
+        fill = NVLS_FILL_LOOPS * (min(S, ops * c) * (1 + 1 / n) / (B * eta) + x)
+        expected = nccl_latency + S * (1 + 1 / n) / (B * eta * e) + fill
         assert res.time_s == pytest.approx(expected, rel=0.01)
 
 

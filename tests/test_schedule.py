@@ -146,8 +146,9 @@ def test_plan_cache_rescale_is_exact(two_boards):
             np.testing.assert_allclose(f1, f2, rtol=1e-9, atol=0)
     # many sizes reuse a shape; sizes whose NCCL kernel limits (tree correction, LL caps) or NVLS / ring
     # pipeline fill (below their windows) differ are planned afresh, which these deliberately mixed sizes
-    # often are (17 of 64 hit with the 8 MiB ring window)
-    assert cache.hits > 0.25 * (cache.hits + cache.misses)
+    # often are (17 of 64 hit with the 8 MiB ring window; 15 since round 6, where single-domain NVLS
+    # also depends on NCCL's chunk of the size: 16 / 32 / 64 / 128 KiB regimes)
+    assert cache.hits > 0.2 * (cache.hits + cache.misses)
 
 
 def test_a_step_of_identical_collectives_routes_each_shape_once(two_boards):

@@ -76,6 +76,7 @@ from collectives.nccl_model.system import *  # noqa: F401,F403
 from collectives.nccl_model.search import *  # noqa: F401,F403
 from collectives.nccl_model.tuning import *  # noqa: F401,F403
 from collectives.nccl_model.tuning import _tune  # noqa: F401  (memoised model, for tests)
+from collectives.nccl_model.enqueue import *  # noqa: F401,F403
 
 __all__ = [
     "ALGORITHMS",
@@ -129,4 +130,11 @@ __all__ = [
     "algo_times",
     "choose",
     "nvlstree_ceiling_GBps",
+    "NVLS_CHUNK_BYTES_DEFAULT",
+    "SIMPLE_BUFFSIZE_DEFAULT",
+    "NCCL_STEPS",
+    "NVLS_CHUNK_FLOORS",
+    "nvls_chunk_bytes",
+    "nvls_channels",
+    "nvls_heads",
 ]
