@@ -1,7 +1,7 @@
 """Re-run the fits of collectives/calibration.py on the fit split (docs/collectives.md, "Fits").
 
 Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
-       deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc]
+       deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -229,10 +229,36 @@ def a2a_rc() -> None:
     v._ROUTERS.clear()
 
 
+def nvls_loop() -> None:
+    """Round 6: NVLS loop cost x (NVLS_LOOP_S), pipeline fill in loops (NVLS_FILL_LOOPS) and the one-call
+    timing's host overhead (HOST_CALL_OVERHEAD_S), jointly on every fit-split NVLink-board value."""
+    ids = [p["id"] for p in _fit_collective_points() if p.get("category") == "nvlink"]
+    old = cal.NVLS_LOOP_S, cal.NVLS_FILL_LOOPS, cal.HOST_CALL_OVERHEAD_S
+    for fill in (0.0, 1.0, 1.5, 2.0):
+        for h in (10, 20, 30):
+            def setx(x, fill=fill, h=h):
+                cal.NVLS_LOOP_S, cal.NVLS_FILL_LOOPS, cal.HOST_CALL_OVERHEAD_S = x * 1e-6, fill, h * 1e-6
+            print(f"  fill {fill} loops, host {h} us; x in us:")
+            _grid(ids, setx, (0, 2, 4, 6, 8))
+    cal.NVLS_LOOP_S, cal.NVLS_FILL_LOOPS, cal.HOST_CALL_OVERHEAD_S = old
+    v._ROUTERS.clear()
+
+
+def nvl72_sync() -> None:
+    """Round 6: the NVL72 synchronisation term c refitted (b kept) on the 72-rank fit sweeps once single-domain
+    NVLS takes NCCL's chunk loops."""
+    old = cal.NVLS_SYNC_S_PER_RANK2
+    _grid(["gb200-nvl72-allreduce-72-by-size", "cw-gb200-nvl72-1rack-allreduce-by-size"],
+          lambda c: setattr(cal, "NVLS_SYNC_S_PER_RANK2", c * 1e-6), (0.065, 0.070, 0.075, 0.080, 0.085, 0.1014))
+    cal.NVLS_SYNC_S_PER_RANK2 = old
+    v._ROUTERS.clear()
+
+
 FITS = {"nvls-domain": nvls_domain, "nvls-window": nvls_window, "ring-window": ring_window, "net-latency": net_latency,
         "nic-drop": nic_drop, "per-peer": per_peer, "deepep-sms": deepep_sms,
         "uccl-pipeline": uccl_pipeline, "ll-fixed": ll_fixed, "ring-kernel": ring_kernel}
 FITS.update({"a2a-efa": a2a_efa, "a2a-rc": a2a_rc})  # round 5 (kept apart: merge-friendly)
+FITS.update({"nvls-loop": nvls_loop, "nvl72-sync": nvl72_sync})  # round 6, NVLink boards
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(FITS):

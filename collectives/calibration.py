@@ -239,12 +239,18 @@ def deepep_sm_time_s(collective: str, sms: int, rank_bytes: float, peers: int = 
 #: vanish at n <= 8). Both fitted by least squares (t = L + S/B) on the fit-split 72-rank GB200
 #: NVL72 sweeps (published cw-gb200-nvl72-1rack-allreduce-by-size, reference
 #: gb200-nvl72-allreduce-72-by-size): L = 582 us, asymptotic busbw 864 GB/s against the
-#: 8-GPU-calibrated 1,037; less the 38 us of the pipeline fill (below) that the same fit absorbs.
+#: 8-GPU-calibrated 1,037; less the 38 us of the pipeline fill (below) that the same fit absorbs
+#: (rounds 1-5: c = 0.1014 us). Round 6: single-domain NVLS takes NCCL's chunk loops (the loop cost and
+#: a one-loop fill, 32 heads x 24-32 channels on a 72-GPU domain: ~48-64 MiB loops) instead of the
+#: window fill, so c was refitted on the same five fit values by grid (b kept: 0.0633 stays best):
+#: mean |error| 1.4 % at c = 0.075 us (0.065: 2.3, 0.070: 1.7, 0.080: 1.5, 0.085: 1.7, 0.1014: 3.6; the
+#: five values: `python benchmarks/fit_collective_constants.py nvl72-sync`).
 NVLS_DOMAIN_SLOWDOWN = 0.0633
 NVLS_SYNC_S_PER_RANK2 = 0.075e-6
 
 
-#: NVLS pipeline fill (issue 8 item 5, mid-size messages): every chunk is reduced
+#: NVLS pipeline fill across NVLink domains (NVLS stages of NVLSTree / NVLS + SHARP; one domain uses the
+#: loop fill below since round 6) (issue 8 item 5, mid-size messages): every chunk is reduced
 #: (``multimem.ld_reduce``) and then multicast (``multimem.st``); the two stages overlap only once
 #: the pipeline window of ``NVLS_PIPELINE_WINDOW_BYTES`` per GPU is in flight, so the first window
 #: is not overlapped: ``t = lat + (S + min(S, W)) / B``, the ``min(S, W) / B`` term added as latency
@@ -275,11 +281,12 @@ def nvls_fill_s(size_bytes: float, port_bytes: float, port_Bps: float, efficienc
 #: docs/collectives.md, "Round 6, NVLink boards".
 NVLS_LOOP_S = 6.0e-6
 #: Pipeline fill of NCCL's single-node NVLS kernel, in loop times. The kernel runs three warp groups over
-#: the same loops (src/device/all_reduce.h, ``work->oneNode``: scatter, reduce + multicast, gather), so a
-#: loop leaves the pipeline between one loop time (the two other stages much faster than the slowest) and
-#: two (all three equal) after it entered: the fill of one NVLink domain (:func:`nvls_loop_fill_s`; it
-#: replaces the fitted window :data:`NVLS_PIPELINE_WINDOW_BYTES` there). Fitted in [1, 2] with
-#: :data:`NVLS_LOOP_S` (docs/collectives.md, "Round 6, NVLink boards").
+#: the same loops (src/device/all_reduce.h, ``work->oneNode``: scatter, reduce + multicast, gather), so the
+#: time is the slowest stage's ``nLoops`` loop times plus one loop of each other stage: a fill between 0
+#: (the other two much faster) and 2 loop times (all three equal), the fill of one NVLink domain
+#: (:func:`nvls_loop_fill_s`; it replaces the fitted window :data:`NVLS_PIPELINE_WINDOW_BYTES` there).
+#: Fitted with :data:`NVLS_LOOP_S` and :data:`HOST_CALL_OVERHEAD_S` on the grid {0, 1, 1.5, 2} over the 92
+#: fit-split NVLink-board values (docs/collectives.md, "Round 6, NVLink boards").
 NVLS_FILL_LOOPS = 1.0
 
 
@@ -288,8 +295,9 @@ def nvls_loop_fill_s(size_bytes: float, chunk_bytes: float, loop_ops: int, port_
     """Pipeline fill of single-domain NVLS: ``NVLS_FILL_LOOPS x (d + NVLS_LOOP_S)``, ``d`` the data
     time of one loop (``loop_ops x chunk`` bytes, or the whole buffer when it is smaller) at ``rate_Bps``.
 
-    >>> round(nvls_loop_fill_s(1 << 30, 128 << 10, 128, 1.125, 315e9) * 1e6, 1)
-    127.8
+    >>> f = nvls_loop_fill_s(1 << 30, 128 << 10, 128, 1.125, 315e9)  # one 16 MiB loop on 8 x H100
+    >>> abs(f - NVLS_FILL_LOOPS * ((16 << 20) * 1.125 / 315e9 + NVLS_LOOP_S)) < 1e-12
+    True
     """
     if rate_Bps <= 0:
         return 0.0
