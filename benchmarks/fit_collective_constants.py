@@ -247,10 +247,11 @@ def nvls_loop() -> None:
 def nvl72_sync() -> None:
     """Round 6: the NVL72 synchronisation term c refitted (b kept) on the 72-rank fit sweeps once single-domain
     NVLS takes NCCL's chunk loops."""
-    old = cal.NVLS_SYNC_S_PER_RANK2
+    old = cal.NVLS_SYNC_S_PER_RANK2_ONE_DOMAIN
     _grid(["gb200-nvl72-allreduce-72-by-size", "cw-gb200-nvl72-1rack-allreduce-by-size"],
-          lambda c: setattr(cal, "NVLS_SYNC_S_PER_RANK2", c * 1e-6), (0.065, 0.070, 0.075, 0.080, 0.085, 0.1014))
-    cal.NVLS_SYNC_S_PER_RANK2 = old
+          lambda c: setattr(cal, "NVLS_SYNC_S_PER_RANK2_ONE_DOMAIN", c * 1e-6),
+          (0.065, 0.070, 0.075, 0.080, 0.085, 0.1014))
+    cal.NVLS_SYNC_S_PER_RANK2_ONE_DOMAIN = old
     v._ROUTERS.clear()
 
 

@@ -328,7 +328,7 @@ class Planner(_PointToPointMixin):
                 u, dn = up, down
             # large NVLink domains (issue 8 item 3): the in-switch reduction slows per doubling of the
             # domain beyond 8 GPUs, and each operation pays a synchronisation term ~ n^2
-            keff, sync_s = nvls_domain_terms(n)
+            keff, sync_s = nvls_domain_terms(n, one_domain=fill_s is not None)
             keff *= kernel
             fill = nvls_fill_s(size, max(u, dn), self.gpu.nvlink_Bps, self.calib.nvlink_nvls * keff) \
                 if fill_s is None else fill_s
@@ -569,7 +569,7 @@ class Planner(_PointToPointMixin):
             # (issue 8 item 5; calibration.NVLS_LOOP_S, NVLS_FILL_LOOPS)
             chunk_k, fill = self.nvls_loop_terms(op, size)
             fs = self.nvls(op, size, est, kernel=chunk_k, fill_s=fill)
-            keff, sync = nvls_domain_terms(op.n)
+            keff, sync = nvls_domain_terms(op.n, one_domain=True)
             keff *= chunk_k
             lat += sync + fill
         else:  # pragma: no cover - guarded by Collective

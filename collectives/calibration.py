@@ -54,7 +54,8 @@ from topologies.errors import SpecError
 __all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "NVLS_LOOP_S", "nvls_chunk_efficiency", "NVLS_FILL_LOOPS",
            "nvls_loop_fill_s",
            "HOST_CALL_OVERHEAD_S", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes",
-           "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2", "nvls_domain_terms",
+           "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2",
+           "NVLS_SYNC_S_PER_RANK2_ONE_DOMAIN", "nvls_domain_terms",
            "RING_NVLINK_KERNEL_EFFICIENCY", "ring_nvlink_kernel_efficiency", "HOST_LINK_MEASURED",
            "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "LL_FIXED_S", "nic_p2p_factor",
            "DEEPEP_SM_RATE_BPS", "DEEPEP_SM_FIXED_S", "DEEPEP_TEST_SMS", "RDMA_PIPELINE_BPS", "DEEPEP_SM_SWEEP",
@@ -242,11 +243,14 @@ def deepep_sm_time_s(collective: str, sms: int, rank_bytes: float, peers: int = 
 #: 8-GPU-calibrated 1,037; less the 38 us of the pipeline fill (below) that the same fit absorbs
 #: (rounds 1-5: c = 0.1014 us). Round 6: single-domain NVLS takes NCCL's chunk loops (the loop cost and
 #: a one-loop fill, 32 heads x 24-32 channels on a 72-GPU domain: ~48-64 MiB loops) instead of the
-#: window fill, so c was refitted on the same five fit values by grid (b kept: 0.0633 stays best):
+#: window fill, so its c was refitted on the same five fit values by grid (b kept: 0.0633 stays best):
 #: mean |error| 1.4 % at c = 0.075 us (0.065: 2.3, 0.070: 1.7, 0.080: 1.5, 0.085: 1.7, 0.1014: 3.6; the
-#: five values: `python benchmarks/fit_collective_constants.py nvl72-sync`).
+#: five values: `python benchmarks/fit_collective_constants.py nvl72-sync`):
+#: ``NVLS_SYNC_S_PER_RANK2_ONE_DOMAIN``. The NVLS stage of a multi-domain plan (NVLSTree, NVLS + SHARP)
+#: keeps the window fill and with it the rounds 1-5 pair (W = 16 MiB, c = 0.1014 us), fitted together.
 NVLS_DOMAIN_SLOWDOWN = 0.0633
-NVLS_SYNC_S_PER_RANK2 = 0.075e-6
+NVLS_SYNC_S_PER_RANK2 = 0.1014e-6
+NVLS_SYNC_S_PER_RANK2_ONE_DOMAIN = 0.075e-6
 
 
 #: NVLS pipeline fill across NVLink domains (NVLS stages of NVLSTree / NVLS + SHARP; one domain uses the
@@ -388,11 +392,13 @@ def ring_nvlink_kernel_efficiency(sm: int, protocol: str) -> float:
     return RING_NVLINK_KERNEL_EFFICIENCY.get(nm.arch_index(sm), 1.0)
 
 
-def nvls_domain_terms(n: int) -> tuple[float, float]:
-    """(kernel efficiency, extra latency in s) of NVLS over ``n`` GPUs of one domain."""
+def nvls_domain_terms(n: int, one_domain: bool = False) -> tuple[float, float]:
+    """(kernel efficiency, extra latency in s) of NVLS over ``n`` GPUs of one domain (``one_domain``: the
+    whole operation is that domain, with the loop fill; else the NVLS stage of a multi-domain plan)."""
     import math
     slow = 1.0 + NVLS_DOMAIN_SLOWDOWN * max(0.0, math.log2(max(n, 1) / 8))
-    return 1.0 / slow, NVLS_SYNC_S_PER_RANK2 * max(0, n * n - 64)
+    c = NVLS_SYNC_S_PER_RANK2_ONE_DOMAIN if one_domain else NVLS_SYNC_S_PER_RANK2
+    return 1.0 / slow, c * max(0, n * n - 64)
 
 
 #: Per-step network latency that a net plugin reports to NCCL (``latencyInter``, us), by NIC family
