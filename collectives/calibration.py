@@ -328,11 +328,11 @@ def nvls_domain_terms(n: int) -> tuple[float, float]:
 #: ``platform_data_map``): p4d / p4de / p5 (EFA v1 / v2) 75.0 in every release from v1.7.x to today;
 #: p5en and p6 (EFA v3 / v4) 75.0 up to v1.15 and 35.0 from v1.16.0 (commit 2496e7de, 2025-05-23, "Updating
 #: latency value for p5en and p6 based on empirical search"), the release modelled here. GPUDirect-TCPXO:
-#: the FasTrak plugin's source is not published, so what it reports is not known; its entry is the fitted
-#: real step latency (:data:`NET_STEP_LATENCY_US`), and with the plugin's profile (:data:`NET_ALGORITHMS`:
-#: Ring and Tree only, Simple only) a reported latency barely moves NCCL's choice on two nodes (Ring and
-#: Tree both cross the network twice per all-reduce there).
-NET_LATENCY_US = {"EFA-v1": 75.0, "EFA-v2": 75.0, "EFA-v3": 35.0, "EFA-v4": 35.0, "TCPXO": 160.0}
+#: the FasTrak plugin reports ``props.latency = 0`` (google/nccl-plugin-gpudirect-tcpxo
+#: tcpdirect_plugin/fastrak_offload/nccl_shim.cc ``GetProperties``, releases v1.0.12-v1.0.17; read in round 4),
+#: and with its profile (:data:`NET_ALGORITHMS`: Ring and Tree, Simple) a reported latency would barely move
+#: NCCL's choice on two nodes anyway (Ring and Tree both cross the network twice per all-reduce there).
+NET_LATENCY_US = {"EFA-v1": 75.0, "EFA-v2": 75.0, "EFA-v3": 35.0, "EFA-v4": 35.0, "TCPXO": 0.0}
 
 
 def net_latency_us(nic_name: str | None) -> float:
@@ -527,8 +527,8 @@ def nccl_p2p_per_peer_s(nic_name: str | None) -> float:
 #: aws-p5-2node-efa-allreduce-by-size, mle-p6b200-4node-efa-allreduce-auto-by-size and the five
 #: awsgpucomm-p5 all-to-all sweeps (65 values): 40 us 13.4 %, 60 us 9.4 %, 75 us 8.1 %, 90 us 8.9 %;
 #: the p5 sweep alone prefers 50 us and the p6-b200 sweep alone 80 us. TCPXO, on
-#: gcp-a3mega-2node-tcpxo-allreduce-by-size (14 values, with its reported latency set equal):
-#: 100 us 22.6 %, 160 us 18.6 %, 200 us 21.7 %. The TCPXO value is a stand-in for a cost that is not per
+#: gcp-a3mega-2node-tcpxo-allreduce-by-size (14 values, reported latency 0):
+#: 120 us 20.7 %, 160 us 18.6 %, 200 us 21.7 %. The TCPXO value is a stand-in for a cost that is not per
 #: step: the same log's 8-byte all-reduce takes 123 us, which allows at most ~50 us per network step; its
 #: 1-16 MiB points follow 150 us + 52 us/MiB and its 32-512 MiB points ~900 us + 5.6 us/MiB, two regimes
 #: that a per-chunk cost of the plugin with NCCL's chunk-size rules would explain (docs, "Not done").
