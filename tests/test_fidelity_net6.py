@@ -68,3 +68,22 @@ def test_tcpxo_profile_leaves_nccl_ring_and_tree_only():
     assert any(ib.plan(Collective("all_reduce", RANKS, s)).nccl_algorithm == "NVLSTree" for s in (64 << 20, 1 << 30))
     with pytest.raises(SpecError, match="algorithms"):
         nm.NcclSystem(arch_sm=90, gpus_per_node=8, algorithms=("Butterfly",))
+
+
+@pytest.mark.parametrize("scaleout, gpu_preset, nic", [("gcp-tcpxo", "hgx-h100", "TCPXO-200G"),
+                                                        ("aws-efa-v2", "hgx-h100", "EFA-v2-100G"),
+                                                        ("aws-efa-v4", "hgx-b200", "EFA-v4-400G"),
+                                                        ("quantum-2", "hgx-h100", "ConnectX-7"),
+                                                        ("gcp-rdma", "hgx-h200", "ConnectX-7")])
+def test_a_cloud_fabric_brings_its_own_nic(scaleout, gpu_preset, nic):
+    """On AWS EFA and GCP TCPXO the NIC is the instance's, so `--set scaleout=gcp-tcpxo` alone must run the
+    TCPXO plugin's rules (Ring / Tree only), not a ConnectX-7 on a TCPXO switch; InfiniBand / RoCE fabrics
+    keep the GPU platform's NIC."""
+    from fabric import compile_fabric
+    from topologies import build
+    G = build(gpu_preset, {"domains": "2", "scaleout": scaleout})
+    assert G.graph["meta"]["nic"] == nic
+    if scaleout == "gcp-tcpxo":
+        from fabric import Router
+        pl = planner_for(Router(compile_fabric(G)))
+        assert pl.plan(Collective("all_reduce", RANKS, 64 << 20)).nccl_algorithm in ("Ring", "Tree")
