@@ -46,7 +46,7 @@ from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, nvls_doma
 from collectives.moe import plan_moe
 from collectives.ops import Collective
 from collectives.p2p import _PointToPointMixin
-from collectives.trees import nccl_btree_parent, nccl_dtree_parents
+from collectives.trees import nccl_btree_parent, nccl_dtree_parents, tree_fill_s
 from fabric import Router, route_kernels
 from fabric.flowset import FlowSet, concat
 from topologies import catalog
@@ -531,6 +531,11 @@ class Planner(_PointToPointMixin):
             lat += fill
             fs = self.ring(op, size, est, broadcast=coll == "broadcast")
         elif algo == "tree":
+            # the tree/Simple pipeline fill (NCCL's chunking, trees.tree_fill_s): time, not NCCL's choice
+            fill = tree_fill_s(size, est.bandwidth_Bps, est.protocol, est.nchannels, max(len(g) for g in groups),
+                               len(groups), op.options.get("nccl_buffsize"))
+            est = replace(est, latency_s=est.latency_s + fill)
+            lat += fill
             fs = self.tree(op, size, est)
         elif algo == "nvls":
             fs = self.nvls(op, size, est)

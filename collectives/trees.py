@@ -1,7 +1,9 @@
 """NCCL's inter-node trees (``ncclGetBtree`` / ``ncclGetDtree``, src/graph/trees.cc).
 
 The tree algorithm and NCCL's NVLSTree run two complementary binary trees over the nodes, each
-carrying half the data; :mod:`collectives.algorithms` routes their edges.
+carrying half the data; :mod:`collectives.algorithms` routes their edges. The tree/Simple pipeline fill
+(:func:`tree_fill_s`: depth from connect.cc, chunk from init.cc / enqueue.cc) is time the run takes,
+not part of NCCL's own cost model.
 """
 
 from __future__ import annotations
@@ -42,3 +44,83 @@ def nccl_dtree_parents(n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     else:
         t1 = tuple(-1 if (u := nccl_btree_parent(n, n - 1 - r)) < 0 else n - 1 - u for r in range(n))
     return t0, t1
+
+
+# ----------------------------------------------------------------------------- pipeline fill
+#: NCCL's default Simple buffer per connection, bytes (src/init.cc ``DEFAULT_BUFFSIZE (1 << 22)``, the same from
+#: v2.7 to v2.30.7); ``NCCL_BUFFSIZE`` overrides it (Google's TCPXO and AWS's EFA profiles set 8 MiB).
+NCCL_DEFAULT_BUFFSIZE_BYTES = 1 << 22
+#: Steps of a connection's buffer (src/include/device.h ``NCCL_STEPS``).
+NCCL_STEPS = 8
+
+__all__ += ["NCCL_DEFAULT_BUFFSIZE_BYTES", "NCCL_STEPS", "tree_depth", "tree_chunk_bytes", "tree_fill_s"]
+
+
+def _log2i(n: int) -> int:
+    return max(int(n), 1).bit_length() - 1
+
+
+def tree_depth(ppn: int, nnodes: int) -> int:
+    """Hops from the deepest rank to the root of NCCL's tree (src/graph/connect.cc
+    ``depth = nRanks/nNodes - 1 + log2i(nNodes)``: the chain inside a node, then the binary tree).
+
+    Examples
+    --------
+    >>> tree_depth(8, 4), tree_depth(72, 20)
+    (9, 75)
+    """
+    return max(int(ppn) - 1, 0) + _log2i(nnodes)
+
+
+def tree_chunk_bytes(buffsize_bytes: int | None = None) -> int:
+    """The chunk a tree/Simple channel hands to the next rank: one buffer step, ``buffSize / NCCL_STEPS``
+    (src/enqueue.cc: ``chunkSteps = 1`` for trees, and no size rule for tree/Simple from v2.19 to v2.30.7).
+
+    Examples
+    --------
+    >>> tree_chunk_bytes(), tree_chunk_bytes(8 << 20)
+    (524288, 1048576)
+    """
+    return int(buffsize_bytes or NCCL_DEFAULT_BUFFSIZE_BYTES) // NCCL_STEPS
+
+
+def tree_fill_s(size_bytes: float, bandwidth_Bps: float, protocol: str, nchannels: int, ppn: int, nnodes: int,
+                buffsize_bytes: int | None = None) -> float:
+    """Pipeline fill of NCCL's tree/Simple all-reduce, seconds (0 for LL and LL128).
+
+    With Simple a rank forwards a step only once the whole step has arrived (the sender posts the
+    step's tail after its data, src/device/prims_simple.h), so the first chunk of every channel crosses
+    ``2 D - 1`` more stages (up the tree, then down; ``D`` :func:`tree_depth`) before the chunks stream at
+    the tree's rate; a stage moves one chunk per channel, ``min(S, nChannels x chunk)`` bytes at ``B``,
+    NCCL's tree bandwidth of the size. LL and LL128 carry a flag in every 8-byte / 128-byte line and a
+    rank forwards each line as it arrives (prims_ll.h / prims_ll128.h), so they have no chunk-sized
+    fill. NCCL's own model leaves it out ("Add some chunk latency, waiting for proper chunk modeling",
+    tuning.cc): this is time the run takes, not an input to NCCL's choice.
+
+    Examples
+    --------
+    >>> round(tree_fill_s(1 << 30, 100e9, "Simple", 16, 8, 2) * 1e6, 1)  # 15 stages x 8 MiB at 100 GB/s
+    1258.3
+    >>> tree_fill_s(1 << 30, 100e9, "LL128", 16, 8, 2), tree_fill_s(1 << 20, 0.0, "Simple", 16, 8, 2)
+    (0.0, 0.0)
+    """
+    if protocol != "Simple" or bandwidth_Bps <= 0 or size_bytes <= 0:
+        return 0.0
+    stages = 2 * tree_depth(ppn, nnodes) - 1
+    if stages <= 0:
+        return 0.0
+    return stages * tree_window_bytes(size_bytes, nchannels, buffsize_bytes) / bandwidth_Bps
+
+
+def tree_window_bytes(size_bytes: float, nchannels: int, buffsize_bytes: int | None = None) -> float:
+    """Bytes one fill stage moves: ``min(S, nChannels x chunk)`` (see :func:`tree_fill_s`).
+
+    Examples
+    --------
+    >>> tree_window_bytes(1 << 20, 16), tree_window_bytes(1 << 30, 16)
+    (1048576.0, 8388608.0)
+    """
+    return min(float(size_bytes), max(int(nchannels), 1) * float(tree_chunk_bytes(buffsize_bytes)))
+
+
+__all__ += ["tree_window_bytes"]
