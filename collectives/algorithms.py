@@ -532,8 +532,12 @@ class Planner(_PointToPointMixin):
             fs = self.ring(op, size, est, broadcast=coll == "broadcast")
         elif algo == "tree":
             # the tree/Simple pipeline fill (NCCL's chunking, trees.tree_fill_s): time, not NCCL's choice
+            # (hops inside a domain at the tree rate its NVLink allows: every GPU of the chain sends S up
+            # and S down, at the collective NVLink efficiency and NCCL's kernel limit of the size)
+            nvl = bool(self.router.domain_has_nvlink[self.domain[groups[0][0]]])
+            intra = self.gpu.nvlink_Bps * self.calib.nvlink_collective * est.kernel_efficiency / 2 if nvl else 0.0
             fill = tree_fill_s(size, est.bandwidth_Bps, est.protocol, est.nchannels, max(len(g) for g in groups),
-                               len(groups), op.options.get("nccl_buffsize"))
+                               len(groups), op.options.get("nccl_buffsize"), intra_Bps=intra)
             est = replace(est, latency_s=est.latency_s + fill)
             lat += fill
             fs = self.tree(op, size, est)

@@ -85,31 +85,40 @@ def tree_chunk_bytes(buffsize_bytes: int | None = None) -> int:
 
 
 def tree_fill_s(size_bytes: float, bandwidth_Bps: float, protocol: str, nchannels: int, ppn: int, nnodes: int,
-                buffsize_bytes: int | None = None) -> float:
+                buffsize_bytes: int | None = None, intra_Bps: float = 0.0) -> float:
     """Pipeline fill of NCCL's tree/Simple all-reduce, seconds (0 for LL and LL128).
 
     With Simple a rank forwards a step only once the whole step has arrived (the sender posts the
     step's tail after its data, src/device/prims_simple.h), so the first chunk of every channel crosses
-    ``2 D - 1`` more stages (up the tree, then down; ``D`` :func:`tree_depth`) before the chunks stream at
-    the tree's rate; a stage moves one chunk per channel, ``min(S, nChannels x chunk)`` bytes at ``B``,
-    NCCL's tree bandwidth of the size. LL and LL128 carry a flag in every 8-byte / 128-byte line and a
-    rank forwards each line as it arrives (prims_ll.h / prims_ll128.h), so they have no chunk-sized
-    fill. NCCL's own model leaves it out ("Add some chunk latency, waiting for proper chunk modeling",
-    tuning.cc): this is time the run takes, not an input to NCCL's choice.
+    every hop up the tree and back down (``2 D`` hops, ``D`` :func:`tree_depth`) before the chunks stream.
+    A hop moves one chunk per channel, ``W = min(S, nChannels x chunk)`` bytes (:func:`tree_window_bytes`):
+    between nodes at ``B``, NCCL's tree bandwidth of the size (``bandwidth_Bps``, the per-channel rate of
+    its model times its channels), inside a node at ``max(B, intra_Bps)``, ``intra_Bps`` the tree rate
+    the node's NVLink alone allows. Every hop but the slowest is fill::
+
+        fill = 2 (ppn - 1) W / r_intra + 2 log2i(nNodes) W / B - W / min(r_intra, B)
+
+    LL and LL128 carry a flag in every 8-byte / 128-byte line and a rank forwards each line as it arrives
+    (prims_ll.h / prims_ll128.h), so they have no chunk-sized fill. NCCL's own model leaves it out ("Add
+    some chunk latency, waiting for proper chunk modeling", tuning.cc): this is time the run takes, not
+    an input to NCCL's choice.
 
     Examples
     --------
-    >>> round(tree_fill_s(1 << 30, 100e9, "Simple", 16, 8, 2) * 1e6, 1)  # 15 stages x 8 MiB at 100 GB/s
+    >>> round(tree_fill_s(1 << 30, 100e9, "Simple", 16, 8, 2) * 1e6, 1)  # 15 hops x 8 MiB at 100 GB/s
     1258.3
+    >>> round(tree_fill_s(1 << 30, 100e9, "Simple", 16, 8, 2, intra_Bps=200e9) * 1e6, 1)  # NVLink hops 2x
+    671.1
     >>> tree_fill_s(1 << 30, 100e9, "LL128", 16, 8, 2), tree_fill_s(1 << 20, 0.0, "Simple", 16, 8, 2)
     (0.0, 0.0)
     """
-    if protocol != "Simple" or bandwidth_Bps <= 0 or size_bytes <= 0:
+    if protocol != "Simple" or bandwidth_Bps <= 0 or size_bytes <= 0 or tree_depth(ppn, nnodes) <= 0:
         return 0.0
-    stages = 2 * tree_depth(ppn, nnodes) - 1
-    if stages <= 0:
-        return 0.0
-    return stages * tree_window_bytes(size_bytes, nchannels, buffsize_bytes) / bandwidth_Bps
+    w = tree_window_bytes(size_bytes, nchannels, buffsize_bytes)
+    r_intra = max(float(bandwidth_Bps), float(intra_Bps))
+    hops = 2 * max(int(ppn) - 1, 0) * w / r_intra + 2 * _log2i(nnodes) * w / bandwidth_Bps
+    slowest = w / (bandwidth_Bps if nnodes > 1 else r_intra)
+    return hops - slowest
 
 
 def tree_window_bytes(size_bytes: float, nchannels: int, buffsize_bytes: int | None = None) -> float:

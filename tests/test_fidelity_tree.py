@@ -23,15 +23,20 @@ def _tree_simple(system: nm.NcclSystem, size: int) -> nm.AlgoEstimate:
 
 def test_tree_simple_pays_a_chunk_per_stage_up_and_down_the_tree():
     """2 x 8 H100: NCCL's tree is a chain of 8 GPUs per node joined by the binary tree, depth 7 + 1 = 8,
-    so the first 512 KiB chunk of each channel crosses 2 x 8 - 1 = 15 more stages than the stream; the
-    plan's latency is NCCL's plus that, and the run takes longer than both together."""
+    so the first 512 KiB chunk of each channel crosses 7 NVLink hops and 1 network hop up, and back down,
+    before the chunks stream: every hop but the slowest is fill. NVLink hops run at the chain's own rate
+    (18 links x 20.6 GB/s, NCCL's per-link figure, shared by S up and S down), network hops at NCCL's
+    tree bandwidth; the plan's latency is NCCL's plus that fill, and the run takes longer than both."""
     r = _router("hgx-h100", {"domains": 2, "scaleout": "quantum-2-nosharp", "nic": "ConnectX-7"})
     ranks, size = tuple(range(16)), 1 << 30
     planner = planner_for(r)
     plan = planner.plan(Collective("all_reduce", ranks, size, "tree"))
     assert plan.protocol == "Simple"
     est = _tree_simple(planner.system(ranks), size)
-    fill = 15 * est.nchannels * (4 << 20) / 8 / est.bandwidth_Bps
+    w = est.nchannels * (4 << 20) / 8  # one 512 KiB step per channel
+    b = est.bandwidth_Bps
+    r_nvl = max(b, 18 * 20.6e9 * est.kernel_efficiency / 2)
+    fill = 14 * w / r_nvl + 2 * w / b - w / b
     assert abs(plan.latency_s - (est.latency_s + fill)) <= 1e-12 + 1e-9 * plan.latency_s
     [res] = run(r, [Collective("all_reduce", ranks, size, "tree")])
     assert res.time_s > est.latency_s + fill
@@ -39,16 +44,17 @@ def test_tree_simple_pays_a_chunk_per_stage_up_and_down_the_tree():
 
 def test_deep_mnnvl_tree_is_bounded_by_its_fill():
     """4 GB200 NVL72 racks on NCCL 2.26.2 without NVLS (CoreWeave's multi-rack job): NCCL picks
-    Tree/Simple, whose chain is 71 GPUs long in each rack (depth 71 + 2): the fill alone,
-    145 stages of one 512 KiB chunk per channel at NCCL's tree rate, exceeds the time of streaming
-    512 MiB, so busbw stays below S x 2(n-1)/n / fill."""
+    Tree/Simple, whose chain is 71 GPUs long in each rack (depth 71 + 2): the fill alone, at least
+    145 hops of one 512 KiB chunk per channel at no more than NVLink's raw 900 GB/s shared by S up and
+    S down, exceeds the time of streaming 512 MiB at NCCL's tree rate, so busbw stays below
+    S x 2(n-1)/n / fill."""
     r = _router("gb200-nvl72", {"domains": 4, "scaleout": "quantum-x800-nosharp", "nic": "ConnectX-7"})
     ranks, size = tuple(range(288)), 512 << 20
     opts = {"nccl_version": "2.26.2", "nvls": False}
     [res] = run(r, [Collective("all_reduce", ranks, size, "auto", options=opts)])
     assert (res.nccl_algorithm, res.protocol) == ("Tree", "Simple")
     est = _tree_simple(planner_for(r).system(ranks, nvls=False, nccl_version="2.26.2"), size)
-    fill = (2 * (71 + 2) - 1) * est.nchannels * (512 << 10) / est.bandwidth_Bps
+    fill = (2 * (71 + 2) - 1) * est.nchannels * (512 << 10) / max(est.bandwidth_Bps, 900e9 / 2)
     assert fill > size / est.bandwidth_Bps
     assert res.busbw_Bps < size * nm.busbw_factor("all_reduce", 288) / fill
 
