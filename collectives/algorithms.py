@@ -46,7 +46,8 @@ from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, nvls_doma
 from collectives.moe import plan_moe
 from collectives.ops import Collective
 from collectives.p2p import _PointToPointMixin
-from collectives.trees import nccl_btree_parent, nccl_dtree_parents, tree_fill_s
+from collectives.trees import (NCCL_DEFAULT_BUFFSIZE_BYTES, NCCL_STEPS, nccl_btree_parent, nccl_dtree_parents,
+                               tree_fill_s)
 from fabric import Router, route_kernels
 from fabric.flowset import FlowSet, concat
 from topologies import catalog
@@ -536,8 +537,12 @@ class Planner(_PointToPointMixin):
             # and S down, at the collective NVLink efficiency and NCCL's kernel limit of the size)
             nvl = bool(self.router.domain_has_nvlink[self.domain[groups[0][0]]])
             intra = self.gpu.nvlink_Bps * self.calib.nvlink_collective * est.kernel_efficiency / 2 if nvl else 0.0
+            buff = op.options.get("nccl_buffsize")
+            if buff is not None and (isinstance(buff, bool) or not isinstance(buff, int) or buff < NCCL_STEPS):
+                raise SpecError(f"options nccl_buffsize: {buff!r} must be NCCL_BUFFSIZE in bytes, an integer "
+                                f">= {NCCL_STEPS} (NCCL's default is {NCCL_DEFAULT_BUFFSIZE_BYTES})")
             fill = tree_fill_s(size, est.bandwidth_Bps, est.protocol, est.nchannels, max(len(g) for g in groups),
-                               len(groups), op.options.get("nccl_buffsize"), intra_Bps=intra)
+                               len(groups), buff, intra_Bps=intra)
             est = replace(est, latency_s=est.latency_s + fill)
             lat += fill
             fs = self.tree(op, size, est)

@@ -7,11 +7,14 @@ NCCL's rules (connect.cc tree depth, init.cc buffer size, enqueue.cc chunk), not
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from collectives import Collective, run
 from collectives import nccl_model as nm
 from collectives.plancache import PlanCache
 from collectives.runner import planner_for
 from collectives.validate import _router
+from topologies.errors import SpecError
 
 _POINTS = Path(__file__).resolve().parents[1] / "collectives" / "data" / "published_points.toml"
 
@@ -83,6 +86,14 @@ def test_nccl_buffsize_sets_the_tree_chunk():
     big = planner.plan(Collective("all_reduce", ranks, size, "tree",
                                   options={"nccl_buffsize": 8 << 20})).latency_s - est.latency_s
     assert base > 0 and abs(big - 2 * base) <= 1e-9 * big
+
+
+def test_bad_nccl_buffsize_is_refused_in_one_line():
+    r = _router("hgx-h100", {"domains": 2, "scaleout": "quantum-2-nosharp", "nic": "ConnectX-7"})
+    for bad in (-1, "4MiB", 2.5):
+        with pytest.raises(SpecError, match="nccl_buffsize"):
+            planner_for(r).plan(Collective("all_reduce", tuple(range(16)), 1 << 30, "tree",
+                                           options={"nccl_buffsize": bad}))
 
 
 def test_plan_cache_keeps_the_tree_fill_of_each_size():
