@@ -47,7 +47,7 @@ from collectives.moe import plan_moe
 from collectives.ops import Collective
 from collectives.p2p import _PointToPointMixin
 from collectives.trees import (NCCL_DEFAULT_BUFFSIZE_BYTES, NCCL_STEPS, nccl_btree_parent, nccl_dtree_parents,
-                               tree_fill_s)
+                               tree_channels, tree_fill_s)
 from fabric import Router, route_kernels
 from fabric.flowset import FlowSet, concat
 from topologies import catalog
@@ -541,8 +541,9 @@ class Planner(_PointToPointMixin):
             if buff is not None and (isinstance(buff, bool) or not isinstance(buff, int) or buff < NCCL_STEPS):
                 raise SpecError(f"options nccl_buffsize: {buff!r} must be NCCL_BUFFSIZE in bytes, an integer "
                                 f">= {NCCL_STEPS} (NCCL's default is {NCCL_DEFAULT_BUFFSIZE_BYTES})")
-            fill = tree_fill_s(size, est.bandwidth_Bps, est.protocol, est.nchannels, max(len(g) for g in groups),
-                               len(groups), buff, intra_Bps=intra)
+            fill = tree_fill_s(size, est.bandwidth_Bps, est.protocol, tree_channels(est.nchannels), max(len(g) for g in groups),
+                               len(groups), buff, intra_Bps=intra,
+                               version=nm.parse_nccl_version(op.options.get("nccl_version")))
             est = replace(est, latency_s=est.latency_s + fill)
             lat += fill
             fs = self.tree(op, size, est)

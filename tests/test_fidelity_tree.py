@@ -36,7 +36,7 @@ def test_tree_simple_pays_a_chunk_per_stage_up_and_down_the_tree():
     plan = planner.plan(Collective("all_reduce", ranks, size, "tree"))
     assert plan.protocol == "Simple"
     est = _tree_simple(planner.system(ranks), size)
-    w = est.nchannels * (4 << 20) / 8  # one 512 KiB step per channel
+    w = 2 * est.nchannels * (4 << 20) / 8  # one 512 KiB step on each of the duplicated channels
     b = est.bandwidth_Bps
     r_nvl = max(b, 18 * 20.6e9 * est.kernel_efficiency / 2)
     fill = 14 * w / r_nvl + 2 * w / b - w / b
@@ -57,7 +57,7 @@ def test_deep_mnnvl_tree_is_bounded_by_its_fill():
     [res] = run(r, [Collective("all_reduce", ranks, size, "auto", options=opts)])
     assert (res.nccl_algorithm, res.protocol) == ("Tree", "Simple")
     est = _tree_simple(planner_for(r).system(ranks, nvls=False, nccl_version="2.26.2"), size)
-    fill = (2 * (71 + 2) - 1) * est.nchannels * (512 << 10) / max(est.bandwidth_Bps, 900e9 / 2)
+    fill = (2 * (71 + 2) - 1) * 2 * est.nchannels * (512 << 10) / max(est.bandwidth_Bps, 900e9 / 2)
     assert fill > size / est.bandwidth_Bps
     assert res.busbw_Bps < size * nm.busbw_factor("all_reduce", 288) / fill
 
@@ -115,3 +115,22 @@ def test_deepops_two_node_sweep_is_the_forced_ring_of_its_job_file():
     [row] = [p for p in points if p["id"] == "deepops-dgxa100-2node-hdr-allreduce-by-size"]
     assert row["algorithm"] == "ring" and row["settings"]["NCCL_ALGO"] == "RING"
     assert row["split"] == "fit"
+
+
+def test_nccl_2_19_shrinks_the_tree_chunk_and_its_fill():
+    """Up to v2.19 enqueue.cc halved the tree/Simple chunk until a channel had 8 x depth chunks (down to
+    128 KiB); v2.20 removed the rule. At 512 MiB on 8 x 8 H100 (depth 7 + 3 = 10) each of the 16 channels
+    holds 64 steps of 512 KiB, fewer than 80, so 2.19 runs 256 KiB chunks: half the fill of 2.20."""
+    r = _router("hgx-h100", {"domains": 8, "scaleout": "quantum-2-nosharp", "nic": "ConnectX-7"})
+    ranks, size = tuple(range(64)), 512 << 20
+    planner = planner_for(r)
+
+    def fill(version):
+        plan = planner.plan(Collective("all_reduce", ranks, size, "tree", options={"nccl_version": version}))
+        assert plan.protocol == "Simple"
+        return plan.latency_s - _tree_simple(planner.system(ranks, nccl_version=version), size).latency_s
+
+    est = _tree_simple(planner.system(ranks, nccl_version="2.20.3"), size)
+    assert size // (2 * est.nchannels * (512 << 10)) == 64 < 8 * 10
+    old, new = fill("2.19.3"), fill("2.20.3")
+    assert old > 0 and abs(old - new / 2) <= 1e-9 * new
