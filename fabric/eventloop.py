@@ -20,6 +20,7 @@ import numpy as np
 
 from fabric import kernels as _kernels
 from fabric import maxmin as _mm
+from fabric import slotfill as _sf
 from fabric.problem import FlowResult, _Prob
 from fabric.epoch import _EpochMixin, _row_bincount
 from fabric.reductions import _unconstrained
@@ -43,6 +44,9 @@ _INCREMENTAL = True
 _SUB_FILL = 4
 #: active flows from which ``FABRIC_EMU_KERNELS=auto`` runs the fused per-event passes compiled (bit-identical)
 EPOCH_MIN_FLOWS = 1 << 18
+#: fill from the per-slot coefficient table when the weights are one factor per resource
+#: (:mod:`fabric.slotfill`, bit-identical; False: the per-entry coefficient rows, the reference of the tests)
+_SLOT_FILL = True
 
 
 def _epoch_kernels(n: int):
@@ -117,6 +121,8 @@ class _EventLoop(_EpochMixin):
         # index over the flows of started phases
         self.ix = None
         self.loc = np.full(F, -1, dtype=np.int64)
+        # coefficients as one factor per slot (epoch mode's unfolded resource weights), or None
+        self.sw = _sf.slot_coefficients(pr.res, pr.weight, pr.mult, R) if _SLOT_FILL and not exact else None
         self.series_t: list[float] = []
         self.series_u: list[np.ndarray] = []
         self.series_s: list[np.ndarray] = []
@@ -363,7 +369,9 @@ class _EventLoop(_EpochMixin):
         """Per-slot sum of the coefficients m_f * w_fl of the flows ``gids`` (``keys``: their slots, flattened)."""
         pr = self.pr
         w = None
-        if pr.weight is not None:
+        if self.sw is not None:  # the same weights from the per-slot table (slot 0, the padding, is zeroed below)
+            w = np.take(self.sw, keys)
+        elif pr.weight is not None:
             w = pr.weight[gids].reshape(-1)
             if pr.mult is not None:
                 w = w * np.repeat(pr.mult[gids], pr.res.shape[1])
@@ -452,7 +460,10 @@ class _EventLoop(_EpochMixin):
             if incr:
                 # the re-filled flows' slots and coefficients, in local-flow order (as coef_sums gathers them)
                 keys = np.add(np.take(ix.res, ri, axis=0), 1, dtype=np.intp)
-                coef = None if ix.coef is None else np.take(ix.coef, ri, axis=0)
+                if self.sw is not None:  # the same values from the per-slot table
+                    coef = np.take(self.sw, keys)
+                else:
+                    coef = None if ix.coef is None else np.take(ix.coef, ri, axis=0)
             if 2 * nfix < aidx.shape[0]:
                 cnt = self.cntw - _mm.coef_sums(ix, np.where(fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8))
             elif incr:  # = coef_sums(ix, state), the same entries in the same order
@@ -473,10 +484,13 @@ class _EventLoop(_EpochMixin):
             if sub:
                 # few flows to re-fill: fill an index of them only (same lists, same order, same arithmetic)
                 # rather than walk the fixed and finished flows in every bottleneck's list
-                out = _mm.fill(_mm.sub_index(ix, ri), self.pr.cap, np.full(ri.shape[0], _mm.ALIVE, dtype=np.uint8),
-                               cnt, fl_load)
+                alive = np.full(ri.shape[0], _mm.ALIVE, dtype=np.uint8)
+                if self.sw is not None:
+                    out = _sf.fill(_sf.lean_sub_index(ix, ri), self.sw, self.pr.cap, alive, cnt, fl_load)
+                else:
+                    out = _mm.fill(_mm.sub_index(ix, ri), self.pr.cap, alive, cnt, fl_load)
             else:
-                out = _mm.fill(ix, self.pr.cap, state, cnt, fl_load)
+                out = self._fill(ix, state, cnt, fl_load)
             if ek is not None:
                 rates = self._tail(ek, ek.WARM_SUB if sub else ek.WARM, aidx, fixed, prev, out, ri)
             else:
@@ -492,7 +506,7 @@ class _EventLoop(_EpochMixin):
             else:
                 state = np.where(self.L_act, _mm.ALIVE, _mm.DONE).astype(np.uint8)
             cnt = self.cntw.copy()  # maintained on arrivals and departures
-            out = _mm.fill(ix, self.pr.cap, state, cnt)
+            out = self._fill(ix, state, cnt)
             if ek is not None:
                 rates = self._tail(ek, ek.COLD, aidx, None, None, out, None)
             else:
@@ -525,6 +539,12 @@ class _EventLoop(_EpochMixin):
             np.maximum(self.peak[1:], np.nan_to_num(u), out=self.peak[1:])
         return rates
 
+    def _fill(self, ix, state, cnt, fixed_load=None):
+        """:func:`fabric.maxmin.fill` of the index, from the per-slot coefficients when they are (same bits)."""
+        if self.sw is not None:
+            return _sf.fill(ix, self.sw, self.pr.cap, state, cnt, fixed_load)
+        return _mm.fill(ix, self.pr.cap, state, cnt, fixed_load)
+
     def _tail(self, ek, kind, aidx, fixed, prev, out, ri):
         """The compiled end of :meth:`_solve` (:func:`fabric.epoch_kernels.solve_tail`): rates, L_bneck, members."""
         z = np.zeros(1)
@@ -542,7 +562,7 @@ class _EventLoop(_EpochMixin):
     def _load(self, aidx, rates):
         ix = self.ix
         keys = np.add(np.take(ix.res, aidx, axis=0), 1, dtype=np.intp)
-        coef = None if ix.coef is None else np.take(ix.coef, aidx, axis=0)
+        coef = self._coef_rows(aidx, keys)
         return _row_bincount(keys, rates, coef, self.pr.R + 1)
 
 
