@@ -76,12 +76,10 @@ class _EpochMixin:
         (``self.sw``, :mod:`fabric.slotfill`) the same values come from that small table rather
         than from the index's float64[n, h] array.
         """
-        ix = self.ix
-        if ix.coef is None:
-            return None
         if self.sw is not None:
             return np.take(self.sw, keys)
-        return np.take(ix.coef, lidx, axis=0)
+        ix = self.ix
+        return None if ix.coef is None else np.take(ix.coef, lidx, axis=0)
 
     def _depart(self, gd, rd):
         """Maintained per-slot load and members after the local flows ``gd`` (rates ``rd``) finished."""
@@ -110,7 +108,7 @@ class _EpochMixin:
         h = keys.shape[1]
         r = self.L_rate[aidx]
         coef = None
-        if ix.coef is not None:
+        if self.sw is not None or ix.coef is not None:
             c = self._coef_rows(aidx, keys)
             coef = np.repeat(c, h) if c.ndim == 1 else c.reshape(-1)
         load = self.load.copy()  # maintained: set by the solve, lowered by departures
@@ -211,7 +209,7 @@ class _EpochMixin:
             keys2 = np.take(self.L_keys, lidx, axis=0)
             h = keys2.shape[1]
             ar = np.repeat(rates[sel], h)
-            if ix.coef is not None:
+            if self.sw is not None or ix.coef is not None:
                 c = self._coef_rows(lidx, keys2)
                 ar = ar * (np.repeat(c, h) if c.ndim == 1 else c.reshape(-1))
             memb = (keys2 == self.L_bneck[lidx][:, None]).reshape(-1)
@@ -331,7 +329,7 @@ class _EpochMixin:
                 end = np.where(full, lastf, t1)[keys]
                 w = np.repeat(rd, h) * (end - tcd_h)
                 c = None
-                if ix.coef is not None:
+                if self.sw is not None or ix.coef is not None:
                     c = self._coef_rows(gd, keys.reshape(-1, h))
                     c = np.repeat(c, h) if c.ndim == 1 else c.reshape(-1)
                     w = w * c

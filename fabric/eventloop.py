@@ -185,7 +185,14 @@ class _EventLoop(_EpochMixin):
         flows = np.flatnonzero((st == 1) | (st == 2))
         flows = flows[~self.unc[flows] & (pr.size[flows] > 0)]
         self.ix_flows = flows
-        self.ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows)
+        if self.sw is not None and not _kernels.use_compiled(flows.shape[0] * pr.res.shape[1], _mm.FILL_MIN_ENTRIES):
+            # coefficients from the per-slot table: an index without the float64 per-entry arrays (the same lists),
+            # with the ceps of the weighted one (half the smallest coefficient of its entries)
+            self.ix = _mm.build_index(pr.res, None, None, pr.R, flows)
+            used = np.diff(self.ix.indptr) > 0
+            self.ix.ceps = 0.5 * float(self.sw[used].min()) if used.any() else 0.5
+        else:
+            self.ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows)
         self.loc[flows] = np.arange(flows.shape[0])
         self.L_act = st[flows] == 2
         self.L_rem = self.remb[flows]
@@ -457,7 +464,11 @@ class _EventLoop(_EpochMixin):
             state = None if sub else np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8)
             nfix = aidx.shape[0] - ri.shape[0]
             incr = _INCREMENTAL and self.mm_load is not None
-            if incr:
+            r1 = self.pr.R + 1
+            sums = None  # the re-filled flows' coefficient sums, load and entries per slot (one compiled pass)
+            if incr and ek is not None and self.sw is not None:
+                sums = ek.warm_sums(ix.res, ri, self.sw, prev, r1)
+            elif incr:
                 # the re-filled flows' slots and coefficients, in local-flow order (as coef_sums gathers them)
                 keys = np.add(np.take(ix.res, ri, axis=0), 1, dtype=np.intp)
                 if self.sw is not None:  # the same values from the per-slot table
@@ -465,22 +476,29 @@ class _EventLoop(_EpochMixin):
                 else:
                     coef = None if ix.coef is None else np.take(ix.coef, ri, axis=0)
             if 2 * nfix < aidx.shape[0]:
-                cnt = self.cntw - _mm.coef_sums(ix, np.where(fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8))
+                cnt = self.cntw - self._coef_sums(ix, np.where(fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8))
+            elif sums is not None:
+                cnt = sums[0]
             elif incr:  # = coef_sums(ix, state), the same entries in the same order
                 h = keys.shape[1]
                 w = None if coef is None else (coef.reshape(-1) if coef.ndim == 2 else np.repeat(coef, h))
-                cnt = np.bincount(keys.reshape(-1), weights=w, minlength=self.pr.R + 1).astype(np.float64)
+                cnt = np.bincount(keys.reshape(-1), weights=w, minlength=r1).astype(np.float64)
             else:
-                cnt = _mm.coef_sums(ix, state if state is not None else
-                                    np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8))
+                cnt = self._coef_sums(ix, state if state is not None else
+                                      np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8))
             if incr:
                 # the fixed flows' load: the maintained load of all active flows minus the re-filled ones'
                 # (O(re-filled flows) instead of a pass over every fixed flow's entries)
-                fl_load = self.mm_load - _row_bincount(keys, prev[ri], coef, self.pr.R + 1)
+                if sums is not None:
+                    fl_load = self.mm_load - sums[1]
+                    n_ent = sums[2]
+                else:
+                    fl_load = self.mm_load - _row_bincount(keys, prev[ri], coef, r1)
+                    n_ent = np.bincount(keys.reshape(-1), minlength=r1)
                 # no fixed flow on a slot: exactly no load (no rounding residue of the subtraction)
-                fl_load[self.nact == np.bincount(keys.reshape(-1), minlength=self.pr.R + 1)] = 0.0
+                fl_load[self.nact == n_ent] = 0.0
             else:
-                fl_load = _mm.fixed_load(ix, fixed, prev)
+                fl_load = self._fixed_load(ix, fixed, prev)
             if sub:
                 # few flows to re-fill: fill an index of them only (same lists, same order, same arithmetic)
                 # rather than walk the fixed and finished flows in every bottleneck's list
@@ -538,6 +556,20 @@ class _EventLoop(_EpochMixin):
                 u = load[1:] / self.pr.cap
             np.maximum(self.peak[1:], np.nan_to_num(u), out=self.peak[1:])
         return rates
+
+    def _coef_sums(self, ix, state):
+        """:func:`fabric.maxmin.coef_sums` (per-slot coefficient sums of the alive flows), from the slot table if any."""
+        if self.sw is None:
+            return _mm.coef_sums(ix, state)
+        keys = np.add(ix.res[state == _mm.ALIVE], 1, dtype=np.intp).reshape(-1)
+        return np.bincount(keys, weights=np.take(self.sw, keys), minlength=ix.n_res + 1)
+
+    def _fixed_load(self, ix, sel, rate):
+        """:func:`fabric.maxmin.fixed_load` (per-slot load of the flows ``sel``), from the slot table if any."""
+        if self.sw is None:
+            return _mm.fixed_load(ix, sel, rate)
+        keys = np.add(ix.res[sel], 1, dtype=np.intp)
+        return _row_bincount(keys, rate[sel], np.take(self.sw, keys), ix.n_res + 1)
 
     def _fill(self, ix, state, cnt, fixed_load=None):
         """:func:`fabric.maxmin.fill` of the index, from the per-slot coefficients when they are (same bits)."""
