@@ -4,8 +4,9 @@ Each kernel fuses several numpy passes over the active flows of
 :class:`fabric.eventloop._EventLoop` into one loop with the same arithmetic:
 :func:`solve_tail` (rates from the fill, the bottleneck of every re-filled flow
 and the per-slot members count, accumulated in active-flow order as
-``np.bincount`` does) and :func:`advance` (remaining bytes and rates after an
-epoch).  The event loop keeps its numpy code as the reference and uses these
+``np.bincount`` does), :func:`advance` (remaining bytes and rates after an
+epoch) and :func:`warm_sums` (the re-filled flows' coefficient sums, load and
+entry counts per slot for a warm start, from the per-slot coefficient table).  The event loop keeps its numpy code as the reference and uses these
 when :func:`fabric.kernels.use_compiled` says so (``FABRIC_EMU_KERNELS``);
 this module imports numba, so the loop imports it only then.
 
@@ -21,7 +22,7 @@ import numpy as np
 
 from fabric import kernels as _kernels
 
-__all__ = ["COLD", "WARM", "WARM_SUB", "solve_tail", "advance"]
+__all__ = ["COLD", "WARM", "WARM_SUB", "solve_tail", "advance", "warm_sums"]
 
 COLD = 0  #: every active flow was filled
 WARM = 1  #: warm start on the full index: the flows ``ri`` were re-filled, the others kept their rates
@@ -81,3 +82,23 @@ def advance(aidx, rem, rates, dt, L_rem, L_rate):
             left = 0.0
         L_rem[i] = left
         L_rate[i] = r
+
+
+@_jit
+def warm_sums(res, ri, sw, prev, r1):
+    """Per-slot sums over the entries of the rows ``ri`` of ``res``, in row order (as ``np.bincount``):
+    the coefficients ``sw[res + 1]``, the load ``prev[i] * sw[res + 1]`` and the number of entries."""
+    cnt = np.zeros(r1)
+    load = np.zeros(r1)
+    num = np.zeros(r1, dtype=np.int64)
+    h = res.shape[1]
+    for q in range(ri.shape[0]):
+        i = ri[q]
+        p = prev[i]
+        for j in range(h):
+            k = res[i, j] + 1
+            c = sw[k]
+            cnt[k] += c
+            load[k] += p * c
+            num[k] += 1
+    return cnt, load, num

@@ -20,6 +20,7 @@ import numpy as np
 
 from fabric import kernels as _kernels
 from fabric import maxmin as _mm
+from fabric import slotfill as _sf
 from fabric.problem import FlowResult, _Prob
 from fabric.epoch import _EpochMixin, _row_bincount
 from fabric.reductions import _unconstrained
@@ -43,6 +44,9 @@ _INCREMENTAL = True
 _SUB_FILL = 4
 #: active flows from which ``FABRIC_EMU_KERNELS=auto`` runs the fused per-event passes compiled (bit-identical)
 EPOCH_MIN_FLOWS = 1 << 18
+#: fill from the per-slot coefficient table when the weights are one factor per resource
+#: (:mod:`fabric.slotfill`, bit-identical; False: the per-entry coefficient rows, the reference of the tests)
+_SLOT_FILL = True
 
 
 def _epoch_kernels(n: int):
@@ -117,6 +121,8 @@ class _EventLoop(_EpochMixin):
         # index over the flows of started phases
         self.ix = None
         self.loc = np.full(F, -1, dtype=np.int64)
+        # coefficients as one factor per slot (epoch mode's unfolded resource weights), or None
+        self.sw = _sf.slot_coefficients(pr.res, pr.weight, pr.mult, R) if _SLOT_FILL and not exact else None
         self.series_t: list[float] = []
         self.series_u: list[np.ndarray] = []
         self.series_s: list[np.ndarray] = []
@@ -179,7 +185,14 @@ class _EventLoop(_EpochMixin):
         flows = np.flatnonzero((st == 1) | (st == 2))
         flows = flows[~self.unc[flows] & (pr.size[flows] > 0)]
         self.ix_flows = flows
-        self.ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows)
+        if self.sw is not None and not _kernels.use_compiled(flows.shape[0] * pr.res.shape[1], _mm.FILL_MIN_ENTRIES):
+            # coefficients from the per-slot table: an index without the float64 per-entry arrays (the same lists),
+            # with the ceps of the weighted one (half the smallest coefficient of its entries)
+            self.ix = _mm.build_index(pr.res, None, None, pr.R, flows)
+            used = np.diff(self.ix.indptr) > 0
+            self.ix.ceps = 0.5 * float(self.sw[used].min()) if used.any() else 0.5
+        else:
+            self.ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows)
         self.loc[flows] = np.arange(flows.shape[0])
         self.L_act = st[flows] == 2
         self.L_rem = self.remb[flows]
@@ -363,7 +376,9 @@ class _EventLoop(_EpochMixin):
         """Per-slot sum of the coefficients m_f * w_fl of the flows ``gids`` (``keys``: their slots, flattened)."""
         pr = self.pr
         w = None
-        if pr.weight is not None:
+        if self.sw is not None:  # the same weights from the per-slot table (slot 0, the padding, is zeroed below)
+            w = np.take(self.sw, keys)
+        elif pr.weight is not None:
             w = pr.weight[gids].reshape(-1)
             if pr.mult is not None:
                 w = w * np.repeat(pr.mult[gids], pr.res.shape[1])
@@ -449,34 +464,51 @@ class _EventLoop(_EpochMixin):
             state = None if sub else np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8)
             nfix = aidx.shape[0] - ri.shape[0]
             incr = _INCREMENTAL and self.mm_load is not None
-            if incr:
+            r1 = self.pr.R + 1
+            sums = None  # the re-filled flows' coefficient sums, load and entries per slot (one compiled pass)
+            if incr and ek is not None and self.sw is not None:
+                sums = ek.warm_sums(ix.res, ri, self.sw, prev, r1)
+            elif incr:
                 # the re-filled flows' slots and coefficients, in local-flow order (as coef_sums gathers them)
                 keys = np.add(np.take(ix.res, ri, axis=0), 1, dtype=np.intp)
-                coef = None if ix.coef is None else np.take(ix.coef, ri, axis=0)
+                if self.sw is not None:  # the same values from the per-slot table
+                    coef = np.take(self.sw, keys)
+                else:
+                    coef = None if ix.coef is None else np.take(ix.coef, ri, axis=0)
             if 2 * nfix < aidx.shape[0]:
-                cnt = self.cntw - _mm.coef_sums(ix, np.where(fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8))
+                cnt = self.cntw - self._coef_sums(ix, np.where(fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8))
+            elif sums is not None:
+                cnt = sums[0]
             elif incr:  # = coef_sums(ix, state), the same entries in the same order
                 h = keys.shape[1]
                 w = None if coef is None else (coef.reshape(-1) if coef.ndim == 2 else np.repeat(coef, h))
-                cnt = np.bincount(keys.reshape(-1), weights=w, minlength=self.pr.R + 1).astype(np.float64)
+                cnt = np.bincount(keys.reshape(-1), weights=w, minlength=r1).astype(np.float64)
             else:
-                cnt = _mm.coef_sums(ix, state if state is not None else
-                                    np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8))
+                cnt = self._coef_sums(ix, state if state is not None else
+                                      np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8))
             if incr:
                 # the fixed flows' load: the maintained load of all active flows minus the re-filled ones'
                 # (O(re-filled flows) instead of a pass over every fixed flow's entries)
-                fl_load = self.mm_load - _row_bincount(keys, prev[ri], coef, self.pr.R + 1)
+                if sums is not None:
+                    fl_load = self.mm_load - sums[1]
+                    n_ent = sums[2]
+                else:
+                    fl_load = self.mm_load - _row_bincount(keys, prev[ri], coef, r1)
+                    n_ent = np.bincount(keys.reshape(-1), minlength=r1)
                 # no fixed flow on a slot: exactly no load (no rounding residue of the subtraction)
-                fl_load[self.nact == np.bincount(keys.reshape(-1), minlength=self.pr.R + 1)] = 0.0
+                fl_load[self.nact == n_ent] = 0.0
             else:
-                fl_load = _mm.fixed_load(ix, fixed, prev)
+                fl_load = self._fixed_load(ix, fixed, prev)
             if sub:
                 # few flows to re-fill: fill an index of them only (same lists, same order, same arithmetic)
                 # rather than walk the fixed and finished flows in every bottleneck's list
-                out = _mm.fill(_mm.sub_index(ix, ri), self.pr.cap, np.full(ri.shape[0], _mm.ALIVE, dtype=np.uint8),
-                               cnt, fl_load)
+                alive = np.full(ri.shape[0], _mm.ALIVE, dtype=np.uint8)
+                if self.sw is not None:
+                    out = _sf.fill(_sf.lean_sub_index(ix, ri), self.sw, self.pr.cap, alive, cnt, fl_load)
+                else:
+                    out = _mm.fill(_mm.sub_index(ix, ri), self.pr.cap, alive, cnt, fl_load)
             else:
-                out = _mm.fill(ix, self.pr.cap, state, cnt, fl_load)
+                out = self._fill(ix, state, cnt, fl_load)
             if ek is not None:
                 rates = self._tail(ek, ek.WARM_SUB if sub else ek.WARM, aidx, fixed, prev, out, ri)
             else:
@@ -492,7 +524,7 @@ class _EventLoop(_EpochMixin):
             else:
                 state = np.where(self.L_act, _mm.ALIVE, _mm.DONE).astype(np.uint8)
             cnt = self.cntw.copy()  # maintained on arrivals and departures
-            out = _mm.fill(ix, self.pr.cap, state, cnt)
+            out = self._fill(ix, state, cnt)
             if ek is not None:
                 rates = self._tail(ek, ek.COLD, aidx, None, None, out, None)
             else:
@@ -525,6 +557,26 @@ class _EventLoop(_EpochMixin):
             np.maximum(self.peak[1:], np.nan_to_num(u), out=self.peak[1:])
         return rates
 
+    def _coef_sums(self, ix, state):
+        """:func:`fabric.maxmin.coef_sums` (per-slot coefficient sums of the alive flows), from the slot table if any."""
+        if self.sw is None:
+            return _mm.coef_sums(ix, state)
+        keys = np.add(ix.res[state == _mm.ALIVE], 1, dtype=np.intp).reshape(-1)
+        return np.bincount(keys, weights=np.take(self.sw, keys), minlength=ix.n_res + 1)
+
+    def _fixed_load(self, ix, sel, rate):
+        """:func:`fabric.maxmin.fixed_load` (per-slot load of the flows ``sel``), from the slot table if any."""
+        if self.sw is None:
+            return _mm.fixed_load(ix, sel, rate)
+        keys = np.add(ix.res[sel], 1, dtype=np.intp)
+        return _row_bincount(keys, rate[sel], np.take(self.sw, keys), ix.n_res + 1)
+
+    def _fill(self, ix, state, cnt, fixed_load=None):
+        """:func:`fabric.maxmin.fill` of the index, from the per-slot coefficients when they are (same bits)."""
+        if self.sw is not None:
+            return _sf.fill(ix, self.sw, self.pr.cap, state, cnt, fixed_load)
+        return _mm.fill(ix, self.pr.cap, state, cnt, fixed_load)
+
     def _tail(self, ek, kind, aidx, fixed, prev, out, ri):
         """The compiled end of :meth:`_solve` (:func:`fabric.epoch_kernels.solve_tail`): rates, L_bneck, members."""
         z = np.zeros(1)
@@ -542,7 +594,7 @@ class _EventLoop(_EpochMixin):
     def _load(self, aidx, rates):
         ix = self.ix
         keys = np.add(np.take(ix.res, aidx, axis=0), 1, dtype=np.intp)
-        coef = None if ix.coef is None else np.take(ix.coef, aidx, axis=0)
+        coef = self._coef_rows(aidx, keys)
         return _row_bincount(keys, rates, coef, self.pr.R + 1)
 
 
