@@ -613,9 +613,14 @@ def nccl_p2p_per_peer_s(nic_name: str | None) -> float:
 #: Joint refit after the merge (fill and NVLS terms in place; docs, "Round 6, joint refit after the
 #: merge"): EFA, same 65 values: 0 us 46.0 %, 20 23.4, 35 15.3, 50 10.9, 60 9.4, 70 8.4, **75 8.1**,
 #: 80 8.2, 90 8.9 % -> 75 us unchanged (no EFA fit row runs tree/Simple, so the fill moves none of them;
-#: 75 us is what aws-ofi-nccl reports for p4d / p5). TCPXO, same 14 values: **0 us 17.7 %**, 20 21.9,
-#: 40 25.3, 60 28.1, 80 30.6, 100 32.7, 120 34.6, 160 37.9 % -> 0 us, what the FasTrak plugin reports:
-#: with the fill charged, the 160 us stand-in was the fill counted twice.
+#: 75 us is what aws-ofi-nccl reports for p4d / p5, not the 35 us it reports for p6-b200). TCPXO, same
+#: 14 values, with the merged fill: **0 us 17.7 %**, 20 21.9, 40 25.3, 60 28.1, 80 30.6, 100 32.7,
+#: 120 34.6, 160 37.9 %; with the fill's two-node form (trees.tree_fill_s: network levels W/2 each way,
+#: hops at the rates without treeCorrectionFactor): **0 us 7.0 %**, 20 11.4, 40 16.7, 60 20.9, 80 24.3,
+#: 100 27.2, 120 29.7, 160 33.9 % -> 0 us, what the FasTrak plugin reports: with the fill charged, the
+#: 160 us stand-in was the fill counted twice. The grid's optimum is at its floor: the same log's
+#: 16-256 B all-reduces take 123 us (the model: 93 us), so some per-step cost exists that the 1-8 MiB
+#: points, still under-predicted by 10-31 % (the fill), do not let a grid see.
 NET_STEP_LATENCY_US: dict[str, float] = {"EFA": 75.0, "TCPXO": 0.0}
 
 #: Algorithms a net plugin's environment profile leaves NCCL (``NCCL_ALGO``), by NIC; NICs not listed: all.
