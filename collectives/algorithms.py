@@ -47,7 +47,7 @@ from collectives.moe import plan_moe
 from collectives.ops import Collective
 from collectives.p2p import _PointToPointMixin
 from collectives.trees import (NCCL_DEFAULT_BUFFSIZE_BYTES, NCCL_STEPS, nccl_btree_parent, nccl_dtree_parents,
-                               tree_channels, tree_fill_s)
+                               tree_channels, tree_correction_factor, tree_fill_s)
 from fabric import Router, route_kernels
 from fabric.flowset import FlowSet, concat
 from topologies import catalog
@@ -602,7 +602,8 @@ class Planner(_PointToPointMixin):
                                 f">= {NCCL_STEPS} (NCCL's default is {NCCL_DEFAULT_BUFFSIZE_BYTES})")
             fill = tree_fill_s(size, est.bandwidth_Bps, est.protocol, tree_channels(est.nchannels), max(len(g) for g in groups),
                                len(groups), buff, intra_Bps=intra,
-                               version=nm.parse_nccl_version(op.options.get("nccl_version")))
+                               version=nm.parse_nccl_version(op.options.get("nccl_version")),
+                               correction=tree_correction_factor(est.protocol, size) if coll == "all_reduce" else 1.0)
             est = replace(est, latency_s=est.latency_s + fill)
             lat += fill
             fs = self.tree(op, size, est)

@@ -608,12 +608,20 @@ def nccl_p2p_per_peer_s(nic_name: str | None) -> float:
 #: aws-p5-2node-efa-allreduce-by-size, mle-p6b200-4node-efa-allreduce-auto-by-size and the five
 #: awsgpucomm-p5 all-to-all sweeps (65 values): 40 us 13.4 %, 60 us 9.4 %, 75 us 8.1 %, 90 us 8.9 %;
 #: the p5 sweep alone prefers 50 us and the p6-b200 sweep alone 80 us. TCPXO, on
-#: gcp-a3mega-2node-tcpxo-allreduce-by-size (14 values, reported latency 0):
-#: 120 us 20.7 %, 160 us 18.6 %, 200 us 21.7 %. The TCPXO value is a stand-in for a cost that is not per
-#: step: the same log's 8-byte all-reduce takes 123 us, which allows at most ~50 us per network step; its
-#: 1-16 MiB points follow 150 us + 52 us/MiB and its 32-512 MiB points ~900 us + 5.6 us/MiB, two regimes
-#: that a per-chunk cost of the plugin with NCCL's chunk-size rules would explain (docs, "Not done").
-NET_STEP_LATENCY_US: dict[str, float] = {"EFA": 75.0, "TCPXO": 160.0}
+#: gcp-a3mega-2node-tcpxo-allreduce-by-size (14 values, reported latency 0), before the merge with the
+#: tree/Simple fill (trees.tree_fill_s): 120 us 20.7 %, 160 us 18.6 %, 200 us 21.7 % -> 160 us.
+#: Joint refit after the merge (fill and NVLS terms in place; docs, "Round 6, joint refit after the
+#: merge"): EFA, same 65 values: 0 us 46.0 %, 20 23.4, 35 15.3, 50 10.9, 60 9.4, 70 8.4, **75 8.1**,
+#: 80 8.2, 90 8.9 % -> 75 us unchanged (no EFA fit row runs tree/Simple, so the fill moves none of them;
+#: 75 us is what aws-ofi-nccl reports for p4d / p5, not the 35 us it reports for p6-b200). TCPXO, same
+#: 14 values, with the merged fill: **0 us 17.7 %**, 20 21.9, 40 25.3, 60 28.1, 80 30.6, 100 32.7,
+#: 120 34.6, 160 37.9 %; with the fill's two-node form (trees.tree_fill_s: network levels W/2 each way,
+#: hops at the rates without treeCorrectionFactor): **0 us 7.0 %**, 20 11.4, 40 16.7, 60 20.9, 80 24.3,
+#: 100 27.2, 120 29.7, 160 33.9 % -> 0 us, what the FasTrak plugin reports: with the fill charged, the
+#: 160 us stand-in was the fill counted twice. The grid's optimum is at its floor: the same log's
+#: 16-256 B all-reduces take 123 us (the model: 93 us), so some per-step cost exists that the 1-8 MiB
+#: points, still under-predicted by 10-31 % (the fill), do not let a grid see.
+NET_STEP_LATENCY_US: dict[str, float] = {"EFA": 75.0, "TCPXO": 0.0}
 
 #: Algorithms a net plugin's environment profile leaves NCCL (``NCCL_ALGO``), by NIC; NICs not listed: all.
 #: GPUDirect-TCPXO (GCP A3 Mega): the FasTrak plugin bundles of 2024-2025 (nccl-plugin-gpudirecttcpx-dev

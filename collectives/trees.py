@@ -8,7 +8,8 @@ not part of NCCL's own cost model.
 
 from __future__ import annotations
 
-from collectives.nccl_model.constants import MAXCHANNELS
+from collectives.nccl_model.constants import MAXCHANNELS, PROTOCOLS, TREE_CORRECTION_FACTOR
+from topologies.errors import SpecError
 
 __all__ = ["nccl_btree_parent", "nccl_dtree_parents"]
 
@@ -126,7 +127,7 @@ def tree_chunk_bytes(buffsize_bytes: int | None = None, size_bytes: float | None
 
 def tree_fill_s(size_bytes: float, bandwidth_Bps: float, protocol: str, nchannels: int, ppn: int, nnodes: int,
                 buffsize_bytes: int | None = None, intra_Bps: float = 0.0,
-                version: tuple[int, int, int] | None = None) -> float:
+                version: tuple[int, int, int] | None = None, correction: float = 1.0) -> float:
     """Pipeline fill of NCCL's tree/Simple all-reduce, seconds (0 for LL and LL128).
 
     With Simple a rank forwards a step only once the whole step has arrived (the sender posts the
@@ -139,6 +140,19 @@ def tree_fill_s(size_bytes: float, bandwidth_Bps: float, protocol: str, nchannel
 
         fill = 2 (ppn - 1) W / r_intra + 2 log2i(nNodes) W / B - W / min(r_intra, B)
 
+    On two nodes the network hops are halved (joint refit after round 6): NCCL's two trees have
+    opposite roots there (``ncclGetDtree``, :func:`nccl_dtree_parents` (2) = ``((-1, 0), (1, -1))``), so
+    at the fill's up level half the channels cross node 1 -> 0 and half 0 -> 1, and at the down level
+    the reverse: each direction of the full-duplex NICs carries ``W / 2`` per network level, where the
+    steady state (which sets ``B``) carries one tree's up and the other's down, ``W``::
+
+        fill (2 nodes) = 2 (ppn - 1) W / r_intra + 2 W / (2 B) - W / min(r_intra, B)
+
+    ``correction`` is the ``treeCorrectionFactor`` of the size (:func:`tree_correction_factor`) that
+    ``bandwidth_Bps`` and ``intra_Bps`` carry: NCCL multiplies its whole-operation estimate by it
+    (tuning.cc ``ncclTopoGetAlgoTime``), an empirical factor of time, not a slower link, so a hop of the
+    fill moves its chunk at the uncorrected rates ``B / correction`` and ``r_intra / correction``.
+
     LL and LL128 carry a flag in every 8-byte / 128-byte line and a rank forwards each line as it arrives
     (prims_ll.h / prims_ll128.h), so they have no chunk-sized fill. NCCL's own model leaves it out ("Add
     some chunk latency, waiting for proper chunk modeling", tuning.cc): this is time the run takes, not
@@ -146,20 +160,43 @@ def tree_fill_s(size_bytes: float, bandwidth_Bps: float, protocol: str, nchannel
 
     Examples
     --------
-    >>> round(tree_fill_s(1 << 30, 100e9, "Simple", 16, 8, 2) * 1e6, 1)  # 15 hops x 8 MiB at 100 GB/s
-    1258.3
+    >>> round(tree_fill_s(1 << 30, 100e9, "Simple", 16, 8, 4) * 1e6, 1)  # 4 nodes: 17 hops x 8 MiB at 100 GB/s
+    1426.1
+    >>> round(tree_fill_s(1 << 30, 100e9, "Simple", 16, 8, 2) * 1e6, 1)  # 2 nodes: 14 + 2 x 1/2 - 1 hops
+    1174.4
     >>> round(tree_fill_s(1 << 30, 100e9, "Simple", 16, 8, 2, intra_Bps=200e9) * 1e6, 1)  # NVLink hops 2x
-    671.1
+    587.2
+    >>> round(tree_fill_s(8 << 20, 80e9, "Simple", 16, 8, 2, correction=0.8) * 1e6, 1)  # at 100 GB/s
+    1174.4
     >>> tree_fill_s(1 << 30, 100e9, "LL128", 16, 8, 2), tree_fill_s(1 << 20, 0.0, "Simple", 16, 8, 2)
     (0.0, 0.0)
     """
     if protocol != "Simple" or bandwidth_Bps <= 0 or size_bytes <= 0 or tree_depth(ppn, nnodes) <= 0:
         return 0.0
+    if not 0.0 < correction <= 1.0:
+        raise SpecError(f"correction: {correction!r} must be in (0, 1] (NCCL's treeCorrectionFactor)")
     w = tree_window_bytes(size_bytes, nchannels, buffsize_bytes, tree_depth(ppn, nnodes), version)
-    r_intra = max(float(bandwidth_Bps), float(intra_Bps))
-    hops = 2 * max(int(ppn) - 1, 0) * w / r_intra + 2 * _log2i(nnodes) * w / bandwidth_Bps
-    slowest = w / (bandwidth_Bps if nnodes > 1 else r_intra)
-    return hops - slowest
+    b = float(bandwidth_Bps) / correction
+    r_intra = max(b, float(intra_Bps) / correction)
+    net_level = w / (2 * b) if int(nnodes) == 2 else w / b  # two nodes: opposite directions (docstring)
+    hops = 2 * max(int(ppn) - 1, 0) * w / r_intra + 2 * _log2i(nnodes) * net_level
+    slowest = w / (b if nnodes > 1 else r_intra)
+    return max(hops - slowest, 0.0)
+
+
+def tree_correction_factor(protocol: str, size_bytes: float) -> float:
+    """NCCL's ``treeCorrectionFactor[protocol][log2i(nBytes / 64)]`` (tuning.cc; 1 from 512 MiB up), the
+    factor its tree all-reduce estimate applies to the bandwidth of the size.
+
+    Examples
+    --------
+    >>> tree_correction_factor("Simple", 1 << 20), tree_correction_factor("Simple", 1 << 30)
+    (0.5, 1.0)
+    """
+    log_size = _log2i(int(size_bytes) >> 6) if int(size_bytes) >= 64 else -1
+    if protocol not in PROTOCOLS or not 0 <= log_size < 23:
+        return 1.0
+    return TREE_CORRECTION_FACTOR[PROTOCOLS.index(protocol)][log_size]
 
 
 def tree_window_bytes(size_bytes: float, nchannels: int, buffsize_bytes: int | None = None, depth: int = 0,
@@ -175,4 +212,4 @@ def tree_window_bytes(size_bytes: float, nchannels: int, buffsize_bytes: int | N
     return min(float(size_bytes), max(int(nchannels), 1) * float(chunk))
 
 
-__all__ += ["tree_window_bytes"]
+__all__ += ["tree_window_bytes", "tree_correction_factor"]
