@@ -73,13 +73,17 @@ def _fit_collective_points():
 
 
 def net_latency() -> None:
-    for fam, ids in (("EFA", ["aws-p5-2node-efa-allreduce-by-size", "mle-p6b200-4node-efa-allreduce-auto-by-size"]),
-                     ("TCPXO", ["gcp-a3mega-2node-tcpxo-allreduce-by-size"])):
-        old = cal.NET_LATENCY_US[fam]
+    """Round 6: the real step cost (calibration.NET_STEP_LATENCY_US) on the fit rows of each transport
+    (the reported latencies stay as the plugins' sources give them, calibration.NET_LATENCY_US)."""
+    a2a = [f"awsgpucomm-p5-{n}node-efa-alltoall-by-size" for n in (2, 4, 8, 16, 32)]
+    for fam, ids, grid in (
+            ("EFA", ["aws-p5-2node-efa-allreduce-by-size", "mle-p6b200-4node-efa-allreduce-auto-by-size"] + a2a,
+             (40, 50, 60, 65, 70, 75, 80, 85, 90)),
+            ("TCPXO", ["gcp-a3mega-2node-tcpxo-allreduce-by-size"], (120, 140, 160, 180, 200))):
+        old = cal.NET_STEP_LATENCY_US[fam]
         print(fam)
-        _grid(ids, lambda x: cal.NET_LATENCY_US.__setitem__(fam, float(x)),
-              (0, 20, 40, 80, 160, 320) if fam == "EFA" else (120, 160, 200, 240, 320))
-        cal.NET_LATENCY_US[fam] = old
+        _grid(ids, lambda x: cal.NET_STEP_LATENCY_US.__setitem__(fam, float(x)), grid)
+        cal.NET_STEP_LATENCY_US[fam] = old
 
 
 def nic_drop() -> None:

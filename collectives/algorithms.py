@@ -46,7 +46,8 @@ from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, nvls_chun
 from collectives.moe import plan_moe
 from collectives.ops import Collective
 from collectives.p2p import _PointToPointMixin
-from collectives.trees import nccl_btree_parent, nccl_dtree_parents
+from collectives.trees import (NCCL_DEFAULT_BUFFSIZE_BYTES, NCCL_STEPS, nccl_btree_parent, nccl_dtree_parents,
+                               tree_channels, tree_fill_s)
 from fabric import Router, route_kernels
 from fabric.flowset import FlowSet, concat
 from topologies import catalog
@@ -146,6 +147,7 @@ class Planner(_PointToPointMixin):
                              collnet=bool(collnet and self.has_sharp), latency_inter_us=self.calib.net_latency_s * 1e6,
                              nccl_version=version,
                              protocols=self.calib.net_protocols if nnodes > 1 else None,
+                             algorithms=self.calib.net_algorithms if nnodes > 1 else None,
                              nic_via_c2c=bool(self.calib.nic_via_c2c and nnodes > 1))
 
     def collnet(self, op: Collective) -> bool:
@@ -182,20 +184,46 @@ class Planner(_PointToPointMixin):
         ests = nm.algo_times(system, collective, max(size, 1), algorithms=[algorithm])
         enabled = [e for e in ests if np.isfinite(e.time_s)]
         if enabled:
-            return min(enabled, key=lambda e: e.time_s)
+            return self.charged(system, collective, size, min(enabled, key=lambda e: e.time_s))
         # NCCL would not run it on this group (e.g. NVLS all-gather beyond 32 GPUs, CollNet beyond 8 GPUs per
         # node); keep its Simple-protocol latency, the one protocol every algorithm supports
         usable = [e for e in ests if np.isfinite(e.latency_s) and e.protocol == "Simple"] or \
             [e for e in ests if np.isfinite(e.latency_s)]
         if not usable:
             raise SpecError(f"algo: NCCL's model has no {algorithm} for {collective} on this group")
-        return min(usable, key=lambda e: e.latency_s)
+        return self.charged(system, collective, size, min(usable, key=lambda e: e.latency_s))
+
+    def charged(self, system: nm.NcclSystem, collective: str, size: int, est: nm.AlgoEstimate) -> nm.AlgoEstimate:
+        """``est`` with the latency the run is charged: NCCL's latency formula for the same algorithm and
+        protocol with the network step's real cost (:data:`calibration.NET_STEP_LATENCY_US`) in place of
+        the latency the net plugin reports (which only steered NCCL's choice).
+
+        >>> from dataclasses import replace
+        >>> from topologies import build
+        >>> from fabric import compile_fabric
+        >>> from collectives.runner import planner_for
+        >>> G = build("hgx-h100", {"domains": "2", "scaleout": "aws-efa-v4", "nic": "EFA-v4-400G"})
+        >>> pl = planner_for(Router(compile_fabric(G)))
+        >>> pl.calib.net_latency_s * 1e6, pl.calib.net_step_latency_s * 1e6  # reported, charged
+        (35.0, 75.0)
+        >>> est = pl.nccl_estimate(range(16), "all_reduce", 1 << 20, "Tree")
+        >>> ref = nm.algo_times(replace(pl.system(range(16)), latency_inter_us=75.0), "all_reduce", 1 << 20,
+        ...                     algorithms=["Tree"], protocols=[est.protocol])[0]
+        >>> bool(abs(est.latency_s - ref.latency_s) < 1e-12)
+        True
+        """
+        step_us = self.calib.net_step_latency_s * 1e6
+        if system.nnodes < 2 or step_us == system.latency_inter_us or not np.isfinite(est.latency_s):
+            return est
+        real = nm.algo_times(replace(system, latency_inter_us=step_us), collective, max(size, 1),
+                             algorithms=[est.algorithm], protocols=[est.protocol])[0]
+        return replace(est, latency_s=real.latency_s)
 
     def p2p_latency_s(self, inter: bool, plugin: bool = True) -> float:
         """One Simple-protocol ring step of NCCL's model (assumption, see calibration)."""
         base = nm.BASE_LATENCIES_US[1][2]
         hw = nm.HW_LATENCIES_US[2 if inter else 0][1][2]
-        return (base + hw) * 1e-6 + (2 * self.calib.net_latency_s if inter and plugin else 0.0)
+        return (base + hw) * 1e-6 + (2 * self.calib.net_step_latency_s if inter and plugin else 0.0)
 
     def scale(self, res: np.ndarray, kind: str, protocol: str = "Simple", kernel: float = 1.0) -> np.ndarray:
         """Weight multipliers 1/(transport x protocol x kernel efficiency) for resources ``res``.
@@ -563,6 +591,20 @@ class Planner(_PointToPointMixin):
             lat += fill
             fs = self.ring(op, size, est, broadcast=coll == "broadcast")
         elif algo == "tree":
+            # the tree/Simple pipeline fill (NCCL's chunking, trees.tree_fill_s): time, not NCCL's choice
+            # (hops inside a domain at the tree rate its NVLink allows: every GPU of the chain sends S up
+            # and S down, at the collective NVLink efficiency and NCCL's kernel limit of the size)
+            nvl = bool(self.router.domain_has_nvlink[self.domain[groups[0][0]]])
+            intra = self.gpu.nvlink_Bps * self.calib.nvlink_collective * est.kernel_efficiency / 2 if nvl else 0.0
+            buff = op.options.get("nccl_buffsize")
+            if buff is not None and (isinstance(buff, bool) or not isinstance(buff, int) or buff < NCCL_STEPS):
+                raise SpecError(f"options nccl_buffsize: {buff!r} must be NCCL_BUFFSIZE in bytes, an integer "
+                                f">= {NCCL_STEPS} (NCCL's default is {NCCL_DEFAULT_BUFFSIZE_BYTES})")
+            fill = tree_fill_s(size, est.bandwidth_Bps, est.protocol, tree_channels(est.nchannels), max(len(g) for g in groups),
+                               len(groups), buff, intra_Bps=intra,
+                               version=nm.parse_nccl_version(op.options.get("nccl_version")))
+            est = replace(est, latency_s=est.latency_s + fill)
+            lat += fill
             fs = self.tree(op, size, est)
         elif algo == "nvls":
             # one NVLink domain: NCCL's chunk of this size sets the loop cost and the pipeline fill

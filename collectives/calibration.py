@@ -401,19 +401,23 @@ def nvls_domain_terms(n: int, one_domain: bool = False) -> tuple[float, float]:
     return 1.0 / slow, c * max(0, n * n - 64)
 
 
-#: Per-step network latency that a net plugin reports to NCCL (``latencyInter``, us), by NIC family
-#: (catalog NIC name prefix). NCCL's IB plugin reports 0 (net_ib/init.cc l.558). EFA (aws-ofi-nccl
-#: over SRD) and GPUDirect-TCPXO: fitted by grid search (mean |busbw error|) on the fit-split sweeps
-#: of their fabrics (EFA: aws-p5-2node-efa-allreduce-by-size, mle-p6b200-4node-efa-allreduce-auto-by-size;
-#: TCPXO: gcp-a3mega-2node-tcpxo-allreduce-by-size): EFA 80 us (grid 0-160 step 20: mean error 94 % at 0,
-#: 13 % at 80), TCPXO 320 us (grid to 640: 177 % at 0, 21 % at 320); docs/collectives.md, "Fits".
-#: Round 3: with TCPXO's Simple-only profile (:data:`NET_PROTOCOLS`) the same grid on the same fit sweep
-#: (120-320 us) gives 200 us (mean 19.7 %; 320 us: 33 %); with LL128 allowed it had been 320 us (21 %).
-NET_LATENCY_US = {"EFA": 80.0, "TCPXO": 200.0}
+#: Per-step network latency that a net plugin REPORTS to NCCL (``ncclNetProperties.latency``, us), by NIC
+#: (catalog NIC name prefix; first match wins). It only steers NCCL's choice: NCCL adds it to the latency of
+#: every network step of its cost table (``latencyInter``, twice for Simple; tuning.cc), so it moves the
+#: algorithm / protocol switch points. The time a run then takes is charged with :data:`NET_STEP_LATENCY_US`.
+#: NCCL's IB plugin reports 0 (net_ib/init.cc l.558). aws-ofi-nccl (aws/aws-ofi-nccl src/platform-aws.c[pp]
+#: ``platform_data_map``): p4d / p4de / p5 (EFA v1 / v2) 75.0 in every release from v1.7.x to today;
+#: p5en and p6 (EFA v3 / v4) 75.0 up to v1.15 and 35.0 from v1.16.0 (commit 2496e7de, 2025-05-23, "Updating
+#: latency value for p5en and p6 based on empirical search"), the release modelled here. GPUDirect-TCPXO:
+#: the FasTrak plugin reports ``props.latency = 0`` (google/nccl-plugin-gpudirect-tcpxo
+#: tcpdirect_plugin/fastrak_offload/nccl_shim.cc ``GetProperties``, releases v1.0.12-v1.0.17; read in round 4),
+#: and with its profile (:data:`NET_ALGORITHMS`: Ring and Tree, Simple) a reported latency would barely move
+#: NCCL's choice on two nodes anyway (Ring and Tree both cross the network twice per all-reduce there).
+NET_LATENCY_US = {"EFA-v1": 75.0, "EFA-v2": 75.0, "EFA-v3": 35.0, "EFA-v4": 35.0, "TCPXO": 0.0}
 
 
 def net_latency_us(nic_name: str | None) -> float:
-    """``latencyInter`` of the NIC's net plugin, us (0 for InfiniBand/RoCE ConnectX)."""
+    """``latencyInter`` the NIC's net plugin reports to NCCL, us (0 for InfiniBand/RoCE ConnectX)."""
     if not nic_name:
         return 0.0
     name = catalog.nic(nic_name).name
@@ -495,6 +499,8 @@ class Calibration:
     net_latency_s: float = 0.0  #: the net plugin's latencyInter (:data:`NET_LATENCY_US`)
     net_protocols: tuple[str, ...] | None = None  #: protocols the net plugin leaves NCCL (:data:`NET_PROTOCOLS`)
     nic_via_c2c: bool = False  #: GPU -> NIC over the CPU's C2C link (:data:`NIC_VIA_C2C`)
+    net_step_latency_s: float = 0.0  #: real time of one network step (:data:`NET_STEP_LATENCY_US`)
+    net_algorithms: tuple[str, ...] | None = None  #: algorithms the plugin's profile leaves NCCL (:data:`NET_ALGORITHMS`)
 
     def efficiency(self, kind: str) -> tuple[float, float, float]:
         """(nvlink, host, network) efficiency for kernel ``kind`` (collective, nvls, p2p)."""
@@ -522,7 +528,9 @@ def calibration(gpu_name: str, nic_name: str | None = None) -> Calibration:
                        # a fabric without a catalog NIC has placeholder host links at the port rate
                        host=host_link_efficiency() if nic_name else 1.0,
                        net_latency_s=net_latency_us(nic_name) * 1e-6, net_protocols=net_protocols(nic_name),
-                       nic_via_c2c=bool(nic_name) and (gpu.name, catalog.nic(nic_name).name) in NIC_VIA_C2C)
+                       nic_via_c2c=bool(nic_name) and (gpu.name, catalog.nic(nic_name).name) in NIC_VIA_C2C,
+                       net_step_latency_s=net_step_latency_us(nic_name) * 1e-6,
+                       net_algorithms=net_algorithms(nic_name))
 
 
 # ---- Round 5: NCCL all-to-all across NICs (issue 8 items 1-2; docs/collectives.md "Round 5, all-to-all
@@ -584,3 +592,65 @@ def nccl_p2p_per_peer_s(nic_name: str | None) -> float:
     """
     key = _net_key(NCCL_P2P_PER_PEER_S, nic_name)
     return NCCL_P2P_PER_PEER_S[key] if key is not None else 0.0
+
+
+# ---- Round 6 (issue 8, network transports): what a net plugin reports vs what a network step costs.
+# Kept apart from the tables above so that branches merge.
+
+#: Real time of one network step (us) that the flow model charges, by NIC name prefix (NICs not listed:
+#: 0, as NCCL's IB plugin, whose steps cost NCCL's own hardware latency only). It enters NCCL's latency
+#: formula in place of the reported :data:`NET_LATENCY_US` (same count of network steps, twice for
+#: Simple), so a reported latency steers NCCL's choice without being charged as time, and the step
+#: cost is charged whatever NCCL would have chosen; it is also the network term of NCCL's point-to-point
+#: step (``Planner.p2p_latency_s``). Fitted on FIT rows only, grid search of the mean |busbw error|
+#: (``python benchmarks/fit_collective_constants.py net-latency``; docs/collectives.md, "Round 6, network
+#: transports"). EFA: one constant for SRD over every EFA generation, on the fit-split EFA sweeps
+#: aws-p5-2node-efa-allreduce-by-size, mle-p6b200-4node-efa-allreduce-auto-by-size and the five
+#: awsgpucomm-p5 all-to-all sweeps (65 values): 40 us 13.4 %, 60 us 9.4 %, 75 us 8.1 %, 90 us 8.9 %;
+#: the p5 sweep alone prefers 50 us and the p6-b200 sweep alone 80 us. TCPXO, on
+#: gcp-a3mega-2node-tcpxo-allreduce-by-size (14 values, reported latency 0):
+#: 120 us 20.7 %, 160 us 18.6 %, 200 us 21.7 %. The TCPXO value is a stand-in for a cost that is not per
+#: step: the same log's 8-byte all-reduce takes 123 us, which allows at most ~50 us per network step; its
+#: 1-16 MiB points follow 150 us + 52 us/MiB and its 32-512 MiB points ~900 us + 5.6 us/MiB, two regimes
+#: that a per-chunk cost of the plugin with NCCL's chunk-size rules would explain (docs, "Not done").
+NET_STEP_LATENCY_US: dict[str, float] = {"EFA": 75.0, "TCPXO": 160.0}
+
+#: Algorithms a net plugin's environment profile leaves NCCL (``NCCL_ALGO``), by NIC; NICs not listed: all.
+#: GPUDirect-TCPXO (GCP A3 Mega): the FasTrak plugin bundles of 2024-2025 (nccl-plugin-gpudirecttcpx-dev
+#: v1.0.3 in both TCPXO sources: lessizzmore/create-a3mega-ztan-fork startup_script.sh @ 346b825
+#: ``NCCL_PLUGIN_IMAGE=...:v1.0.3``, GoogleCloudPlatform/container-engine-accelerators
+#: gpudirect-tcpxo/nccl-test-latest.yaml @ 089e022) ship ``nccl-env-profile.sh``, which the nccl-tests
+#: recipes source (the fork's README.md: ``source /var/lib/tcpxo/lib64/nccl-env-profile.sh`` then
+#: ``HOST_VARS=$(... ${!NCCL*} ...)``, the ``-x ${HOST_VARS}`` of its test log); that profile exports
+#: ``NCCL_ALGO=Ring,Tree``, ``NCCL_PROTO=Simple``, ``NCCL_MIN_NCHANNELS=4`` and ``NCCL_NVLS_ENABLE=0``, and
+#: its guest-config checker enforces the first three (``check_policy: POLICY_ENFORCED``). NVLSTree / LL128
+#: became the default only with plugin v1.0.12 (2025-08-21; container-engine-accelerators
+#: gpudirect-tcpxo/best-practice.md @ 3aa66cb, "Use NVLSTree and LL128"), later than both sources.
+NET_ALGORITHMS: dict[str, tuple[str, ...]] = {"TCPXO-200G": ("Ring", "Tree")}
+
+__all__ += ["NET_STEP_LATENCY_US", "net_step_latency_us", "NET_ALGORITHMS", "net_algorithms"]
+
+
+def net_step_latency_us(nic_name: str | None) -> float:
+    """:data:`NET_STEP_LATENCY_US` of the NIC's transport, us (0 where not listed).
+
+    Examples
+    --------
+    >>> net_step_latency_us("ConnectX-7"), net_step_latency_us(None)
+    (0.0, 0.0)
+    """
+    key = _net_key(NET_STEP_LATENCY_US, nic_name)
+    return NET_STEP_LATENCY_US[key] if key is not None else 0.0
+
+
+def net_algorithms(nic_name: str | None) -> tuple[str, ...] | None:
+    """Algorithms the NIC's net plugin profile leaves NCCL, or None (all).
+
+    Examples
+    --------
+    >>> net_algorithms("TCPXO-200G"), net_algorithms("ConnectX-7")
+    (('Ring', 'Tree'), None)
+    """
+    if not nic_name:
+        return None
+    return NET_ALGORITHMS.get(catalog.nic(nic_name).name)

@@ -13,6 +13,7 @@ import numpy as np
 from collectives import nccl_model as nm
 from collectives.algorithms import NCCL_TO_OURS, Plan, Planner
 from collectives.calibration import NVLS_PIPELINE_WINDOW_BYTES, ring_window_bytes
+from collectives.trees import tree_channels, tree_depth, tree_window_bytes
 from collectives.ops import Collective
 from fabric.flowset import FlowSet
 from topologies.errors import SpecError
@@ -86,7 +87,12 @@ class PlanCache:
                 min(size, ring_window_bytes()) if "ring" in (op.algorithm, str(chosen).lower()) else None,
                 # single-domain NVLS: the loop cost (a kernel limit per NCCL chunk) and the loop fill
                 self.planner.nvls_loop_terms(op, size) if "NVLS" in uses and
-                len(self.planner.groups_by_domain(np.asarray(op.ranks))) == 1 else None)
+                len(self.planner.groups_by_domain(np.asarray(op.ranks))) == 1 else None,
+                # the tree/Simple pipeline fill: min(S, nChannels x chunk) (trees.tree_window_bytes)
+                tuple(tree_window_bytes(size, tree_channels(e.nchannels), op.options.get("nccl_buffsize"),
+                                        tree_depth(system.gpus_per_node, system.nnodes), system.nccl_version)
+                      for e in ests if e.algorithm == "Tree" and e.protocol == "Simple")
+                if "tree" in (op.algorithm, str(chosen).lower()) else None)
         return chosen, tuple(sorted((a, v[0], v[2] if a in uses else None) for a, v in best.items())), lat, fill
 
     def plan(self, op: Collective) -> Plan:

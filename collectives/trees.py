@@ -1,10 +1,14 @@
 """NCCL's inter-node trees (``ncclGetBtree`` / ``ncclGetDtree``, src/graph/trees.cc).
 
 The tree algorithm and NCCL's NVLSTree run two complementary binary trees over the nodes, each
-carrying half the data; :mod:`collectives.algorithms` routes their edges.
+carrying half the data; :mod:`collectives.algorithms` routes their edges. The tree/Simple pipeline fill
+(:func:`tree_fill_s`: depth from connect.cc, chunk from init.cc / enqueue.cc) is time the run takes,
+not part of NCCL's own cost model.
 """
 
 from __future__ import annotations
+
+from collectives.nccl_model.constants import MAXCHANNELS
 
 __all__ = ["nccl_btree_parent", "nccl_dtree_parents"]
 
@@ -42,3 +46,133 @@ def nccl_dtree_parents(n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     else:
         t1 = tuple(-1 if (u := nccl_btree_parent(n, n - 1 - r)) < 0 else n - 1 - u for r in range(n))
     return t0, t1
+
+
+# ----------------------------------------------------------------------------- pipeline fill
+#: NCCL's default Simple buffer per connection, bytes (src/init.cc ``DEFAULT_BUFFSIZE (1 << 22)``, the same from
+#: v2.7 to v2.30.7); ``NCCL_BUFFSIZE`` overrides it (Google's TCPXO and AWS's EFA profiles set 8 MiB).
+NCCL_DEFAULT_BUFFSIZE_BYTES = 1 << 22
+#: Steps of a connection's buffer (src/include/device.h ``NCCL_STEPS``).
+NCCL_STEPS = 8
+
+__all__ += ["NCCL_DEFAULT_BUFFSIZE_BYTES", "NCCL_STEPS", "tree_depth", "tree_chunk_bytes", "tree_fill_s"]
+
+
+def _log2i(n: int) -> int:
+    return max(int(n), 1).bit_length() - 1
+
+
+def tree_depth(ppn: int, nnodes: int) -> int:
+    """Hops from the deepest rank to the root of NCCL's tree (src/graph/connect.cc
+    ``depth = nRanks/nNodes - 1 + log2i(nNodes)``: the chain inside a node, then the binary tree).
+
+    Examples
+    --------
+    >>> tree_depth(8, 4), tree_depth(72, 20)
+    (9, 75)
+    """
+    return max(int(ppn) - 1, 0) + _log2i(nnodes)
+
+
+#: Last releases whose tree/Simple chunk shrinks with the size (src/enqueue.cc @ v2.18.5-1 .. v2.19.4-1,
+#: ``if (info->algorithm == NCCL_ALGO_TREE && info->protocol == NCCL_PROTO_SIMPLE)``: halve while a channel
+#: gets fewer than ``8 depth`` chunks down to 128 KiB, ``4 depth`` down to 64 KiB, ``depth`` down to 32 KiB);
+#: from v2.20.3-1 to v2.30.7 the rule is gone and the chunk is one step.
+TREE_SIMPLE_CHUNK_RULE_BEFORE = (2, 20, 0)
+
+__all__ += ["TREE_SIMPLE_CHUNK_RULE_BEFORE"]
+
+
+def tree_channels(graph_channels: int) -> int:
+    """Channels a tree collective runs on: the search's channels duplicated, ``min(MAXCHANNELS, 2 x nChannels)``
+    (src/graph/connect.cc ``ncclTopoPostset``: "Duplication should be complete now"; the two trees of
+    :func:`nccl_dtree_parents` take one copy each). NCCL's tuning bandwidth counts the search's channels,
+    so a runtime channel moves ``B / (2 nChannels)``. Not modelled: the further doublings of connect.cc
+    below 16 channels (Hopper with ``bwIntra > 45`` across nodes, unpack networking); every tree row here
+    has 8 or more search channels, i.e. 16 or more runtime channels.
+
+    Examples
+    --------
+    >>> tree_channels(8), tree_channels(40)
+    (16, 64)
+    """
+    return min(MAXCHANNELS, 2 * max(int(graph_channels), 1))
+
+
+__all__ += ["tree_channels"]
+
+
+def tree_chunk_bytes(buffsize_bytes: int | None = None, size_bytes: float | None = None, nchannels: int = 1,
+                     depth: int = 0, version: tuple[int, int, int] | None = None) -> int:
+    """The chunk a tree/Simple channel hands to the next rank: one buffer step, ``buffSize / NCCL_STEPS``
+    (src/enqueue.cc: ``chunkSteps = 1`` for trees), reduced by size on releases before
+    :data:`TREE_SIMPLE_CHUNK_RULE_BEFORE` (``version``; None: the modelled 2.30.7, no rule).
+
+    Examples
+    --------
+    >>> tree_chunk_bytes(), tree_chunk_bytes(8 << 20)
+    (524288, 1048576)
+    >>> tree_chunk_bytes(None, 64 << 20, 16, 8, (2, 19, 3))  # 4 MiB a channel: 32 chunks >= 4 x 8
+    131072
+    """
+    chunk = int(buffsize_bytes or NCCL_DEFAULT_BUFFSIZE_BYTES) // NCCL_STEPS
+    if version is not None and tuple(version) < TREE_SIMPLE_CHUNK_RULE_BEFORE and size_bytes is not None:
+        nb, nc = int(size_bytes), max(int(nchannels), 1)
+        for per_depth, floor in ((8, 131072), (4, 65536), (1, 32768)):
+            while nb // (nc * chunk) < depth * per_depth and chunk > floor:
+                chunk //= 2
+    return chunk
+
+
+def tree_fill_s(size_bytes: float, bandwidth_Bps: float, protocol: str, nchannels: int, ppn: int, nnodes: int,
+                buffsize_bytes: int | None = None, intra_Bps: float = 0.0,
+                version: tuple[int, int, int] | None = None) -> float:
+    """Pipeline fill of NCCL's tree/Simple all-reduce, seconds (0 for LL and LL128).
+
+    With Simple a rank forwards a step only once the whole step has arrived (the sender posts the
+    step's tail after its data, src/device/prims_simple.h), so the first chunk of every channel crosses
+    every hop up the tree and back down (``2 D`` hops, ``D`` :func:`tree_depth`) before the chunks stream.
+    A hop moves one chunk per channel, ``W = min(S, nChannels x chunk)`` bytes (:func:`tree_window_bytes`):
+    between nodes at ``B``, NCCL's tree bandwidth of the size (``bandwidth_Bps``, the per-channel rate of
+    its model times its channels), inside a node at ``max(B, intra_Bps)``, ``intra_Bps`` the tree rate
+    the node's NVLink alone allows. Every hop but the slowest is fill::
+
+        fill = 2 (ppn - 1) W / r_intra + 2 log2i(nNodes) W / B - W / min(r_intra, B)
+
+    LL and LL128 carry a flag in every 8-byte / 128-byte line and a rank forwards each line as it arrives
+    (prims_ll.h / prims_ll128.h), so they have no chunk-sized fill. NCCL's own model leaves it out ("Add
+    some chunk latency, waiting for proper chunk modeling", tuning.cc): this is time the run takes, not
+    an input to NCCL's choice.
+
+    Examples
+    --------
+    >>> round(tree_fill_s(1 << 30, 100e9, "Simple", 16, 8, 2) * 1e6, 1)  # 15 hops x 8 MiB at 100 GB/s
+    1258.3
+    >>> round(tree_fill_s(1 << 30, 100e9, "Simple", 16, 8, 2, intra_Bps=200e9) * 1e6, 1)  # NVLink hops 2x
+    671.1
+    >>> tree_fill_s(1 << 30, 100e9, "LL128", 16, 8, 2), tree_fill_s(1 << 20, 0.0, "Simple", 16, 8, 2)
+    (0.0, 0.0)
+    """
+    if protocol != "Simple" or bandwidth_Bps <= 0 or size_bytes <= 0 or tree_depth(ppn, nnodes) <= 0:
+        return 0.0
+    w = tree_window_bytes(size_bytes, nchannels, buffsize_bytes, tree_depth(ppn, nnodes), version)
+    r_intra = max(float(bandwidth_Bps), float(intra_Bps))
+    hops = 2 * max(int(ppn) - 1, 0) * w / r_intra + 2 * _log2i(nnodes) * w / bandwidth_Bps
+    slowest = w / (bandwidth_Bps if nnodes > 1 else r_intra)
+    return hops - slowest
+
+
+def tree_window_bytes(size_bytes: float, nchannels: int, buffsize_bytes: int | None = None, depth: int = 0,
+                      version: tuple[int, int, int] | None = None) -> float:
+    """Bytes one fill stage moves: ``min(S, nChannels x chunk)`` (see :func:`tree_fill_s`, :func:`tree_chunk_bytes`).
+
+    Examples
+    --------
+    >>> tree_window_bytes(1 << 20, 16), tree_window_bytes(1 << 30, 16)
+    (1048576.0, 8388608.0)
+    """
+    chunk = tree_chunk_bytes(buffsize_bytes, size_bytes, nchannels, depth, version)
+    return min(float(size_bytes), max(int(nchannels), 1) * float(chunk))
+
+
+__all__ += ["tree_window_bytes"]

@@ -315,7 +315,8 @@ def _collective_cases(p) -> list[tuple[int | None, int, str, float, str]]:
 
 
 def _collective_options(p) -> dict:
-    """Algorithm options named by a point: ``hier`` shapes (NCCL_ALGO=NVLSTree, SHARP on), ``pxn``, ``nvls``
+    """Algorithm options named by a point: ``hier`` shapes (NCCL_ALGO=NVLSTree, SHARP on), ``pxn``,
+    ``nccl_buffsize`` (``NCCL_BUFFSIZE``), ``nvls``
     (``NCCL_NVLS_ENABLE=0`` with NCCL's own choice), ``collnet`` (``sharp = "on ..."`` or
     ``NCCL_COLLNET_ENABLE = "1"``: CollNet in NCCL's choice; otherwise off, NCCL's default)."""
     opts = {}
@@ -331,6 +332,8 @@ def _collective_options(p) -> dict:
         opts["pxn"] = bool(p["pxn"])
     if nm.parse_nccl_version(p.get("nccl_version")) is not None:
         opts["nccl_version"] = str(p["nccl_version"])  # that release's cap tables (nccl_model.tuning_tables)
+    if str(p.get("NCCL_BUFFSIZE", "")).strip().isdigit():
+        opts["nccl_buffsize"] = int(str(p["NCCL_BUFFSIZE"]).strip())  # the Simple step (trees.tree_chunk_bytes)
     if str(p.get("NCCL_NVLS_ENABLE", "")).strip() == "0" and p.get("algorithm", "auto") == "auto":
         opts["nvls"] = False  # NCCL's choice without NVLS / NVLSTree
     if str(p.get("sharp", "")).startswith("on") or str(p.get("NCCL_COLLNET_ENABLE", "")).strip() == "1":

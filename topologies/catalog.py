@@ -40,6 +40,7 @@ __all__ = [
     "NICS",
     "SWITCHES",
     "SCALEOUT_FABRICS",
+    "CLOUD_NIC_FABRICS",
     "FORWARDING",
     "PRECISIONS",
     "SOURCES",
@@ -544,6 +545,12 @@ SCALEOUT_FABRICS: Mapping[str, tuple[str, str]] = types.MappingProxyType({
     "gcp-tcpxo": ("GCP-TCPXO-fabric", "TCPXO-200G"),
     "gcp-rdma": ("GCP-RDMA-fabric", "ConnectX-7"),
 })
+
+#: Scale-out fabrics whose NIC comes with the cloud instance rather than with the GPU platform: AWS EFA
+#: (p4de / p5 / p5en / p6 devices) and GCP GPUDirect-TCPXO (A3 Mega's 8 x 200G NICs). A preset joined by one
+#: of them gets the fabric's NIC (and with it the plugin's protocols, algorithms and latencies,
+#: collectives.calibration) unless ``nic`` is set; the other fabrics keep the GPU platform's NIC.
+CLOUD_NIC_FABRICS: frozenset[str] = frozenset({"aws-efa-v1", "aws-efa-v2", "aws-efa-v3", "aws-efa-v4", "gcp-tcpxo"})
 
 # hardware.md section 3.1: DGX H100/H200/B200 8 x CX-7 [S9][S6], GB200 tray 4 x CX-7 [S16],
 # DeepSeek H800 cluster 8 x CX-7 [S35], DGX B300 8 x CX-8 [S15], GB300 NVL72 CX-8 [S23-ent].

@@ -67,7 +67,8 @@ def cluster(gpu_name: str, domains: int, scaleout: str, *, gpus_per_domain: int 
         GPUs per domain (NVL36 = 36); default the GPU's standard domain.
     nic : str, optional
         NIC model (default: the GPU platform's, e.g. ConnectX-7 with H100, ConnectX-8 with
-        GB300); ports run at the lower of the NIC's and the switch's rate.
+        GB300, or on a cloud fabric of ``catalog.CLOUD_NIC_FABRICS`` the fabric's own, e.g.
+        EFA-v2-100G on ``aws-efa-v2``); ports run at the lower of the NIC's and the switch's rate.
     tiers : {2, 3}, optional
         Default: the fewest that fit.
     oversubscription : float
@@ -97,9 +98,13 @@ def cluster(gpu_name: str, domains: int, scaleout: str, *, gpus_per_domain: int 
     planes = int(planes)
     if planes < 1:
         raise SpecError(f"planes: {planes} must be >= 1")
-    sw, _ = catalog.scaleout_switch(scaleout)
-    # the NIC ships with the GPU platform (HGX H100: ConnectX-7, GB300: ConnectX-8), whatever the switches
-    nic_spec = catalog.nic(nic) if nic else catalog.default_nic(gpu.name)
+    sw, fabric_nic = catalog.scaleout_switch(scaleout)
+    # the NIC ships with the GPU platform (HGX H100: ConnectX-7, GB300: ConnectX-8), whatever the switches,
+    # except on cloud fabrics whose NIC is the instance's (catalog.CLOUD_NIC_FABRICS: EFA, TCPXO)
+    if nic:
+        nic_spec = catalog.nic(nic)
+    else:
+        nic_spec = fabric_nic if scaleout in catalog.CLOUD_NIC_FABRICS else catalog.default_nic(gpu.name)
     port_Bps = min(nic_spec.line_rate_Bps, sw.port_Bps) / planes
     radix = sw.ports * planes
     n_gpus = gpu.domain_gpus if gpus_per_domain is None else int(gpus_per_domain)

@@ -64,6 +64,9 @@ class NcclSystem:
     nic_via_c2c : bool
         The GPU reaches its NIC through the CPU's C2C link and the CPU's PCIe (GB200 trays'
         ConnectX-7): NCCL before :data:`LL128_C2C_FROM` runs no LL128 across nodes there.
+    algorithms : tuple of str or None
+        Algorithms NCCL may use (``NCCL_ALGO``; e.g. ``("Ring", "Tree")`` where the net plugin's
+        environment profile sets it); None: all of :data:`ALGORITHMS`.
 
     Examples
     --------
@@ -86,8 +89,14 @@ class NcclSystem:
     nccl_version: tuple[int, int, int] | None = None
     protocols: tuple[str, ...] | None = None
     nic_via_c2c: bool = False
+    algorithms: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.algorithms is not None and not (
+            isinstance(self.algorithms, tuple) and self.algorithms and set(self.algorithms) <= set(ALGORITHMS)
+        ):
+            raise SpecError(f"algorithms must be None or a non-empty tuple of {', '.join(ALGORITHMS)}, "
+                            f"got {self.algorithms!r}")
         if not isinstance(self.nic_via_c2c, bool):
             raise SpecError(f"nic_via_c2c must be True or False, got {self.nic_via_c2c!r}")
         if self.protocols is not None and not (

@@ -320,6 +320,8 @@ def _tune(system: NcclSystem) -> _Model:
                 algo_reason = f"NVLS for collectives other than all_reduce needs <= {NCCL_MAX_NVLS_ARITY} GPUs per node"
             elif a in (_COLLNET_DIRECT, _COLLNET_CHAIN) and graphs[a].nchannels == 0:
                 algo_reason = f"{ALGORITHMS[a]}: no CollNet graph"
+            if algo_reason is None and system.algorithms is not None and ALGORITHMS[a] not in system.algorithms:
+                algo_reason = f"NCCL_ALGO={','.join(system.algorithms)} (the net plugin's environment profile)"
             for p in range(3):
                 if why[coll][a][p] is not None:
                     continue
