@@ -18,12 +18,21 @@ next to the source.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 __all__ = ["csc", "has_duplicates", "merge_duplicates", "presence", "column_map", "slot_sum", "slot_max",
            "one_solve_tail"]
 
 _OPTS = dict(cache=True, nogil=True)
+
+
+def _per_flow(a, n: int) -> np.ndarray:
+    """float64 values per flow, contiguous; a broadcast constant (stride 0, ``np.broadcast_to``) as its one
+    value (the kernels then read element 0 for every flow: no F x 8-byte copy)."""
+    a = np.asarray(a, dtype=np.float64)
+    if a.ndim == 1 and a.shape[0] == n and n > 1 and a.strides[0] == 0:
+        return np.ascontiguousarray(a[:1])
+    return np.ascontiguousarray(a)
 
 
 @njit(**_OPTS)
@@ -46,17 +55,68 @@ def _csc(rows, counts, indices, coef2d, ecoef, want_coef):
             pos[s] = p + 1
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _csc_blocks(rows, block, counts, indptr, indices, coef2d, ecoef, want_coef):
+    """The same CSC in two passes over blocks of ``block`` flows, one task per block (``numba.prange``).
+
+    ``counts[b, j, s]``: entries of block ``b`` in column ``j`` on slot ``s``. A slot's run is ordered by
+    column, then by block (= by flow): the start of (block ``b``, column ``j``) in slot ``s`` is a prefix
+    sum in that order, and each block then writes its own entries there. The output is the sequential
+    build's, whatever the number of threads.
+    """
+    n, h = rows.shape
+    nb = counts.shape[0]
+    r1 = counts.shape[2]
+    for b in prange(nb):
+        for i in range(b * block, min(n, (b + 1) * block)):
+            for j in range(h):
+                counts[b, j, rows[i, j] + 1] += 1
+    acc = indptr.dtype.type(0)
+    for s in range(r1):  # counts -> the first position of every (block, column) run of each slot
+        indptr[s] = acc
+        for j in range(h):
+            for b in range(nb):
+                c = counts[b, j, s]
+                counts[b, j, s] = acc
+                acc += c
+    indptr[r1] = acc
+    for b in prange(nb):
+        i0, i1 = b * block, min(n, (b + 1) * block)
+        for j in range(h):
+            pos = counts[b, j]
+            for i in range(i0, i1):
+                s = rows[i, j] + 1
+                p = pos[s]
+                indices[p] = i
+                if want_coef:
+                    ecoef[p] = coef2d[i, j]
+                pos[s] = p + 1
+
+
+#: Flows per task of the parallel CSC build (from two such blocks on): its counts take h x (R + 1) integers
+#: per block.
+CSC_BLOCK = 1 << 20
+
+
 def csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
     """Compiled :func:`fabric.adjacency._csc`: same arrays, same dtypes, same order of entries."""
     rows = np.ascontiguousarray(rows)
     n, h = rows.shape
     idx_t = np.int32 if n * h < 2**31 - 1 else np.int64
-    counts = np.zeros(n_res + 2, idx_t)
     indices = np.empty(n * h, idx_t)
     want = coef2d is not None
     ecoef = np.empty(n * h if want else 0)
-    _csc(rows, counts, indices, np.ascontiguousarray(coef2d) if want else np.zeros((1, 1)), ecoef, want)
-    return (counts, indices) if not want else (counts, indices, ecoef)
+    c2 = np.ascontiguousarray(coef2d) if want else np.zeros((1, 1))
+    nb = -(-n // CSC_BLOCK)
+    if nb >= 2:
+        counts = np.zeros((nb, h, n_res + 1), idx_t)
+        indptr = np.empty(n_res + 2, idx_t)
+        _csc_blocks(rows, CSC_BLOCK, counts, indptr, indices, c2, ecoef, want)
+        del counts
+    else:
+        indptr = np.zeros(n_res + 2, idx_t)
+        _csc(rows, indptr, indices, c2, ecoef, want)
+    return (indptr, indices) if not want else (indptr, indices, ecoef)
 
 
 @njit(**_OPTS)
@@ -170,8 +230,9 @@ def _slot_sum(res, per_flow, weight, has_w, out, tmp):
     r1 = out.shape[0]
     # one sum per column (tmp[j]: a bincount of column j, in flow order), walked row by row; the columns are
     # then added to the total one after the other (the numpy path's order)
+    step = 1 if per_flow.shape[0] == n else 0  # a constant: per_flow[0]
     for i in range(n):
-        p = per_flow[i]
+        p = per_flow[i * step]
         for j in range(h):
             v = p * weight[i, j] if has_w else p
             tmp[j, res[i, j] + 1] += v
@@ -185,7 +246,7 @@ def slot_sum(res: np.ndarray, per_flow: np.ndarray, weight: np.ndarray | None, n
     out = np.zeros(n_res + 1)
     w = np.zeros((1, 1)) if weight is None else weight
     tmp = np.zeros((res.shape[1], n_res + 1))
-    _slot_sum(res, np.ascontiguousarray(per_flow, dtype=np.float64), w, weight is not None, out, tmp)
+    _slot_sum(res, _per_flow(per_flow, res.shape[0]), w, weight is not None, out, tmp)
     return out
 
 
@@ -210,8 +271,9 @@ def slot_max(res: np.ndarray, per_flow: np.ndarray, n_res: int) -> np.ndarray:
 @njit(**_OPTS)
 def _one_solve_tail(level, bneck, size, t0, res, tend, busy):
     n, h = res.shape
+    step = 1 if size.shape[0] == n else 0  # one size for every flow (a broadcast): size[0]
     for i in range(n):
-        d = size[i] / level[bneck[i]]  # the flow's transfer time at its max-min rate
+        d = size[i * step] / level[bneck[i]]  # the flow's transfer time at its max-min rate
         tend[i] = d + t0
         if not np.isfinite(d):
             d = 0.0
@@ -227,6 +289,5 @@ def one_solve_tail(level, bneck, size, t0: float, res, n_res: int):
     path's operations on every element, in one pass (bit-identical)."""
     tend = np.empty(res.shape[0])
     busy = np.full(n_res + 1, -np.inf)
-    _one_solve_tail(level, bneck, np.ascontiguousarray(size, dtype=np.float64), float(t0), np.ascontiguousarray(res),
-                    tend, busy)
+    _one_solve_tail(level, bneck, _per_flow(size, res.shape[0]), float(t0), np.ascontiguousarray(res), tend, busy)
     return tend, busy
