@@ -429,8 +429,8 @@ def _fill_compiled(fk, ix: _Index, rem: np.ndarray, cnt: np.ndarray, state: np.n
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             accp, live = _window(W if kind else W.astype(np.intp), rc, cc, s, int(ng0), float(bound), ceps)
             np.maximum(s, 0.0, out=s)
-        fk["apply"](ix.res, kind, c1, c2, rem, cnt, share, full, out.level, out.bneck, state, ctx, ceps, _DONE,
-                    cand, s, accp, live, ff, pf, *work)
+        fk["apply"](ix.res, kind, c1, c2, rem, cnt, share, full, out.level, out.bneck, state, ctx, ceps, _ALIVE,
+                    _DONE, cand, s, accp, live, ff, pf, *work)
     out.rounds = int(ctx[1])
     out.rem_left = rem
     out.rem = np.where(full, _INF, rem)
