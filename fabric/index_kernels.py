@@ -97,6 +97,17 @@ def _csc_blocks(rows, block, counts, indptr, indices, coef2d, ecoef, want_coef):
 #: per block.
 CSC_BLOCK = 1 << 20
 
+#: Flows per task of the other parallel passes (duplicate test, presence, one-solve tail), from two blocks on.
+#: Their per-block results (a flag, presence bits, maxima) combine exactly in any order: the bits do not
+#: depend on the blocks or the threads.
+BLOCK = 1 << 21
+
+
+def _blocks(n: int) -> tuple[int, int]:
+    """(blocks, flows per block) of a parallel pass over ``n`` flows."""
+    nb = -(-n // BLOCK) if n else 0
+    return nb, BLOCK
+
 
 def csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
     """Compiled :func:`fabric.adjacency._csc`: same arrays, same dtypes, same order of entries."""
@@ -135,9 +146,21 @@ def _has_duplicates(rows):
     return False
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _has_duplicates_blocks(rows, block, found):
+    n = rows.shape[0]
+    for b in prange(found.shape[0]):
+        found[b] = _has_duplicates(rows[b * block:min(n, (b + 1) * block)])
+
+
 def has_duplicates(rows: np.ndarray) -> bool:
-    """Compiled :func:`fabric.adjacency._has_duplicates`."""
-    return bool(_has_duplicates(rows))
+    """Compiled :func:`fabric.adjacency._has_duplicates` (blocks of flows in parallel on large tables)."""
+    nb, block = _blocks(rows.shape[0])
+    if nb < 2:
+        return bool(_has_duplicates(rows))
+    found = np.zeros(nb, np.bool_)
+    _has_duplicates_blocks(rows, block, found)
+    return bool(found.any())
 
 
 @njit(**_OPTS)
@@ -178,11 +201,24 @@ def _presence(res, present):
             present[j, res[i, j] + 1] = True
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _presence_blocks(res, block, present):
+    n = res.shape[0]
+    for b in prange(present.shape[0]):
+        _presence(res[b * block:min(n, (b + 1) * block)], present[b])
+
+
 def presence(res: np.ndarray, n_res: int) -> np.ndarray:
     """bool[h, R + 1]: ``[j, l + 1]`` when resource ``l`` appears in column ``j``, ``[j, 0]`` for padding."""
-    out = np.zeros((res.shape[1], n_res + 1), dtype=np.bool_)
-    _presence(np.ascontiguousarray(res), out)
-    return out
+    res = np.ascontiguousarray(res)
+    nb, block = _blocks(res.shape[0])
+    if nb < 2:
+        out = np.zeros((res.shape[1], n_res + 1), dtype=np.bool_)
+        _presence(res, out)
+        return out
+    per_block = np.zeros((nb, res.shape[1], n_res + 1), dtype=np.bool_)
+    _presence_blocks(res, block, per_block)
+    return np.logical_or.reduce(per_block, axis=0)
 
 
 @njit(**_OPTS)
@@ -283,11 +319,28 @@ def _one_solve_tail(level, bneck, size, t0, res, tend, busy):
                 busy[s] = d
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _one_solve_tail_blocks(level, bneck, size, t0, res, block, tend, busy):
+    n = res.shape[0]
+    one = size.shape[0] != n
+    for b in prange(busy.shape[0]):
+        i0, i1 = b * block, min(n, (b + 1) * block)
+        _one_solve_tail(level, bneck[i0:i1], size if one else size[i0:i1], t0, res[i0:i1], tend[i0:i1], busy[b])
+
+
 def one_solve_tail(level, bneck, size, t0: float, res, n_res: int):
     """``(transfer_end, busy per slot)`` of the one-solve shortcut of :mod:`fabric.engine`, every flow filled:
     ``size / level[bneck] + t0``, and per slot the maximum finite transfer time (-inf where no flow). The numpy
     path's operations on every element, in one pass (bit-identical)."""
     tend = np.empty(res.shape[0])
     busy = np.full(n_res + 1, -np.inf)
-    _one_solve_tail(level, bneck, _per_flow(size, res.shape[0]), float(t0), np.ascontiguousarray(res), tend, busy)
+    size, res = _per_flow(size, res.shape[0]), np.ascontiguousarray(res)
+    nb, block = _blocks(res.shape[0])
+    if nb < 2:
+        _one_solve_tail(level, bneck, size, float(t0), res, tend, busy)
+        return tend, busy
+    # blocks of flows in parallel, each with its own maxima (a maximum is exact in any order: the same bits)
+    per_block = np.full((nb, n_res + 1), -np.inf)
+    _one_solve_tail_blocks(level, bneck, size, float(t0), res, block, tend, per_block)
+    np.max(per_block, axis=0, out=busy)
     return tend, busy

@@ -74,6 +74,14 @@ def test_csc_in_parallel_blocks_is_identical(monkeypatch, block):
     monkeypatch.setattr(index_kernels, "CSC_BLOCK", block)
     _same(want, index_kernels.csc(res, 40, coef))
     _same(want[:2], index_kernels.csc(res, 40))
+    # the other parallel passes: duplicate test, presence bits
+    clean = _rows(rng, 517, 40, 5, np.int16)
+    monkeypatch.setattr(index_kernels, "BLOCK", 1 << 40)
+    want = [index_kernels.has_duplicates(res), index_kernels.has_duplicates(clean), index_kernels.presence(res, 40)]
+    monkeypatch.setattr(index_kernels, "BLOCK", block)
+    got = [index_kernels.has_duplicates(res), index_kernels.has_duplicates(clean), index_kernels.presence(res, 40)]
+    assert want[:2] == got[:2] == [True, False]
+    _same(want[2], got[2])
 
 
 @pytest.mark.parametrize("coef", ["none", "1d", "2d"])
@@ -190,9 +198,15 @@ def test_simulation_is_identical(monkeypatch, mode, lat):
     p = FlowProblem(capacity_Bps=cap, res=res, size_bytes=size, resource_weight=rw,
                     latency_s=rng.uniform(1e-6, 2e-6, res.shape[0]) if lat else None)
     a, b = _paths(monkeypatch, lambda: simulate(p, mode=mode))
+    from fabric import index_kernels
+
+    monkeypatch.setattr(index_kernels, "BLOCK", 97)  # the parallel passes over blocks of flows
+    monkeypatch.setattr(index_kernels, "CSC_BLOCK", 101)
+    c = simulate(p, mode=mode)
     for f in ("finish_s", "transfer_end_s", "resource_bytes", "resource_busy_s"):
         _same(getattr(a, f), getattr(b, f))
-    assert (a.mode_used, a.rounds, a.events) == (b.mode_used, b.rounds, b.events)
+        _same(getattr(a, f), getattr(c, f))
+    assert (a.mode_used, a.rounds, a.events) == (b.mode_used, b.rounds, b.events) == (c.mode_used, c.rounds, c.events)
 
 
 @pytest.mark.parametrize("args", [
