@@ -18,7 +18,7 @@ next to the source.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
 __all__ = ["csc", "has_duplicates", "merge_duplicates", "presence", "column_map", "slot_sum", "slot_max",
            "one_solve_tail"]
@@ -277,12 +277,36 @@ def _slot_sum(res, per_flow, weight, has_w, out, tmp):
             out[s] += tmp[j, s]
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def _slot_sum_columns(res, per_flow, weight, has_w, groups, tmp):
+    """tmp[j]: the sum of column j in flow order (as :func:`_slot_sum`); the columns in ``groups`` interleaved
+    sets, one task each (every task walks all the rows, for its own columns only)."""
+    n, h = res.shape
+    step = 1 if per_flow.shape[0] == n else 0
+    for g in prange(groups):
+        for i in range(n):
+            p = per_flow[i * step]
+            for j in range(g, h, groups):
+                v = p * weight[i, j] if has_w else p
+                tmp[j, res[i, j] + 1] += v
+
+
 def slot_sum(res: np.ndarray, per_flow: np.ndarray, weight: np.ndarray | None, n_res: int) -> np.ndarray:
-    """Compiled :func:`fabric.reductions._slot_sum` (bit-identical)."""
+    """Compiled :func:`fabric.reductions._slot_sum` (bit-identical).
+
+    On large tables the hop columns are summed in parallel, each column by one task in flow order (the
+    sequential order), then added one after the other: the same bits.
+    """
     out = np.zeros(n_res + 1)
     w = np.zeros((1, 1)) if weight is None else weight
     tmp = np.zeros((res.shape[1], n_res + 1))
-    _slot_sum(res, _per_flow(per_flow, res.shape[0]), w, weight is not None, out, tmp)
+    per_flow = _per_flow(per_flow, res.shape[0])
+    if _blocks(res.shape[0])[0] < 2 or res.shape[1] < 2:
+        _slot_sum(res, per_flow, w, weight is not None, out, tmp)
+        return out
+    _slot_sum_columns(res, per_flow, w, weight is not None, min(res.shape[1], get_num_threads()), tmp)
+    for j in range(res.shape[1]):
+        out += tmp[j]
     return out
 
 
