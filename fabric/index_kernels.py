@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-__all__ = ["csc", "has_duplicates", "merge_duplicates", "presence", "column_map", "slot_sum", "slot_max",
-           "one_solve_tail"]
+__all__ = ["CSC_BLOCK", "BLOCK", "csc", "has_duplicates", "merge_duplicates", "presence", "take_columns",
+           "column_map", "slot_sum", "slot_max", "one_solve_tail"]
 
 _OPTS = dict(cache=True, nogil=True)
 
@@ -219,6 +219,23 @@ def presence(res: np.ndarray, n_res: int) -> np.ndarray:
     per_block = np.zeros((nb, res.shape[1], n_res + 1), dtype=np.bool_)
     _presence_blocks(res, block, per_block)
     return np.logical_or.reduce(per_block, axis=0)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _take_columns(res, keep, block, out):
+    n = res.shape[0]
+    k = keep.shape[0]
+    for b in prange(-(-n // block)):
+        for i in range(b * block, min(n, (b + 1) * block)):
+            for c in range(k):
+                out[i, c] = res[i, keep[c]]
+
+
+def take_columns(res: np.ndarray, keep: list) -> np.ndarray:
+    """``np.take(res, keep, axis=1)`` (a C-ordered copy of the hop columns ``keep``), blocks of flows in parallel."""
+    out = np.empty((res.shape[0], len(keep)), dtype=res.dtype)
+    _take_columns(np.ascontiguousarray(res), np.asarray(keep, dtype=np.intp), BLOCK, out)
+    return out
 
 
 @njit(**_OPTS)

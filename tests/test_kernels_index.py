@@ -82,6 +82,7 @@ def test_csc_in_parallel_blocks_is_identical(monkeypatch, block):
     got = [index_kernels.has_duplicates(res), index_kernels.has_duplicates(clean), index_kernels.presence(res, 40)]
     assert want[:2] == got[:2] == [True, False]
     _same(want[2], got[2])
+    _same(index_kernels.take_columns(res, [0, 2, 3]), np.take(res, [0, 2, 3], axis=1))
 
 
 @pytest.mark.parametrize("coef", ["none", "1d", "2d"])
