@@ -101,7 +101,7 @@ def _stable_sort(cand, share):
 
 @_jit
 def apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state, ctx, ceps, alive, done, cand, s,
-          accp, live, ff, pf, dc, dr, ib, fb):
+          accp, live, ff, pf, dc, dr, ib):
     """Freeze the first-crossed flows ff of the accepted candidates at s (the end of a window round).
 
     The flows of ``ff`` hold their candidate's position in ``state`` (:func:`multi`): an accepted one
@@ -155,7 +155,7 @@ def apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state,
 
 @_jit
 def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, full, level, bneck, state, ctx,
-          ceps, tie, alive, done, cand, s0, dc, dr, ib, fb):
+          ceps, tie, alive, done, cand, s0, dc, dr, ib):
     """A window of k > 1 candidates (sorted by share): applied here unless they share flows.
 
     Returns (code, s, W, ff, pf, rc, cc, ng0): code CONTINUE once applied,
@@ -171,8 +171,8 @@ def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, fu
     ng0 = 0
     while ng0 < k and sc[ng0] <= lim:
         ng0 += 1
-    ff = ib[3]
-    pf = ib[4]
+    ff = ib[1]
+    pf = ib[2]
     W = np.zeros((k, k))
     # one pass over the candidates' lists, in list order: the first candidate crossing each unfrozen flow (the
     # entries come in candidate order) is marked in its state and lists the flow in ff; a later candidate
@@ -215,13 +215,13 @@ def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, fu
     for p in range(k):
         live[p] = cc[p] >= ceps
     apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state, ctx, ceps, alive, done, cand, s,
-          accp, live, ff, pf, dc, dr, ib, fb)
+          accp, live, ff, pf, dc, dr, ib)
     return CONTINUE, s, W, ff, pf, rc, cc, ng0
 
 
 @_jit
 def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, full, level, bneck, state, ctx,
-           ceps, tie, alive, done, maxcand, dc, dr, ib, fb):
+           ceps, tie, alive, done, maxcand, dc, dr, ib):
     """Filling rounds until the end (DONE_) or a window numpy must handle (ALGEBRA, CAPPED).
 
     ``ctx`` = [window, rounds]; ``share`` must hold the current shares.
@@ -295,7 +295,7 @@ def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, f
         _stable_sort(cand, share)
         code, s, W, ff, pf, rc, cc, ng0 = multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt,
                                                 share, full, level, bneck, state, ctx, ceps, tie, alive, done,
-                                                cand, s0, dc, dr, ib, fb)
+                                                cand, s0, dc, dr, ib)
         if code == ALGEBRA:
             return ALGEBRA, cand, s, W, ff, pf, rc, cc, ng0, thr, s0
 
