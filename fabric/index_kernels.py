@@ -10,6 +10,10 @@ operations in the same order (no fast-math, no contraction). The callers choose
 between the two paths with :func:`fabric.kernels.use_index` (thresholds in
 :mod:`fabric.kernels`); this module imports numba and is imported only then.
 
+On large tables the passes run over blocks of flows in parallel (``numba.prange``), where the blocks' results
+combine exactly (counts into positions, flags, presence bits, maxima, copied rows) or each task keeps the
+sequential order of its own sums (one hop column per task): the bits never depend on the blocks or threads.
+
 Kernels are compiled on first use per argument type and cached by numba
 (``cache=True``) in the folder :func:`fabric.kernels.available` sets, never
 next to the source.
