@@ -62,16 +62,13 @@ def _share_all(rem, cnt, share, ceps):
 
 
 @_jit
-def _accumulate(fl, nf, rr, scalar_rate, res, kind, coef1d, coef2d, dc, dr):
-    """Per-slot sums of the coefficients (dc) and coefficient x rate (dr) of the flows fl[:nf], in flow-then-column
-    order (as np.bincount over their rows); dc and dr are zeroed first."""
+def _accumulate(fl, nf, res, kind, coef1d, coef2d, dc):
+    """Per-slot sums of the coefficients (dc) of the flows fl[:nf], in flow-then-column order (as np.bincount
+    over their rows); dc is zeroed first."""
     dc[:] = 0.0
-    if not scalar_rate:
-        dr[:] = 0.0
     h = res.shape[1]
     for q in range(nf):
         f = fl[q]
-        r = rr[0] if scalar_rate else rr[q]
         for j in range(h):
             l = res[f, j] + 1
             if kind == 0:
@@ -81,8 +78,6 @@ def _accumulate(fl, nf, rr, scalar_rate, res, kind, coef1d, coef2d, dc, dr):
             else:
                 w = coef2d[f, j]
             dc[l] += w
-            if not scalar_rate:
-                dr[l] += w * r if kind != 0 else r
 
 
 @_jit
@@ -231,7 +226,6 @@ def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, f
     e_i = np.zeros(0, np.int64)
     e_f = np.zeros(0)
     e_w = np.zeros((0, 0))
-    one = np.empty(1)
     buf = np.empty(maxcand + 1, np.int64)
     while True:
         j0 = 0
@@ -273,8 +267,7 @@ def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, f
                     state[fl[q]] = done
                     bneck[fl[q]] = j0
                 level[j0] = sv
-                one[0] = sv
-                _accumulate(fl, nf, one, True, res, kind, coef1d, coef2d, dc, dr)
+                _accumulate(fl, nf, res, kind, coef1d, coef2d, dc)
                 for l in range(r1):
                     cnt[l] -= dc[l]
                     rem[l] -= dc[l] * sv
