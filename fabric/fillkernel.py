@@ -62,16 +62,13 @@ def _share_all(rem, cnt, share, ceps):
 
 
 @_jit
-def _accumulate(fl, nf, rr, scalar_rate, res, kind, coef1d, coef2d, dc, dr):
-    """Per-slot sums of the coefficients (dc) and coefficient x rate (dr) of the flows fl[:nf], in flow-then-column
-    order (as np.bincount over their rows); dc and dr are zeroed first."""
+def _accumulate(fl, nf, res, kind, coef1d, coef2d, dc):
+    """Per-slot sums of the coefficients (dc) of the flows fl[:nf], in flow-then-column order (as np.bincount
+    over their rows); dc is zeroed first."""
     dc[:] = 0.0
-    if not scalar_rate:
-        dr[:] = 0.0
     h = res.shape[1]
     for q in range(nf):
         f = fl[q]
-        r = rr[0] if scalar_rate else rr[q]
         for j in range(h):
             l = res[f, j] + 1
             if kind == 0:
@@ -81,8 +78,6 @@ def _accumulate(fl, nf, rr, scalar_rate, res, kind, coef1d, coef2d, dc, dr):
             else:
                 w = coef2d[f, j]
             dc[l] += w
-            if not scalar_rate:
-                dr[l] += w * r if kind != 0 else r
 
 
 @_jit
@@ -100,25 +95,40 @@ def _stable_sort(cand, share):
 
 
 @_jit
-def apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state, ctx, ceps, done, cand, s,
-          accp, live, ff, pf, dc, dr, ib, fb):
-    """Freeze the first-crossed flows ff of the accepted candidates at s (the end of a window round)."""
+def apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state, ctx, ceps, alive, done, cand, s,
+          accp, live, ff, pf, dc, dr, ib):
+    """Freeze the first-crossed flows ff of the accepted candidates at s (the end of a window round).
+
+    The flows of ``ff`` hold their candidate's position in ``state`` (:func:`multi`): an accepted one
+    becomes ``done``, the others ``alive`` again (the state after :func:`multi` in every case)."""
     k = cand.shape[0]
     n = ff.shape[0]
-    fl = ib[5]
-    rr = fb[1]
+    h = res.shape[1]
+    dc[:] = 0.0
+    dr[:] = 0.0
     nf = 0
+    # per-slot sums of the frozen flows' coefficients (dc) and coefficient x rate (dr), in flow-then-column
+    # order (as np.bincount over their rows)
     for q in range(n):
         p = pf[q]
+        f = ff[q]
         if accp[p]:
-            f = ff[q]
-            fl[nf] = f
-            rr[nf] = s[p]
+            r = s[p]
             state[f] = done
             bneck[f] = cand[p]
             nf += 1
+            for j in range(h):
+                l = res[f, j] + 1
+                if kind == 0:
+                    dc[l] += 1.0
+                    dr[l] += r
+                else:
+                    w = coef1d[f] if kind == 1 else coef2d[f, j]
+                    dc[l] += w
+                    dr[l] += w * r
+        else:
+            state[f] = alive
     if nf:
-        _accumulate(fl, nf, rr, False, res, kind, coef1d, coef2d, dc, dr)
         for l in range(rem.shape[0]):
             cnt[l] -= dc[l]
             rem[l] -= dr[l]
@@ -140,12 +150,13 @@ def apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state,
 
 @_jit
 def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, full, level, bneck, state, ctx,
-          ceps, tie, alive, done, cand, s0, dc, dr, ib, fb):
+          ceps, tie, alive, done, cand, s0, dc, dr, ib):
     """A window of k > 1 candidates (sorted by share): applied here unless they share flows.
 
     Returns (code, s, W, ff, pf, rc, cc, ng0): code CONTINUE once applied,
     ALGEBRA when numpy must solve the window (W float64[k, k], counts
-    for unweighted problems).
+    for unweighted problems); then the flows of ``ff`` keep their candidate's
+    position in ``state`` until :func:`apply` ends the round.
     """
     k = cand.shape[0]
     sc = np.empty(k)
@@ -155,16 +166,12 @@ def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, fu
     ng0 = 0
     while ng0 < k and sc[ng0] <= lim:
         ng0 += 1
-    fl = ib[0]
-    pidx = ib[1]
-    mn = ib[2]
-    ff = ib[3]
-    pf = ib[4]
-    ew = fb[0]
-    # one pass over the candidates' lists, in list order: an entry is gathered if its flow is unfrozen (alive,
-    # or already marked by an earlier candidate of this window); the first candidate crossing each flow (the
-    # entries come in candidate order) is marked in its state; branch-free compaction
-    n = 0
+    ff = ib[1]
+    pf = ib[2]
+    W = np.zeros((k, k))
+    # one pass over the candidates' lists, in list order: the first candidate crossing each unfrozen flow (the
+    # entries come in candidate order) is marked in its state and lists the flow in ff; a later candidate
+    # crossing it adds the entry's coefficient to W[p, first] (in list order, as numpy's bincount)
     q = 0
     nlater = 0
     for p in range(k):
@@ -172,23 +179,22 @@ def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, fu
         for e in range(indptr[c], indptr[c + 1]):
             f = indices[e]
             m = state[f]
-            fresh = m == alive
-            fl[n] = f
-            pidx[n] = p
-            mn[n] = p if fresh else m
-            if kind == 2:
-                ew[n] = ecoef[e]
-            n += fresh or m < done
-            nlater += m < done
-            ff[q] = f
-            pf[q] = p
-            q += fresh
-            state[f] = p if fresh else m
-    nfirst = q
-    for e in range(n):
-        state[fl[e]] = alive
-    ff = ff[:nfirst]
-    pf = pf[:nfirst]
+            if m == alive:
+                ff[q] = f
+                pf[q] = p
+                q += 1
+                state[f] = p
+            elif m < done:
+                nlater += 1
+                if m < p:
+                    if kind == 0:
+                        W[p, m] += 1.0
+                    elif kind == 1:
+                        W[p, m] += coef1d[f]
+                    else:
+                        W[p, m] += ecoef[e]
+    ff = ff[:q]
+    pf = pf[:q]
     rc = np.empty(k)
     cc = np.empty(k)
     s = sc.copy()
@@ -197,31 +203,20 @@ def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, fu
         cc[p] = cnt[cand[p]]
     for p in range(ng0):
         s[p] = s0
-    W = np.zeros((k, k))
     if nlater:
-        Wf = W.reshape(k * k)
-        for e in range(n):
-            if pidx[e] > mn[e]:
-                if kind == 0:
-                    w = 1.0
-                elif kind == 1:
-                    w = coef1d[fl[e]]
-                else:
-                    w = ew[e]
-                Wf[pidx[e] * k + mn[e]] += w
         return ALGEBRA, s, W, ff, pf, rc, cc, ng0
     live = np.empty(k, np.bool_)
     accp = np.ones(k, np.bool_)
     for p in range(k):
         live[p] = cc[p] >= ceps
-    apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state, ctx, ceps, done, cand, s,
-          accp, live, ff, pf, dc, dr, ib, fb)
+    apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state, ctx, ceps, alive, done, cand, s,
+          accp, live, ff, pf, dc, dr, ib)
     return CONTINUE, s, W, ff, pf, rc, cc, ng0
 
 
 @_jit
 def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, full, level, bneck, state, ctx,
-           ceps, tie, alive, done, maxcand, dc, dr, ib, fb):
+           ceps, tie, alive, done, maxcand, dc, dr, ib):
     """Filling rounds until the end (DONE_) or a window numpy must handle (ALGEBRA, CAPPED).
 
     ``ctx`` = [window, rounds]; ``share`` must hold the current shares.
@@ -231,7 +226,6 @@ def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, f
     e_i = np.zeros(0, np.int64)
     e_f = np.zeros(0)
     e_w = np.zeros((0, 0))
-    one = np.empty(1)
     buf = np.empty(maxcand + 1, np.int64)
     while True:
         j0 = 0
@@ -273,8 +267,7 @@ def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, f
                     state[fl[q]] = done
                     bneck[fl[q]] = j0
                 level[j0] = sv
-                one[0] = sv
-                _accumulate(fl, nf, one, True, res, kind, coef1d, coef2d, dc, dr)
+                _accumulate(fl, nf, res, kind, coef1d, coef2d, dc)
                 for l in range(r1):
                     cnt[l] -= dc[l]
                     rem[l] -= dc[l] * sv
@@ -295,7 +288,7 @@ def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, f
         _stable_sort(cand, share)
         code, s, W, ff, pf, rc, cc, ng0 = multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt,
                                                 share, full, level, bneck, state, ctx, ceps, tie, alive, done,
-                                                cand, s0, dc, dr, ib, fb)
+                                                cand, s0, dc, dr, ib)
         if code == ALGEBRA:
             return ALGEBRA, cand, s, W, ff, pf, rc, cc, ng0, thr, s0
 

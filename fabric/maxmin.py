@@ -373,12 +373,11 @@ _BUFFERS = threading.local()
 
 
 def _fill_buffers(n: int):
-    """int64[6, >= n] and float64[2, >= n] work buffers of the compiled fill, per thread (kept between fills:
-    their pages are touched once, not at every fill)."""
-    b = getattr(_BUFFERS, "b", None)
-    if b is None or b[0].shape[1] < n:
-        n = max(n, 1024)
-        b = _BUFFERS.b = (np.empty((6, n), dtype=np.int64), np.empty((2, n)))
+    """int64[3, >= n] work buffer of the compiled fill (the flows of a one-slot round; a window's first-crossed
+    flows and their candidates), per thread (kept between fills: its pages are touched once, not at every fill)."""
+    b = getattr(_BUFFERS, "ib", None)
+    if b is None or b.shape[1] < n:
+        b = _BUFFERS.ib = np.empty((3, max(n, 1024)), dtype=np.int64)
     return b
 
 
@@ -411,8 +410,7 @@ def _fill_compiled(fk, ix: _Index, rem: np.ndarray, cnt: np.ndarray, state: np.n
     lens = np.diff(ix.indptr)
     need = int(np.partition(lens, lens.shape[0] - _MAXCAND)[-_MAXCAND:].sum() if lens.shape[0] > _MAXCAND
                else lens.sum()) + 1
-    ib, fb = _fill_buffers(need)
-    work = (dc, dr, ib, fb)
+    work = (dc, dr, _fill_buffers(need))
     while True:
         code, cand, s, W, ff, pf, rc, cc, ng0, bound, s0 = fk["rounds"](*base, _MAXCAND, *work)
         if code == _fk.DONE_:
@@ -429,8 +427,8 @@ def _fill_compiled(fk, ix: _Index, rem: np.ndarray, cnt: np.ndarray, state: np.n
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             accp, live = _window(W if kind else W.astype(np.intp), rc, cc, s, int(ng0), float(bound), ceps)
             np.maximum(s, 0.0, out=s)
-        fk["apply"](ix.res, kind, c1, c2, rem, cnt, share, full, out.level, out.bneck, state, ctx, ceps, _DONE,
-                    cand, s, accp, live, ff, pf, *work)
+        fk["apply"](ix.res, kind, c1, c2, rem, cnt, share, full, out.level, out.bneck, state, ctx, ceps, _ALIVE,
+                    _DONE, cand, s, accp, live, ff, pf, *work)
     out.rounds = int(ctx[1])
     out.rem_left = rem
     out.rem = np.where(full, _INF, rem)

@@ -167,7 +167,7 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
         pairs[i:] = [(a, q) if p == b else (p, q) for p, q in pairs[i:]]
     if len(keep) == h:
         return _Reduced(res, w, cap, rep)
-    res2 = np.take(res, keep, axis=1)
+    res2 = _kernels.index().take_columns(res, keep) if compiled else np.take(res, keep, axis=1)
     w2 = None if w is None else np.take(w, keep, axis=1)
     return _Reduced(res2, w2, cap_eff, rep)
 

@@ -60,6 +60,31 @@ def test_csc_is_identical(monkeypatch, dtype):
     _same(*_paths(monkeypatch, lambda: adjacency._csc(res[:0], 50)))
 
 
+@pytest.mark.parametrize("block", [1, 7, 64])
+def test_csc_in_parallel_blocks_is_identical(monkeypatch, block):
+    """The two-pass build over blocks of flows (numba.prange) writes the sequential build's arrays."""
+    pytest.importorskip("numba")
+    from fabric import index_kernels
+
+    rng = np.random.default_rng(11)
+    res = _rows(rng, 517, 40, 5, np.int16, dup=True)
+    coef = rng.uniform(0.5, 2.0, res.shape)
+    monkeypatch.setenv("FABRIC_EMU_KERNELS", "numpy")
+    want = adjacency._csc(res, 40, coef)
+    monkeypatch.setattr(index_kernels, "CSC_BLOCK", block)
+    _same(want, index_kernels.csc(res, 40, coef))
+    _same(want[:2], index_kernels.csc(res, 40))
+    # the other parallel passes: duplicate test, presence bits
+    clean = _rows(rng, 517, 40, 5, np.int16)
+    monkeypatch.setattr(index_kernels, "BLOCK", 1 << 40)
+    want = [index_kernels.has_duplicates(res), index_kernels.has_duplicates(clean), index_kernels.presence(res, 40)]
+    monkeypatch.setattr(index_kernels, "BLOCK", block)
+    got = [index_kernels.has_duplicates(res), index_kernels.has_duplicates(clean), index_kernels.presence(res, 40)]
+    assert want[:2] == got[:2] == [True, False]
+    _same(want[2], got[2])
+    _same(index_kernels.take_columns(res, [0, 2, 3]), np.take(res, [0, 2, 3], axis=1))
+
+
 @pytest.mark.parametrize("coef", ["none", "1d", "2d"])
 def test_duplicates_merge_identically(monkeypatch, coef):
     rng = np.random.default_rng(2)
@@ -102,8 +127,36 @@ def test_reductions_are_identical(monkeypatch):
         if trial == 5:
             v[::7] = np.nan
         _same(*_paths(monkeypatch, lambda: reductions._slot_sum(res, v, w, R)))
+        if trial % 4 == 1:  # hop columns summed in parallel (each in flow order)
+            from fabric import index_kernels
+
+            monkeypatch.setattr(index_kernels, "BLOCK", max(1, F // 3))
+            _same(_paths(monkeypatch, lambda: reductions._slot_sum(res, v, w, R))[0],
+                  index_kernels.slot_sum(res, v, w, R))
+            monkeypatch.undo()
         with np.errstate(invalid="ignore"):
             _same(*_paths(monkeypatch, lambda: reductions._slot_max(res, v, R)))
+
+
+def test_a_broadcast_constant_is_read_once_per_flow(monkeypatch):
+    """Equal sizes given as np.broadcast_to (stride 0, as the flow sets build them): the compiled sums and the
+    one-solve tail read element 0 (no F-sized copy) and give the bits of the materialised array."""
+    rng = np.random.default_rng(12)
+    res = _rows(rng, 300, 20, 4, np.int16)
+    v = np.broadcast_to(np.float64(3.7e6), (300,))
+    w = rng.uniform(0.1, 3.0, res.shape)
+    for weight in (None, w):
+        a, b = _paths(monkeypatch, lambda: reductions._slot_sum(res, v, weight, 20))
+        _same(a, b)
+        _same(a, reductions._slot_sum(res, np.array(v), weight, 20))
+    cap = rng.uniform(1e9, 4e9, 20)
+    p = FlowProblem(capacity_Bps=cap, res=res, size_bytes=v)
+    a, b = _paths(monkeypatch, lambda: simulate(p))
+    c = simulate(FlowProblem(capacity_Bps=cap, res=res, size_bytes=np.array(v)))
+    assert a.mode_used == "one-solve"
+    for f in ("finish_s", "transfer_end_s", "resource_bytes", "resource_busy_s"):
+        _same(getattr(a, f), getattr(b, f))
+        _same(getattr(a, f), getattr(c, f))
 
 
 def _with_twin_columns(rng, F, R, weighted, broken=None):
@@ -153,9 +206,15 @@ def test_simulation_is_identical(monkeypatch, mode, lat):
     p = FlowProblem(capacity_Bps=cap, res=res, size_bytes=size, resource_weight=rw,
                     latency_s=rng.uniform(1e-6, 2e-6, res.shape[0]) if lat else None)
     a, b = _paths(monkeypatch, lambda: simulate(p, mode=mode))
+    from fabric import index_kernels
+
+    monkeypatch.setattr(index_kernels, "BLOCK", 97)  # the parallel passes over blocks of flows
+    monkeypatch.setattr(index_kernels, "CSC_BLOCK", 101)
+    c = simulate(p, mode=mode)
     for f in ("finish_s", "transfer_end_s", "resource_bytes", "resource_busy_s"):
         _same(getattr(a, f), getattr(b, f))
-    assert (a.mode_used, a.rounds, a.events) == (b.mode_used, b.rounds, b.events)
+        _same(getattr(a, f), getattr(c, f))
+    assert (a.mode_used, a.rounds, a.events) == (b.mode_used, b.rounds, b.events) == (c.mode_used, c.rounds, c.events)
 
 
 @pytest.mark.parametrize("args", [
