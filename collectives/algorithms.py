@@ -370,11 +370,12 @@ class Planner(_PointToPointMixin):
     def nvls_chunk(self, op: Collective, size: float) -> int:
         """The chunk NCCL's NVLS kernel uses for ``op`` at ``size`` inside one NVLink domain
         (:func:`collectives.nccl_model.nvls_chunk_bytes`; option ``nvls_chunk_bytes`` =
-        ``NCCL_NVLS_CHUNKSIZE``, default 128 KiB)."""
+        ``NCCL_NVLS_CHUNKSIZE``, default 128 KiB; at most ``nccl_buffsize / NCCL_STEPS``, as enqueue.cc)."""
         version = nm.parse_nccl_version(op.options.get("nccl_version"))
         ch = nm.nvls_channels(self.gpu.sm, True, version)
-        return nm.nvls_chunk_bytes(max(size, 1), ch, nm.nvls_heads(op.n),
-                                   max_chunk_bytes=self.nvls_chunk_option(op))
+        buff = check_buffsize(op.options.get("nccl_buffsize"))  # chunk <= NCCL_BUFFSIZE / NCCL_STEPS
+        return nm.nvls_chunk_bytes(max(size, 1), ch, nm.nvls_heads(op.n), max_chunk_bytes=self.nvls_chunk_option(op),
+                                   buffsize_bytes=nm.SIMPLE_BUFFSIZE_DEFAULT if buff is None else buff)
 
     @staticmethod
     def nvls_chunk_option(op: Collective) -> int:

@@ -116,3 +116,19 @@ def test_nccl_byte_settings_of_a_point_are_read_or_refused_in_one_line(tmp_path)
         bad.write_text(head.format(id="c", key=key, val="8MiB"))
         r = CliRunner().invoke(cli, ["validate", "--file", str(bad)])
         assert r.exit_code == 2 and f"settings.{key}" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_run_sets_nccl_buffsize_and_nvls_chunksize_or_refuses_them_in_one_line():
+    """The two NCCL sizes a validation point's settings can carry are also ``run`` flags: a larger
+    NCCL_BUFFSIZE lengthens a forced tree/Simple fill (a lower busbw), a bad value is one line, exit 2."""
+    base = ["run", "all_reduce", "--topo", "hgx-h100", "--set", "domains=2", "--set", "scaleout=quantum-2-nosharp",
+            "--size", "1GiB", "--algo", "tree", "--json"]
+    bw = [json.loads(CliRunner().invoke(cli, base + extra).stdout)[0]["busbw_GBps"]
+          for extra in ([], ["--nccl-buffsize", "32MiB"])]
+    assert bw[1] < bw[0]
+    for extra, flag in ((["--nccl-buffsize", "4B"], "--nccl-buffsize"), (["--nccl-buffsize", "8M"], "--nccl-buffsize"),
+                        (["--nvls-chunksize", "1KiB"], "--nvls-chunksize")):
+        r = CliRunner().invoke(cli, base + extra)
+        assert r.exit_code == 2 and r.stderr.startswith(f"error: {flag}:") and len(r.stderr.strip().splitlines()) == 1
+    r = CliRunner().invoke(cli, ["run", "moe_dispatch", "--topo", "hgx-h100", "--nvls-chunksize", "512KiB"])
+    assert r.exit_code == 2 and "--nvls-chunksize" in r.stderr
