@@ -316,7 +316,7 @@ def _collective_cases(p) -> list[tuple[int | None, int, str, float, str]]:
 
 def _collective_options(p) -> dict:
     """Algorithm options named by a point: ``hier`` shapes (NCCL_ALGO=NVLSTree, SHARP on), ``pxn``,
-    ``nccl_buffsize`` (``NCCL_BUFFSIZE``), ``nvls``
+    ``nccl_version``, ``nccl_buffsize`` (``NCCL_BUFFSIZE``), ``nvls_chunk_bytes`` (``NCCL_NVLS_CHUNKSIZE``), ``nvls``
     (``NCCL_NVLS_ENABLE=0`` with NCCL's own choice), ``collnet`` (``sharp = "on ..."`` or
     ``NCCL_COLLNET_ENABLE = "1"``: CollNet in NCCL's choice; otherwise off, NCCL's default)."""
     opts = {}
