@@ -17,8 +17,8 @@ from cli.options import AsciiInt, VocabularyChoice, failure_options, given_optio
     parse_sets
 from cli.output import clean, echo_json, handles_errors, progress_console, stdout_console
 
-__all__ = ["run_cmd", "run_command", "make_groups", "check_applicable", "nccl_version_option", "MOE_OPTIONS",
-           "MAX_SEED", "MAX_SIZE_BYTES"]
+__all__ = ["run_cmd", "run_command", "make_groups", "check_applicable", "nccl_version_option", "nccl_size_options",
+           "MOE_OPTIONS", "MAX_SEED", "MAX_SIZE_BYTES"]
 
 #: Options that only MoE dispatch/combine use.
 MOE_OPTIONS = ("tokens", "hidden", "experts", "topk", "moe_routing")
@@ -59,6 +59,31 @@ def nccl_version_option(text: str | None) -> str | None:
     return None if text is None else check_nccl_version(text, field="--nccl-version")
 
 
+def nccl_size_options(buffsize: str | None, nvls_chunk: str | None) -> dict:
+    """``--nccl-buffsize`` / ``--nvls-chunksize`` (sizes such as ``8MiB``) as the collective options
+    ``nccl_buffsize`` / ``nvls_chunk_bytes``, checked as the planner checks them (one line naming the flag)."""
+    from collectives.algorithms import Planner
+    from collectives.ops import Collective
+    from collectives.trees import check_buffsize
+    from topologies.errors import SpecError
+    from topologies.units import parse_size
+
+    opts: dict = {}
+    checks = (("nccl_buffsize", buffsize, check_buffsize),
+              ("nvls_chunk_bytes", nvls_chunk, lambda v: Planner.nvls_chunk_option(
+                  Collective("all_reduce", (0, 1), 1, options={"nvls_chunk_bytes": v}))))
+    for (key, text, check), flag in zip(checks, ("--nccl-buffsize", "--nvls-chunksize")):
+        if text is None:
+            continue
+        value = parse_size(text, field=flag)
+        try:
+            check(value)
+        except SpecError as exc:  # "options KEY: ..." -> the flag the user typed
+            raise SpecError(f"{flag}: {str(exc).split(': ', 1)[-1]}") from None
+        opts[key] = value
+    return opts
+
+
 def check_applicable(collective: str, given: set[str], *, routing: str, groups: int, algo: str = "auto",
                      nvls: bool | None = None, collnet: bool | None = None) -> None:
     """Refuse options the user gave that this collective would ignore."""
@@ -74,6 +99,10 @@ def check_applicable(collective: str, given: set[str], *, routing: str, groups: 
     if "nccl_version" in given and moe:
         raise SpecError(f"--nccl-version: selects NCCL's tuning tables; {collective} runs an expert-parallel "
                         f"kernel, not NCCL's tuner")
+    for name, what in (("nccl_buffsize", "NCCL_BUFFSIZE"), ("nvls_chunksize", "NCCL_NVLS_CHUNKSIZE")):
+        if name in given and moe:
+            raise SpecError(f"{_flag(name)}: sets {what} for NCCL's collectives; {collective} runs an "
+                            f"expert-parallel kernel")
     if "nvls" in given and collective not in switch:
         raise SpecError(f"--nvls/--no-nvls: applies to {', '.join(switch)}; NCCL runs {collective} without NVLS")
     if nvls is False and algo == "nvls":
@@ -99,7 +128,8 @@ def check_applicable(collective: str, given: set[str], *, routing: str, groups: 
 def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: dict, ranks: str,
                 size, sizes, algo, routing, seed, groups, layout, pxn, moe_routing, tokens, hidden, experts, topk,
                 fail, degrade, report, memory_limit=None, given: set[str] = frozenset(), top=10,
-                plot=None, nccl_version=None, nvls=None, dispatch_dtype="fp8", collnet=None) -> None:
+                plot=None, nccl_version=None, nvls=None, dispatch_dtype="fp8", collnet=None, nccl_buffsize=None,
+                nvls_chunksize=None) -> None:
     from collectives import COLLECTIVES, TokenRouting, planner_for, sweep
     from collectives.runner import resolve_policy
     from collectives.budget import check_collective, fabric_tiers, hops_bound
@@ -117,6 +147,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
         raise SpecError("--size and --sizes: give one of them")
     check_applicable(collective, given, routing=routing, groups=groups, algo=algo, nvls=nvls, collnet=collnet)
     nccl_version = nccl_version_option(nccl_version)
+    nccl_options = nccl_size_options(nccl_buffsize, nvls_chunksize)
     moe = collective.startswith("moe")
     if moe:
         size_list = [0]
@@ -173,6 +204,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
         options["nvls"] = nvls
     if collnet is not None:
         options["collnet"] = collnet
+    options.update(nccl_options)
     if moe:
         n_domains = len({int(cf.node_domain[cf.gpus[r]]) for r in rank_groups[0]})
         if moe_routing == "node_limited" and n_domains == 1:
@@ -261,6 +293,10 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
 @click.option("--nccl-version", "nccl_version", default=None, metavar="2.M[.P]",
               help="NCCL release whose tuning tables and caps apply, from 2.18 (default: the newest modelled, "
                    "2.30.7).")
+@click.option("--nccl-buffsize", "nccl_buffsize", default=None, metavar="SIZE",
+              help="NCCL_BUFFSIZE (e.g. 8MiB; default NCCL's 4MiB): the Simple step, i.e. the tree pipeline's chunk.")
+@click.option("--nvls-chunksize", "nvls_chunksize", default=None, metavar="SIZE",
+              help="NCCL_NVLS_CHUNKSIZE (16KiB..16MiB; default 128KiB, AWS's net plugin sets 512KiB).")
 @click.option("--moe-routing", "moe_routing", default=None, type=VocabularyChoice("collectives.ROUTING_KINDS"),
               help="MoE token routing (default: node_limited across domains, uniform inside one).")
 @click.option("--tokens", "tokens", default=4096, show_default=True, type=AsciiInt(min=1), help="MoE tokens per rank.")
@@ -281,12 +317,13 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
 @click.pass_context
 @handles_errors
 def run_cmd(ctx, collective, topo, sets, ranks, size, sizes, algo, routing, seed, groups, layout, pxn, nvls, collnet,
-            nccl_version, moe_routing, tokens, hidden, experts, topk, dispatch_dtype, fail, degrade, report, top, plot,
-            memory_limit, as_json) -> None:
+            nccl_version, nccl_buffsize, nvls_chunksize, moe_routing, tokens, hidden, experts, topk, dispatch_dtype, fail,
+            degrade, report, top, plot, memory_limit, as_json) -> None:
     """Simulate COLLECTIVE on a fabric and print nccl-tests-style results."""
     run_command(stdout_console(), progress_console(), as_json=as_json, collective=collective,
                 topo=topo, sets=parse_sets(sets), ranks=ranks, size=size, sizes=sizes, algo=algo, routing=routing,
                 seed=seed, groups=groups, layout=layout, pxn=pxn, moe_routing=moe_routing, tokens=tokens,
                 hidden=hidden, experts=experts, topk=topk, fail=fail, degrade=degrade, report=report,
                 memory_limit=memory_limit, given=given_options(ctx), top=top, plot=plot, nccl_version=nccl_version,
-                nvls=nvls, dispatch_dtype=dispatch_dtype, collnet=collnet)
+                nvls=nvls, dispatch_dtype=dispatch_dtype, collnet=collnet, nccl_buffsize=nccl_buffsize,
+                nvls_chunksize=nvls_chunksize)

@@ -46,8 +46,8 @@ from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, nvls_chun
 from collectives.moe import plan_moe
 from collectives.ops import Collective
 from collectives.p2p import _PointToPointMixin
-from collectives.trees import (NCCL_DEFAULT_BUFFSIZE_BYTES, NCCL_STEPS, nccl_btree_parent, nccl_dtree_parents,
-                               tree_channels, tree_correction_factor, tree_fill_s)
+from collectives.trees import (check_buffsize, nccl_btree_parent, nccl_dtree_parents, tree_channels,
+                               tree_correction_factor, tree_fill_s)
 from fabric import Router, route_kernels
 from fabric.flowset import FlowSet, concat
 from topologies import catalog
@@ -370,11 +370,12 @@ class Planner(_PointToPointMixin):
     def nvls_chunk(self, op: Collective, size: float) -> int:
         """The chunk NCCL's NVLS kernel uses for ``op`` at ``size`` inside one NVLink domain
         (:func:`collectives.nccl_model.nvls_chunk_bytes`; option ``nvls_chunk_bytes`` =
-        ``NCCL_NVLS_CHUNKSIZE``, default 128 KiB)."""
+        ``NCCL_NVLS_CHUNKSIZE``, default 128 KiB; at most ``nccl_buffsize / NCCL_STEPS``, as enqueue.cc)."""
         version = nm.parse_nccl_version(op.options.get("nccl_version"))
         ch = nm.nvls_channels(self.gpu.sm, True, version)
-        return nm.nvls_chunk_bytes(max(size, 1), ch, nm.nvls_heads(op.n),
-                                   max_chunk_bytes=self.nvls_chunk_option(op))
+        buff = check_buffsize(op.options.get("nccl_buffsize"))  # chunk <= NCCL_BUFFSIZE / NCCL_STEPS
+        return nm.nvls_chunk_bytes(max(size, 1), ch, nm.nvls_heads(op.n), max_chunk_bytes=self.nvls_chunk_option(op),
+                                   buffsize_bytes=nm.SIMPLE_BUFFSIZE_DEFAULT if buff is None else buff)
 
     @staticmethod
     def nvls_chunk_option(op: Collective) -> int:
@@ -596,10 +597,7 @@ class Planner(_PointToPointMixin):
             # and S down, at the collective NVLink efficiency and NCCL's kernel limit of the size)
             nvl = bool(self.router.domain_has_nvlink[self.domain[groups[0][0]]])
             intra = self.gpu.nvlink_Bps * self.calib.nvlink_collective * est.kernel_efficiency / 2 if nvl else 0.0
-            buff = op.options.get("nccl_buffsize")
-            if buff is not None and (isinstance(buff, bool) or not isinstance(buff, int) or buff < NCCL_STEPS):
-                raise SpecError(f"options nccl_buffsize: {buff!r} must be NCCL_BUFFSIZE in bytes, an integer "
-                                f">= {NCCL_STEPS} (NCCL's default is {NCCL_DEFAULT_BUFFSIZE_BYTES})")
+            buff = check_buffsize(op.options.get("nccl_buffsize"))
             fill = tree_fill_s(size, est.bandwidth_Bps, est.protocol, tree_channels(est.nchannels), max(len(g) for g in groups),
                                len(groups), buff, intra_Bps=intra,
                                version=nm.parse_nccl_version(op.options.get("nccl_version")),

@@ -13,7 +13,7 @@ import numpy as np
 from collectives import nccl_model as nm
 from collectives.algorithms import NCCL_TO_OURS, Plan, Planner
 from collectives.calibration import NVLS_PIPELINE_WINDOW_BYTES, ring_window_bytes
-from collectives.trees import tree_channels, tree_correction_factor, tree_depth, tree_window_bytes
+from collectives.trees import check_buffsize, tree_channels, tree_correction_factor, tree_depth, tree_window_bytes
 from collectives.ops import Collective
 from fabric.flowset import FlowSet
 from topologies.errors import SpecError
@@ -90,7 +90,8 @@ class PlanCache:
                 len(self.planner.groups_by_domain(np.asarray(op.ranks))) == 1 else None,
                 # the tree/Simple pipeline fill: min(S, nChannels x chunk) (trees.tree_window_bytes) at the
                 # rates without NCCL's treeCorrectionFactor of the size (trees.tree_correction_factor)
-                tuple((tree_window_bytes(size, tree_channels(e.nchannels), op.options.get("nccl_buffsize"),
+                tuple((tree_window_bytes(size, tree_channels(e.nchannels),
+                                         check_buffsize(op.options.get("nccl_buffsize")),
                                          tree_depth(system.gpus_per_node, system.nnodes), system.nccl_version),
                        tree_correction_factor(e.protocol, size))
                       for e in ests if e.algorithm == "Tree" and e.protocol == "Simple")

@@ -9,6 +9,7 @@ not part of NCCL's own cost model.
 from __future__ import annotations
 
 from collectives.nccl_model.constants import MAXCHANNELS, PROTOCOLS, TREE_CORRECTION_FACTOR
+from collectives.nccl_model.enqueue import NCCL_STEPS, SIMPLE_BUFFSIZE_DEFAULT
 from topologies.errors import SpecError
 
 __all__ = ["nccl_btree_parent", "nccl_dtree_parents"]
@@ -51,12 +52,26 @@ def nccl_dtree_parents(n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 # ----------------------------------------------------------------------------- pipeline fill
 #: NCCL's default Simple buffer per connection, bytes (src/init.cc ``DEFAULT_BUFFSIZE (1 << 22)``, the same from
-#: v2.7 to v2.30.7); ``NCCL_BUFFSIZE`` overrides it (Google's TCPXO and AWS's EFA profiles set 8 MiB).
-NCCL_DEFAULT_BUFFSIZE_BYTES = 1 << 22
-#: Steps of a connection's buffer (src/include/device.h ``NCCL_STEPS``).
-NCCL_STEPS = 8
+#: v2.7 to v2.30.7); ``NCCL_BUFFSIZE`` overrides it (Google's TCPXO and AWS's EFA profiles set 8 MiB). One
+#: source of truth with NCCL's NVLS chunk rule: :data:`collectives.nccl_model.SIMPLE_BUFFSIZE_DEFAULT`;
+#: ``NCCL_STEPS`` (src/include/device.h, steps of a connection's buffer) is :data:`collectives.nccl_model.NCCL_STEPS`.
+NCCL_DEFAULT_BUFFSIZE_BYTES = SIMPLE_BUFFSIZE_DEFAULT
 
-__all__ += ["NCCL_DEFAULT_BUFFSIZE_BYTES", "NCCL_STEPS", "tree_depth", "tree_chunk_bytes", "tree_fill_s"]
+__all__ += ["NCCL_DEFAULT_BUFFSIZE_BYTES", "NCCL_STEPS", "check_buffsize", "tree_depth", "tree_chunk_bytes",
+            "tree_fill_s"]
+
+
+def check_buffsize(value) -> int | None:
+    """The ``nccl_buffsize`` option (``NCCL_BUFFSIZE`` in bytes), checked: None (NCCL's default) or an
+    integer >= ``NCCL_STEPS``; anything else is refused in one line.
+
+    >>> check_buffsize(None), check_buffsize(8 << 20)
+    (None, 8388608)
+    """
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < NCCL_STEPS):
+        raise SpecError(f"options nccl_buffsize: {value!r} must be NCCL_BUFFSIZE in bytes, an integer "
+                        f">= {NCCL_STEPS} (NCCL's default is {NCCL_DEFAULT_BUFFSIZE_BYTES})")
+    return value
 
 
 def _log2i(n: int) -> int:

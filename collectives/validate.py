@@ -316,7 +316,7 @@ def _collective_cases(p) -> list[tuple[int | None, int, str, float, str]]:
 
 def _collective_options(p) -> dict:
     """Algorithm options named by a point: ``hier`` shapes (NCCL_ALGO=NVLSTree, SHARP on), ``pxn``,
-    ``nccl_buffsize`` (``NCCL_BUFFSIZE``), ``nvls``
+    ``nccl_version``, ``nccl_buffsize`` (``NCCL_BUFFSIZE``), ``nvls_chunk_bytes`` (``NCCL_NVLS_CHUNKSIZE``), ``nvls``
     (``NCCL_NVLS_ENABLE=0`` with NCCL's own choice), ``collnet`` (``sharp = "on ..."`` or
     ``NCCL_COLLNET_ENABLE = "1"``: CollNet in NCCL's choice; otherwise off, NCCL's default)."""
     opts = {}
@@ -332,15 +332,31 @@ def _collective_options(p) -> dict:
         opts["pxn"] = bool(p["pxn"])
     if nm.parse_nccl_version(p.get("nccl_version")) is not None:
         opts["nccl_version"] = str(p["nccl_version"])  # that release's cap tables (nccl_model.tuning_tables)
-    if str(p.get("NCCL_BUFFSIZE", "")).strip().isdigit():
-        opts["nccl_buffsize"] = int(str(p["NCCL_BUFFSIZE"]).strip())  # the Simple step (trees.tree_chunk_bytes)
+    if (buff := _setting_bytes(p, "NCCL_BUFFSIZE")) is not None:
+        opts["nccl_buffsize"] = buff  # the Simple step (trees.tree_chunk_bytes)
     if str(p.get("NCCL_NVLS_ENABLE", "")).strip() == "0" and p.get("algorithm", "auto") == "auto":
         opts["nvls"] = False  # NCCL's choice without NVLS / NVLSTree
     if str(p.get("sharp", "")).startswith("on") or str(p.get("NCCL_COLLNET_ENABLE", "")).strip() == "1":
         opts["collnet"] = True  # the source enabled CollNet (SHARP); without it NCCL's default, off
-    if "NCCL_NVLS_CHUNKSIZE" in p:  # e.g. set by AWS's net plugin (docs/validation-data.md)
-        opts["nvls_chunk_bytes"] = int(str(p["NCCL_NVLS_CHUNKSIZE"]).split()[0])
+    if (chunk := _setting_bytes(p, "NCCL_NVLS_CHUNKSIZE")) is not None:  # e.g. set by AWS's net plugin
+        opts["nvls_chunk_bytes"] = chunk  # (docs/validation-data.md)
     return opts
+
+
+def _setting_bytes(p, key: str) -> int | None:
+    """An NCCL environment setting in bytes from a point's settings: its leading integer (a note may follow,
+    ``"524288 (AWS plugin ...)"``), or None when absent or noted as NCCL's default (``"default ..."``).
+    Anything else is refused in one line naming the point and the field."""
+    if key not in p:
+        return None
+    text = str(p[key]).strip()
+    if text.lower().startswith("default"):
+        return None
+    head = text.split()[0] if text else ""
+    if not head.isdigit():
+        raise SpecError(f"validation point {p.id!r}: settings.{key} = {brief(p[key])} must start with a whole "
+                        f"number of bytes (e.g. \"8388608\") or say \"default ...\"")
+    return int(head)
 
 
 def _host_overhead_s(p) -> float:

@@ -119,3 +119,15 @@ def test_forced_tree_has_no_doubling_at_the_ll_to_ll128_switch(h100):
 def test_nvls_chunk_option_is_checked(h100):
     with pytest.raises(SpecError, match="nvls_chunk_bytes"):
         _busbw(h100, GIB, "nvls", nvls_chunk_bytes=1000)
+
+
+def test_planner_nvls_chunk_is_capped_by_the_simple_step(h100):
+    """enqueue.cc starts the NVLS chunk at ``min(NCCL_BUFFSIZE / NCCL_STEPS, NCCL_NVLS_CHUNKSIZE)``: with
+    NCCL_BUFFSIZE 1 MiB a 512 KiB NVLS chunk setting runs 128 KiB chunks (8 x H100, 64 GiB: no size floor)."""
+    from collectives.runner import planner_for
+    pl = planner_for(h100)
+    op = Collective("all_reduce", tuple(range(8)), 64 * GIB, "nvls",
+                    options={"nvls_chunk_bytes": 512 << 10, "nccl_buffsize": 1 << 20})
+    assert pl.nvls_chunk(op, 64 * GIB) == (1 << 20) // nm.NCCL_STEPS == 128 << 10
+    big = Collective("all_reduce", tuple(range(8)), 64 * GIB, "nvls", options={"nvls_chunk_bytes": 512 << 10})
+    assert pl.nvls_chunk(big, 64 * GIB) == 512 << 10

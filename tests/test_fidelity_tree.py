@@ -96,6 +96,9 @@ def test_bad_nccl_buffsize_is_refused_in_one_line():
         with pytest.raises(SpecError, match="nccl_buffsize"):
             planner_for(r).plan(Collective("all_reduce", tuple(range(16)), 1 << 30, "tree",
                                            options={"nccl_buffsize": bad}))
+        with pytest.raises(SpecError, match="nccl_buffsize"):  # the plan cache's key checks it too
+            PlanCache(planner_for(r)).plan(Collective("all_reduce", tuple(range(16)), 1 << 30, "tree",
+                                                      options={"nccl_buffsize": bad}))
 
 
 def test_plan_cache_keeps_the_tree_fill_of_each_size():

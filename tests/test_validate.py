@@ -99,3 +99,36 @@ def test_collective_timed_under_a_concurrent_compute_load_is_not_predicted(tmp_p
     rows = {r.id: r for r in validate(f).rows}
     assert rows["soak"].predicted is None and "concurrent compute load" in rows["soak"].note
     assert rows["idle"].predicted > 0
+
+
+def test_nccl_byte_settings_of_a_point_are_read_or_refused_in_one_line(tmp_path):
+    """``NCCL_BUFFSIZE`` / ``NCCL_NVLS_CHUNKSIZE`` in a point's settings: a leading byte count (a note may
+    follow) is read, ``"default ..."`` is NCCL's default, anything else is one error line (exit 2), not
+    silently dropped."""
+    head = ('[[collective]]\nid = "{id}"\nsystem = "gb300-nvl72"\ngpus_per_domain = 4\nranks = 4\n'
+            'collective = "all_reduce"\nbusbw_GBps = 556\nsettings = {{ {key} = "{val}" }}\n\n')
+    ok = tmp_path / "ok.toml"
+    ok.write_text(head.format(id="a", key="NCCL_BUFFSIZE", val="default (4194304): not set by the job")
+                  + head.format(id="b", key="NCCL_NVLS_CHUNKSIZE", val="524288 (AWS plugin)"))
+    assert all(r.predicted > 0 for r in validate(ok).rows)
+    for key in ("NCCL_BUFFSIZE", "NCCL_NVLS_CHUNKSIZE"):
+        bad = tmp_path / f"{key}.toml"
+        bad.write_text(head.format(id="c", key=key, val="8MiB"))
+        r = CliRunner().invoke(cli, ["validate", "--file", str(bad)])
+        assert r.exit_code == 2 and f"settings.{key}" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_run_sets_nccl_buffsize_and_nvls_chunksize_or_refuses_them_in_one_line():
+    """The two NCCL sizes a validation point's settings can carry are also ``run`` flags: a larger
+    NCCL_BUFFSIZE lengthens a forced tree/Simple fill (a lower busbw), a bad value is one line, exit 2."""
+    base = ["run", "all_reduce", "--topo", "hgx-h100", "--set", "domains=2", "--set", "scaleout=quantum-2-nosharp",
+            "--size", "1GiB", "--algo", "tree", "--json"]
+    bw = [json.loads(CliRunner().invoke(cli, base + extra).stdout)[0]["busbw_GBps"]
+          for extra in ([], ["--nccl-buffsize", "32MiB"])]
+    assert bw[1] < bw[0]
+    for extra, flag in ((["--nccl-buffsize", "4B"], "--nccl-buffsize"), (["--nccl-buffsize", "8M"], "--nccl-buffsize"),
+                        (["--nvls-chunksize", "1KiB"], "--nvls-chunksize")):
+        r = CliRunner().invoke(cli, base + extra)
+        assert r.exit_code == 2 and r.stderr.startswith(f"error: {flag}:") and len(r.stderr.strip().splitlines()) == 1
+    r = CliRunner().invoke(cli, ["run", "moe_dispatch", "--topo", "hgx-h100", "--nvls-chunksize", "512KiB"])
+    assert r.exit_code == 2 and "--nvls-chunksize" in r.stderr
