@@ -77,7 +77,8 @@ def net_latency() -> None:
     (the reported latencies stay as the plugins' sources give them, calibration.NET_LATENCY_US).
 
     Joint refit after the merge (tree/Simple fill and NVLS terms in place; grids down to 0, the value
-    the plugins' own reports bound from below): EFA 75 us (8.1 %, unchanged), TCPXO 0 us (7.0 %)."""
+    the plugins' own reports bound from below): EFA 75 us (8.1 %, unchanged), TCPXO 0 us (7.0 %); with the
+    A3 Mega rows' sourced NCCL_BUFFSIZE=8388608 (round 6, A3 Mega settings), TCPXO 0 us (19.7 %)."""
     a2a = [f"awsgpucomm-p5-{n}node-efa-alltoall-by-size" for n in (2, 4, 8, 16, 32)]
     for fam, ids, grid in (
             ("EFA", ["aws-p5-2node-efa-allreduce-by-size", "mle-p6b200-4node-efa-allreduce-auto-by-size"] + a2a,

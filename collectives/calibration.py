@@ -621,6 +621,10 @@ def nccl_p2p_per_peer_s(nic_name: str | None) -> float:
 #: 160 us stand-in was the fill counted twice. The grid's optimum is at its floor: the same log's
 #: 16-256 B all-reduces take 123 us (the model: 93 us), so some per-step cost exists that the 1-8 MiB
 #: points, still under-predicted by 10-31 % (the fill), do not let a grid see.
+#: Re-grid with the rows' sourced ``NCCL_BUFFSIZE=8388608`` (Google's v1.0.3 release notes; docs, "Round 6,
+#: A3 Mega settings"), same 14 values: **0 us 19.7 %**, 20 24.8, 40 29.0, 60 32.2, 80 34.8, 100 36.9,
+#: 120 38.8, 160 42.0 % -> 0 us unchanged; the 1 MiB step doubles the fill and every point from 4 MiB is
+#: now under-predicted (-38..-5 %), which no step cost (>= 0) can lower.
 NET_STEP_LATENCY_US: dict[str, float] = {"EFA": 75.0, "TCPXO": 0.0}
 
 #: Algorithms a net plugin's environment profile leaves NCCL (``NCCL_ALGO``), by NIC; NICs not listed: all.
