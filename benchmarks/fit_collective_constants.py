@@ -1,7 +1,8 @@
 """Re-run the fits of collectives/calibration.py on the fit split (docs/collectives.md, "Fits").
 
 Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
-       deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync]
+       deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
+       nvls-latency-overlap]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -263,11 +264,38 @@ def nvl72_sync() -> None:
     v._ROUTERS.clear()
 
 
+def nvls_latency_overlap() -> None:
+    """Round 6, NVLS latency vs loop fill: does NCCL's 25 us NVLS latency already hold part of the one-loop
+    fill? Three forms of the single-domain fill, each with the loop cost x on the round-6 grid, on every
+    fit-split NVLink-board value: ``sum`` (today: latency + d + x), ``less-x`` (latency + d: the loop cost
+    of the fill inside NCCL's latency), ``max`` (max(latency, d + x): NCCL's latency holds the whole fill).
+    No new constant: NCCL's latency is tuning.cc's hwLat[NVLINK][NVLS][Simple] (baseLat 0)."""
+    from collectives.algorithms import Planner
+    from collectives.nccl_model.constants import HW_LATENCIES_US
+    nccl_lat = HW_LATENCIES_US[0][4][2] * 1e-6
+    ids = [p["id"] for p in _fit_collective_points() if p.get("category") == "nvlink"]
+    orig, old = Planner.nvls_loop_terms, cal.NVLS_LOOP_S
+    forms = {"sum": lambda f: f, "less-x": lambda f: max(0.0, f - cal.NVLS_FILL_LOOPS * cal.NVLS_LOOP_S),
+             "max": lambda f: max(nccl_lat, f) - nccl_lat}
+    try:
+        for name, form in forms.items():
+            def terms(self, op, size, form=form):
+                k, f = orig(self, op, size)
+                return k, form(f)
+            Planner.nvls_loop_terms = terms
+            print(f"  fill form {name}; x in us:")
+            _grid(ids, lambda x: setattr(cal, "NVLS_LOOP_S", x * 1e-6), (4, 6, 8, 10, 12))
+    finally:
+        Planner.nvls_loop_terms, cal.NVLS_LOOP_S = orig, old
+        v._ROUTERS.clear()
+
+
 FITS = {"nvls-domain": nvls_domain, "nvls-window": nvls_window, "ring-window": ring_window, "net-latency": net_latency,
         "nic-drop": nic_drop, "per-peer": per_peer, "deepep-sms": deepep_sms,
         "uccl-pipeline": uccl_pipeline, "ll-fixed": ll_fixed, "ring-kernel": ring_kernel}
 FITS.update({"a2a-efa": a2a_efa, "a2a-rc": a2a_rc})  # round 5 (kept apart: merge-friendly)
 FITS.update({"nvls-loop": nvls_loop, "nvl72-sync": nvl72_sync})  # round 6, NVLink boards
+FITS.update({"nvls-latency-overlap": nvls_latency_overlap})  # round 6, NVLS latency vs loop fill
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(FITS):

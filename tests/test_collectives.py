@@ -174,6 +174,21 @@ def test_flow_level_nvls_mid_sizes_follow_the_loops_of_nccls_chunk(h100):
         assert res.time_s == pytest.approx(expected, rel=0.01)
 
 
+def test_one_domain_nvls_charges_nccls_call_latency_and_the_loop_fill_apart(h100):
+    """Round 6, NVLS latency vs loop fill (kept as it is): NCCL's 25 us NVLS latency (tuning.cc
+    hwLat[NVLINK][NVLS][Simple], no baseLat) is one term per call, the kernel's pipeline fill (one loop of
+    data plus the loop cost x) is charged on top, not folded into it. At 2 MiB on 8 x H100 one loop is the
+    whole buffer (16 ch x 8 heads x 16 KiB), so the charged latency is 25 us + 2 MiB x 9/8 / (B eta) + x;
+    the rejected forms give 25 us + data (x inside NCCL's latency) or max(25 us, fill)."""
+    from collectives.calibration import NVLS_FILL_LOOPS, NVLS_LOOP_S
+    n, B, S = 8, 450e9, 2 << 20
+    eta = calibration("H100").nvlink_nvls
+    plan = planner_for(h100).plan(Collective("all_reduce", tuple(range(n)), S, "nvls"))
+    loop_data = min(S, 16 * 8 * (16 << 10)) * (1 + 1 / n) / (B * eta)
+    assert plan.latency_s == pytest.approx(25e-6 + NVLS_FILL_LOOPS * (loop_data + NVLS_LOOP_S), rel=1e-6)
+    assert plan.latency_s > max(25e-6, loop_data + NVLS_LOOP_S) + 0.5 * NVLS_LOOP_S
+
+
 def test_ecmp_slower_than_spray_through_spines():
     # 2:1 leaves make the spines the bottleneck (with 56 connections per NIC the NICs bind on a 1:1 fabric)
     r = Router(compile_fabric(build("hgx-h100", {"domains": 8, "scaleout": "quantum-2", "oversubscription": 2})))
