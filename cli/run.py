@@ -103,6 +103,10 @@ def check_applicable(collective: str, given: set[str], *, routing: str, groups: 
         if name in given and moe:
             raise SpecError(f"{_flag(name)}: sets {what} for NCCL's collectives; {collective} runs an "
                             f"expert-parallel kernel")
+    for name in ("nccl_buffsize", "nvls_chunksize"):
+        if name in given and not moe and collective not in switch:
+            raise SpecError(f"{_flag(name)}: sizes the tree and NVLS chunks of {', '.join(switch)}; the model of "
+                            f"{collective} does not use it")
     if "nvls" in given and collective not in switch:
         raise SpecError(f"--nvls/--no-nvls: applies to {', '.join(switch)}; NCCL runs {collective} without NVLS")
     if nvls is False and algo == "nvls":

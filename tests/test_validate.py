@@ -132,3 +132,6 @@ def test_run_sets_nccl_buffsize_and_nvls_chunksize_or_refuses_them_in_one_line()
         assert r.exit_code == 2 and r.stderr.startswith(f"error: {flag}:") and len(r.stderr.strip().splitlines()) == 1
     r = CliRunner().invoke(cli, ["run", "moe_dispatch", "--topo", "hgx-h100", "--nvls-chunksize", "512KiB"])
     assert r.exit_code == 2 and "--nvls-chunksize" in r.stderr
+    for flag in ("--nvls-chunksize", "--nccl-buffsize"):  # all_to_all has no tree or NVLS chunk to size
+        r = CliRunner().invoke(cli, ["run", "all_to_all", "--topo", "hgx-h100", flag, "512KiB"])
+        assert r.exit_code == 2 and r.stderr.startswith(f"error: {flag}:") and len(r.stderr.strip().splitlines()) == 1
