@@ -198,7 +198,7 @@ def _window(W, rc, cc, s, ng0: int, bound: float, ceps: float):
 
 
 def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
-          fixed_load: np.ndarray | None = None, *, compiled: bool = True) -> _Fill:
+          fixed_load: np.ndarray | None = None, *, compiled: bool = True, sw: np.ndarray | None = None) -> _Fill:
     """Progressive filling of the flows whose ``state`` is _ALIVE.
 
     ``state`` (uint8[n]) is updated in place (filled flows become _DONE);
@@ -207,6 +207,9 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
     ``compiled``: the compiled kernel (:mod:`fabric.fillkernel`, bit-identical)
     may be used, as :func:`fabric.kernels.use_compiled` decides from
     :data:`FILL_MIN_ENTRIES` adjacency entries.
+    ``sw``: every entry's coefficient is its slot's, ``sw[res + 1]`` (:mod:`fabric.slotfill`): the numpy
+    rounds read that table instead of the index's per-entry coefficients (same values in the same order,
+    so the same bits), and ``ix`` may omit them.
     """
     n_res = ix.n_res
     r1 = n_res + 1
@@ -217,7 +220,9 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
         rem -= fixed_load
         rem[0] = _INF
     cnt[0] = 0.0
-    if compiled and _kernels.use_compiled(ix.indices.shape[0], FILL_MIN_ENTRIES):
+    # the compiled fill reads the index's own coefficients: not with an index that left them to ``sw``
+    if compiled and (sw is None or ix.coef is not None) and _kernels.use_compiled(ix.indices.shape[0],
+                                                                                  FILL_MIN_ENTRIES):
         from fabric import fillkernel  # imports numba
 
         fk = fillkernel.load()
@@ -260,7 +265,9 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                     put(bneck, fl, j0)
                     level[j0] = sv
                     rows = add(take(res, fl, axis=0), 1, dtype=intp).reshape(-1)
-                    if weighted:
+                    if sw is not None:
+                        dc = bincount(rows, weights=take(sw, rows), minlength=r1)
+                    elif weighted:
                         w = take(coef, fl, axis=0)
                         dc = bincount(rows, weights=w.reshape(-1) if coef2d else np.repeat(w, h), minlength=r1)
                     else:
@@ -293,7 +300,7 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                 m = take(state, fl) == _ALIVE
                 fl = fl[m]
                 pidx = pidx[m]
-                if ecoef is not None:
+                if ecoef is not None and sw is None:
                     ew = np.concatenate([ecoef[a:b] for a, b in zip(starts, ends)])[m]
                 # first candidate (smallest position) crossed by each gathered flow: the entries are in
                 # candidate order, so writing them in reverse leaves the smallest position; checked
@@ -315,7 +322,9 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                 if later.any():
                     # W[j, i]: coefficient on candidate j of the flows that candidate i < j freezes first
                     li = np.add(np.multiply(pidx[later], k, dtype=intp), mn[later])
-                    if not weighted:
+                    if sw is not None:  # an entry's coefficient is its slot's: the candidate's own factor
+                        wl = take(take(sw, cand), pidx[later])
+                    elif not weighted:
                         wl = None
                     elif ecoef is not None:
                         wl = ew[later]
@@ -336,7 +345,13 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                     put(bneck, ff, take(cand, pf))
                     rr = take(s, pf)
                     rows = add(take(res, ff, axis=0), 1, dtype=intp).reshape(-1)
-                    if weighted:
+                    if sw is not None:
+                        w = take(sw, rows)
+                        dc = bincount(rows, weights=w, minlength=r1)
+                        w2 = w.reshape(-1, h)
+                        w2 *= rr[:, None]
+                        dr = bincount(rows, weights=w, minlength=r1)
+                    elif weighted:
                         w = take(coef, ff, axis=0)
                         if coef2d:
                             dc = bincount(rows, weights=w.reshape(-1), minlength=r1)
