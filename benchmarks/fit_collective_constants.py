@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
        deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
-       nvls-latency-overlap]
+       nvls-latency-overlap|tcpxo-step]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -296,6 +296,34 @@ FITS = {"nvls-domain": nvls_domain, "nvls-window": nvls_window, "ring-window": r
 FITS.update({"a2a-efa": a2a_efa, "a2a-rc": a2a_rc})  # round 5 (kept apart: merge-friendly)
 FITS.update({"nvls-loop": nvls_loop, "nvl72-sync": nvl72_sync})  # round 6, NVLink boards
 FITS.update({"nvls-latency-overlap": nvls_latency_overlap})  # round 6, NVLS latency vs loop fill
+
+#: Round 7 (GCP): the fit A3 Mega source's own small all-reduces, out-of-place us (lessizzmore/create-a3mega-ztan-fork
+#: ztan-NCCL-test-result @ 02dd8f4, 16-256 B; the row itself starts at 1 MiB)
+A3MEGA_SMALL_US = {16: 123.2, 32: 123.3, 64: 123.4, 128: 123.0, 256: 123.6}
+
+
+def tcpxo_step() -> None:
+    """Round 7: the TCPXO step cost (calibration.NET_STEP_LATENCY_US["TCPXO"]) with the tree fill's chain hops
+    alone (trees.fill_hop_rate), over every measured value of the fit source: the row's 14 busbw values and the
+    log's 16-256 B times (busbw error = measured time / model time - 1). Kept: 7.5 us (3.9 %)."""
+    row = "gcp-a3mega-2node-tcpxo-allreduce-by-size"
+    old = cal.NET_STEP_LATENCY_US["TCPXO"]
+    for x in (0, 5, 7.5, 8, 9, 10, 12.5, 15):
+        cal.NET_STEP_LATENCY_US["TCPXO"] = float(x)
+        v._ROUTERS.clear()
+        e = [abs(r.rel_error) for r in v.validate(ids=[row], splits=("fit",)).rows if r.rel_error is not None]
+        r = v._router("hgx-h100", {"domains": 2, "scaleout": "gcp-tcpxo", "nic": "TCPXO-200G"})
+        small = []
+        for size, us in A3MEGA_SMALL_US.items():
+            [res] = run(r, [Collective("all_reduce", tuple(range(16)), size)], mode="epoch")
+            small.append(abs(us * 1e-6 / res.time_s - 1.0))
+        print(f"  {x!s:>6}: row {np.mean(e):.3f} (max {np.max(e):.3f}), small sizes {np.mean(small):.3f}, "
+              f"all {len(e) + len(small)} values {np.mean(e + small):.3f}")
+    cal.NET_STEP_LATENCY_US["TCPXO"] = old
+    v._ROUTERS.clear()
+
+
+FITS.update({"tcpxo-step": tcpxo_step})  # round 7, GCP (kept apart: merge-friendly)
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(FITS):

@@ -625,7 +625,15 @@ def nccl_p2p_per_peer_s(nic_name: str | None) -> float:
 #: A3 Mega settings"), same 14 values: **0 us 19.7 %**, 20 24.8, 40 29.0, 60 32.2, 80 34.8, 100 36.9,
 #: 120 38.8, 160 42.0 % -> 0 us unchanged; the 1 MiB step doubles the fill and every point from 4 MiB is
 #: now under-predicted (-38..-5 %), which no step cost (>= 0) can lower.
-NET_STEP_LATENCY_US: dict[str, float] = {"EFA": 75.0, "TCPXO": 0.0}
+#: Round 7 (GCP, tree fill): with the fill's chain hops alone at the channel's whole rate (trees.fill_hop_rate)
+#: the fit row is within 4 % from 32 MiB up and too fast by a near-constant 56-82 us at 1-16 MiB, which a step
+#: cost can now see. Grid (``python benchmarks/fit_collective_constants.py tcpxo-step``) over every measured
+#: value of the fit source: the row's 14 values and the same log's 16-256 B all-reduces (123.0-123.6 us,
+#: out-of-place; not in the row, which starts at 1 MiB): 0 us 15.7 %, 5 7.1, **7.5 3.9**, 8 4.0, 9 4.5, 10 5.0,
+#: 12.5 6.0, 15 7.2 % -> **7.5 us** (the row alone: 15 us 2.8 %, 7.5 us 5.2 %; the small sizes alone: 7.5 us,
+#: 0.3 %). Charged twice per Simple network step (NCCL's count), i.e. ~15 us per network message of the
+#: TCPXO path; the plugin still reports 0 (``NET_LATENCY_US``).
+NET_STEP_LATENCY_US: dict[str, float] = {"EFA": 75.0, "TCPXO": 7.5}
 
 #: Algorithms a net plugin's environment profile leaves NCCL (``NCCL_ALGO``), by NIC; NICs not listed: all.
 #: GPUDirect-TCPXO (GCP A3 Mega): the FasTrak plugin bundles of 2024-2025 (nccl-plugin-gpudirecttcpx-dev

@@ -150,10 +150,12 @@ def tree_fill_s(size_bytes: float, bandwidth_Bps: float, protocol: str, nchannel
     every hop up the tree and back down (``2 D`` hops, ``D`` :func:`tree_depth`) before the chunks stream.
     A hop moves one chunk per channel, ``W = min(S, nChannels x chunk)`` bytes (:func:`tree_window_bytes`):
     between nodes at ``B``, NCCL's tree bandwidth of the size (``bandwidth_Bps``, the per-channel rate of
-    its model times its channels), inside a node at ``max(B, intra_Bps)``, ``intra_Bps`` the tree rate
-    the node's NVLink alone allows. Every hop but the slowest is fill::
+    its model times its channels), inside a node at ``r_fill = max(B, 2 intra_Bps)`` (:func:`fill_hop_rate`,
+    round 7: a chain hop of the fill runs alone on its GPU's channel, at twice the steady per-direction rate
+    ``r_intra = max(B, intra_Bps)``), ``intra_Bps`` the steady tree rate the node's NVLink allows (each
+    GPU of the chain sends S up and S down). Every hop but the slowest is fill::
 
-        fill = 2 (ppn - 1) W / r_intra + 2 log2i(nNodes) W / B - W / min(r_intra, B)
+        fill = 2 (ppn - 1) W / r_fill + 2 log2i(nNodes) W / B - W / min(r_intra, B)
 
     On two nodes the network hops are halved (joint refit after round 6): NCCL's two trees have
     opposite roots there (``ncclGetDtree``, :func:`nccl_dtree_parents` (2) = ``((-1, 0), (1, -1))``), so
@@ -161,12 +163,12 @@ def tree_fill_s(size_bytes: float, bandwidth_Bps: float, protocol: str, nchannel
     the reverse: each direction of the full-duplex NICs carries ``W / 2`` per network level, where the
     steady state (which sets ``B``) carries one tree's up and the other's down, ``W``::
 
-        fill (2 nodes) = 2 (ppn - 1) W / r_intra + 2 W / (2 B) - W / min(r_intra, B)
+        fill (2 nodes) = 2 (ppn - 1) W / r_fill + 2 W / (2 B) - W / min(r_intra, B)
 
     ``correction`` is the ``treeCorrectionFactor`` of the size (:func:`tree_correction_factor`) that
     ``bandwidth_Bps`` and ``intra_Bps`` carry: NCCL multiplies its whole-operation estimate by it
     (tuning.cc ``ncclTopoGetAlgoTime``), an empirical factor of time, not a slower link, so a hop of the
-    fill moves its chunk at the uncorrected rates ``B / correction`` and ``r_intra / correction``.
+    fill moves its chunk at the uncorrected rates ``B / correction`` and ``r_fill / correction``.
 
     LL and LL128 carry a flag in every 8-byte / 128-byte line and a rank forwards each line as it arrives
     (prims_ll.h / prims_ll128.h), so they have no chunk-sized fill. NCCL's own model leaves it out ("Add
@@ -179,8 +181,8 @@ def tree_fill_s(size_bytes: float, bandwidth_Bps: float, protocol: str, nchannel
     1426.1
     >>> round(tree_fill_s(1 << 30, 100e9, "Simple", 16, 8, 2) * 1e6, 1)  # 2 nodes: 14 + 2 x 1/2 - 1 hops
     1174.4
-    >>> round(tree_fill_s(1 << 30, 100e9, "Simple", 16, 8, 2, intra_Bps=200e9) * 1e6, 1)  # NVLink hops 2x
-    587.2
+    >>> round(tree_fill_s(1 << 30, 100e9, "Simple", 16, 8, 2, intra_Bps=200e9) * 1e6, 1)  # chain hops alone at 4x
+    293.6
     >>> round(tree_fill_s(8 << 20, 80e9, "Simple", 16, 8, 2, correction=0.8) * 1e6, 1)  # at 100 GB/s
     1174.4
     >>> tree_fill_s(1 << 30, 100e9, "LL128", 16, 8, 2), tree_fill_s(1 << 20, 0.0, "Simple", 16, 8, 2)
@@ -194,9 +196,39 @@ def tree_fill_s(size_bytes: float, bandwidth_Bps: float, protocol: str, nchannel
     b = float(bandwidth_Bps) / correction
     r_intra = max(b, float(intra_Bps) / correction)
     net_level = w / (2 * b) if int(nnodes) == 2 else w / b  # two nodes: opposite directions (docstring)
-    hops = 2 * max(int(ppn) - 1, 0) * w / r_intra + 2 * _log2i(nnodes) * net_level
+    # every chain hop of the fill runs alone on its GPU's channel, at the channel's whole rate (fill_hop_rate)
+    r_fill = fill_hop_rate(b, r_intra, float(intra_Bps) / correction)
+    hops = 2 * max(int(ppn) - 1, 0) * w / r_fill + 2 * _log2i(nnodes) * net_level
     slowest = w / (b if nnodes > 1 else r_intra)
     return max(hops - slowest, 0.0)
+
+
+def fill_hop_rate(bandwidth_Bps: float, shared_Bps: float, intra_Bps: float) -> float:
+    """Rate of a chain (NVLink) hop of the tree/Simple fill, B/s (round 7, from NCCL's kernel):
+    ``max(B, shared, 2 intra_Bps)``.
+
+    NCCL runs each tree channel as one thread block (``runTreeSplit``, src/device/all_reduce.h, v2.18 to
+    v2.30.7): its threads are split into a reduce-up group (``nthreads/2 + 64``) and a broadcast-down
+    group that run at once, so in the steady state each GPU of the chain moves ``S`` up and ``S`` down
+    through the same channel and the same NVLink port: each direction at half the chain's rate
+    (``intra_Bps`` = NVLink x efficiency x kernel limit / 2, the kernel limit holding NCCL's per-channel cap
+    ``perChMaxTreeBw``, which is per channel, both directions together). The first chunk of a channel
+    climbs the chain while nothing has come down yet, and on its way down the chunks still climbing are
+    the ones the streaming term ``S / B`` already times: a work-conserving channel that gives a lone
+    direction all of its rate completes in ``(2 D - 1)`` lone hops plus the stream (a fluid simulation of
+    the chain with its budget shared by the sends in progress is within one steady-state hop of that, for
+    1 to 64 chunks a channel, network- or NVLink-bound; docs/collectives.md, "Round 7"). So the fill's
+    chain hops move their chunk at twice the steady per-direction rate. The network levels keep
+    :func:`tree_fill_s`'s rates (a NIC direction's capacity is not shared between up and down).
+
+    Examples
+    --------
+    >>> fill_hop_rate(100e9, 100e9, 100e9)  # NVLink-paced chain: twice the steady rate
+    200000000000.0
+    >>> fill_hop_rate(100e9, 100e9, 0.0)  # no NVLink rate given (hops at B): unchanged
+    100000000000.0
+    """
+    return max(float(bandwidth_Bps), float(shared_Bps), 2 * float(intra_Bps))
 
 
 def tree_correction_factor(protocol: str, size_bytes: float) -> float:
@@ -227,4 +259,4 @@ def tree_window_bytes(size_bytes: float, nchannels: int, buffsize_bytes: int | N
     return min(float(size_bytes), max(int(nchannels), 1) * float(chunk))
 
 
-__all__ += ["tree_window_bytes", "tree_correction_factor"]
+__all__ += ["tree_window_bytes", "tree_correction_factor", "fill_hop_rate"]

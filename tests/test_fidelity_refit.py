@@ -57,4 +57,5 @@ def test_two_node_fill_network_levels_carry_half_a_window_each_way():
     assert tree_fill_s(1 << 30, b, "Simple", 16, 1, 2) == 0.0
     assert abs(tree_fill_s(1 << 30, b, "Simple", 16, 1, 4) - 3 * w / b) < 1e-12
     two_node = tree_fill_s(1 << 30, b, "Simple", 16, 8, 2, intra_Bps=2 * b)
-    assert abs(two_node - (14 * w / (2 * b) + 2 * w / (2 * b) - w / b)) < 1e-12
+    # round 7: the 14 chain hops of the fill run alone on their channel, at twice the steady 2B (trees.fill_hop_rate)
+    assert abs(two_node - (14 * w / (4 * b) + 2 * w / (2 * b) - w / b)) < 1e-12

@@ -28,7 +28,8 @@ def test_tree_simple_pays_a_chunk_per_stage_up_and_down_the_tree():
     """2 x 8 H100: NCCL's tree is a chain of 8 GPUs per node joined by the binary tree, depth 7 + 1 = 8,
     so the first 512 KiB chunk of each channel crosses 7 NVLink hops and 1 network hop up, and back down,
     before the chunks stream: every hop but the slowest is fill. NVLink hops run at the chain's own rate
-    (18 links x 20.6 GB/s, NCCL's per-link figure, shared by S up and S down), network hops at NCCL's
+    (18 links x 20.6 GB/s, NCCL's per-link figure; round 7: alone in the fill, not shared by S up and S
+    down as in the steady state), network hops at NCCL's
     tree bandwidth; the plan's latency is NCCL's plus that fill, and the run takes longer than both."""
     r = _router("hgx-h100", {"domains": 2, "scaleout": "quantum-2-nosharp", "nic": "ConnectX-7"})
     ranks, size = tuple(range(16)), 1 << 30
@@ -38,7 +39,10 @@ def test_tree_simple_pays_a_chunk_per_stage_up_and_down_the_tree():
     est = _tree_simple(planner.system(ranks), size)
     w = 2 * est.nchannels * (4 << 20) / 8  # one 512 KiB step on each of the duplicated channels
     b = est.bandwidth_Bps
-    r_nvl = max(b, 18 * 20.6e9 * est.kernel_efficiency / 2)
+    # round 7: a chain hop of the fill runs alone on its GPU's channel (runTreeSplit's two thread groups
+    # share it in the steady state), so at the whole of NVLink's tree rate, not the half each direction
+    # gets while S goes up and S comes down (trees.fill_hop_rate)
+    r_nvl = max(b, 18 * 20.6e9 * est.kernel_efficiency)
     # the two trees have opposite roots on two nodes (ncclGetDtree): at each network level of the fill half
     # the channels cross one way and half the other, W/2 per direction of the full-duplex NICs
     fill = 14 * w / r_nvl + 2 * w / (2 * b) - w / b
