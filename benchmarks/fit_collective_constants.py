@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
        deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
-       nvls-latency-overlap|tcpxo-step]
+       nvls-latency-overlap|tcpxo-step|ring-ll-blackwell]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -290,12 +290,27 @@ def nvls_latency_overlap() -> None:
         v._ROUTERS.clear()
 
 
+def ring_ll_blackwell() -> None:
+    """Round 7: Blackwell's ring LL kernel efficiency on one NVLink domain
+    (calibration.RING_LL_NVLINK_KERNEL_EFFICIENCY[3]) once the ring fill is off for LL, on the fit-split
+    single-domain Blackwell ring/LL values (then the whole fit NVLink-board set for the record)."""
+    ids = [p["id"] for p in _fit_collective_points() if p.get("category") == "nvlink"]
+    old = cal.RING_LL_NVLINK_KERNEL_EFFICIENCY[3]
+    setk = lambda x: cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.__setitem__(3, x)  # noqa: E731
+    _grid(ids, setk, (0.4, 0.5, 0.6, 0.7, 0.8, 1.0),
+          keep=lambda r: r.note == "ring/LL" and ("b200" in r.id or "b300" in r.id))
+    _grid(ids, setk, (0.4, 0.5, 0.6, 1.0))
+    setk(old)
+    v._ROUTERS.clear()
+
+
 FITS = {"nvls-domain": nvls_domain, "nvls-window": nvls_window, "ring-window": ring_window, "net-latency": net_latency,
         "nic-drop": nic_drop, "per-peer": per_peer, "deepep-sms": deepep_sms,
         "uccl-pipeline": uccl_pipeline, "ll-fixed": ll_fixed, "ring-kernel": ring_kernel}
 FITS.update({"a2a-efa": a2a_efa, "a2a-rc": a2a_rc})  # round 5 (kept apart: merge-friendly)
 FITS.update({"nvls-loop": nvls_loop, "nvl72-sync": nvl72_sync})  # round 6, NVLink boards
 FITS.update({"nvls-latency-overlap": nvls_latency_overlap})  # round 6, NVLS latency vs loop fill
+FITS.update({"ring-ll-blackwell": ring_ll_blackwell})  # round 7, NVLink boards mid sizes
 
 #: Round 7 (GCP): the fit A3 Mega source's own small all-reduces, out-of-place us (lessizzmore/create-a3mega-ztan-fork
 #: ztan-NCCL-test-result @ 02dd8f4, 16-256 B; the row itself starts at 1 MiB)

@@ -584,7 +584,7 @@ class Planner(_PointToPointMixin):
         est = self.nccl_estimate(ranks, coll, size, nccl_name, op.options.get("nccl_version"))
         keff, lat = est.kernel_efficiency, est.latency_s
         if algo == "ring":
-            fill = ring_fill_s(size, est.bandwidth_Bps)  # the ring's pipeline fill (calibration)
+            fill = ring_fill_s(size, est.bandwidth_Bps, est.protocol)  # the ring's pipeline fill (calibration)
             est = replace(est, latency_s=est.latency_s + fill)
             if len(groups) == 1:  # on NVLink only: the ring kernel's own limit (calibration, fitted)
                 keff = keff * ring_nvlink_kernel_efficiency(self.gpu.sm, est.protocol)

@@ -354,15 +354,27 @@ def ring_window_bytes() -> int:
     return RING_PIPELINE_WINDOW_BYTES
 
 
-def ring_fill_s(size_bytes: float, bandwidth_Bps: float) -> float:
-    """Latency of the ring pipeline fill: ``min(S, W) / B`` (``B`` NCCL's ring algorithm bandwidth).
+#: Protocols whose ring pays the fill of :data:`RING_PIPELINE_WINDOW_BYTES` (round 7): Simple only.
+#: Simple forwards a step only when the whole step has arrived (prims_simple.h waits on the step's
+#: flag), LL and LL128 forward every 8-byte / 128-byte line as soon as its flag is seen
+#: (prims_ll.h, prims_ll128.h), so their ring has no step-sized fill beyond the per-hop
+#: ``hwLat`` that NCCL's latency already charges (tuning.cc: ``nsteps x hwLat[NVLINK][Ring][LL]``,
+#: 0.6 us). The same source as the tree fill (``trees.tree_fill_s``: 0 for LL / LL128).
+RING_FILL_PROTOCOLS = ("LL128", "Simple")
+
+
+def ring_fill_s(size_bytes: float, bandwidth_Bps: float, protocol: str = "Simple") -> float:
+    """Latency of the ring pipeline fill: ``min(S, W) / B`` (``B`` NCCL's ring algorithm bandwidth)
+    for the protocols of :data:`RING_FILL_PROTOCOLS`, else 0.
 
     Examples
     --------
     >>> ring_fill_s(1 << 20, 0.0)
     0.0
+    >>> ring_fill_s(1 << 20, 1e11, "LL")
+    0.0
     """
-    if size_bytes <= 0 or bandwidth_Bps <= 0:
+    if size_bytes <= 0 or bandwidth_Bps <= 0 or protocol not in RING_FILL_PROTOCOLS:
         return 0.0
     return min(float(size_bytes), RING_PIPELINE_WINDOW_BYTES) / bandwidth_Bps
 
@@ -378,6 +390,16 @@ def ring_fill_s(size_bytes: float, bandwidth_Bps: float) -> float:
 RING_NVLINK_KERNEL_EFFICIENCY = {2: 1.0, 3: 0.960}
 
 
+#: Ring LL kernel efficiency inside one NVLink domain, per NCCL architecture index (round 7): the
+#: measured LL ring rate over NCCL's LL rate of the release (``min(llMaxBw, busBw/2)``), a kernel limit
+#: of the time only (NCCL's choice keeps its own table). Blackwell's ``llMaxBw`` is ``2*141`` GB/s
+#: (tuning.cc, Hopper's 141 doubled); fitted on the fit-split single-domain Blackwell LL values
+#: (docs/collectives.md, "Round 7, NVLink boards mid sizes"). Hopper: 1 (NCCL's LL model reproduces the
+#: fit 8 x H100 / H200 1 MiB rings once the ring fill is off for LL).
+RING_LL_NVLINK_KERNEL_EFFICIENCY = {3: 0.5}
+__all__ += ["RING_FILL_PROTOCOLS", "RING_LL_NVLINK_KERNEL_EFFICIENCY"]  # round 7 (kept apart: merge-friendly)
+
+
 def ring_nvlink_kernel_efficiency(sm: int, protocol: str) -> float:
     """:data:`RING_NVLINK_KERNEL_EFFICIENCY` of SM ``sm`` for a single-domain ring (1 for LL / LL128,
     whose own caps are in NCCL's model, and for architectures without a fit).
@@ -387,6 +409,8 @@ def ring_nvlink_kernel_efficiency(sm: int, protocol: str) -> float:
     >>> ring_nvlink_kernel_efficiency(100, "Simple"), ring_nvlink_kernel_efficiency(90, "Simple")
     (0.96, 1.0)
     """
+    if protocol == "LL":
+        return RING_LL_NVLINK_KERNEL_EFFICIENCY.get(nm.arch_index(sm), 1.0)
     if protocol != "Simple":
         return 1.0
     return RING_NVLINK_KERNEL_EFFICIENCY.get(nm.arch_index(sm), 1.0)

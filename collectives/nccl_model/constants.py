@@ -16,6 +16,7 @@ __all__ = [
     "PER_CH_MAX_TREE_LL128_GBPS", "PROTOCOLS", "PROTOCOL_WIRE_EFFICIENCY", "RING_PLATEAU_FACTOR",
     "SM100_SPEED_ARRAY_INTER", "SM100_SPEED_ARRAY_INTRA", "SM90_SPEED_ARRAY_INTER", "SM90_SPEED_ARRAY_INTRA",
     "SPEED_ARRAY_INTER", "SPEED_ARRAY_INTRA", "TREE_CORRECTION_FACTOR", "TUNING_TABLE_HISTORY", "arch_index",
+    "RING_LL_FACTOR_HISTORY", "ring_ll_factor",
     "parse_nccl_version", "tuning_tables", "nvlink_bw_per_link_GBps", "NVLS_FORMULA_HISTORY", "nvls_formula",
     "LL128_C2C_FROM", "SM100_SPEED_ARRAY_HISTORY", "sm100_speed_arrays"
 ]
@@ -132,11 +133,14 @@ NVLS_TREE_CAP_ABSOLUTE: dict[int, tuple[tuple[int, int, int], tuple[int, int, in
 #: ``{70.0, 42.8, 24.0}`` from v2.28.3. The refinement lines that use these rows are the same in every
 #: release from v2.25.1 (Blackwell's first rows) to v2.30.7. Not version-keyed: the NVLS / NVLSTree
 #: formulas are keyed apart (:data:`NVLS_FORMULA_HISTORY`: up to 2.27.x ``min(bwIntra, bwInter)`` and
-#: ``bwInter/2`` beyond 2 nodes, no ``nvlsEfficiency``, no NVLSTree cap, a fixed 5/6 ratio); Hopper's
-#: single-node LL cap ``{87.7, 22.5, 19.0}`` of releases before v2.21.5 is not (round 3 withdrew it).
+#: ``bwInter/2`` beyond 2 nodes, no ``nvlsEfficiency``, no NVLSTree cap, a fixed 5/6 ratio). Hopper's
+#: single-node LL cap: ``{87.7, 22.5, 19.0}`` (Ampere's row) up to v2.20.5, ``{141.0, 45.0, 35.0}`` from
+#: v2.21.5 (round 7; round 3 had withdrawn it alone, see :data:`RING_LL_FACTOR_HISTORY` for the ring LL
+#: factor that changed in the same release).
 #: (The NVLSTree cap as a limit of the kernel's time, not of NCCL's choice, is release-keyed: see
 #: :data:`NVLS_TREE_CAP_ABSOLUTE`.)
 TUNING_TABLE_HISTORY: dict[str, tuple[tuple[tuple[int, int, int], int, tuple[float, float, float]], ...]] = {
+    "ll_max": (((2, 0, 0), 2, (87.7, 22.5, 19.0)), ((2, 21, 0), 2, (141.0, 45.0, 35.0))),
     "ring_ll128": (((2, 0, 0), 3, (2 * 36.7, 2 * 36.7, 2 * 36.7)), ((2, 29, 0), 3, (40.0, 40.0, 40.0))),
     "tree_ll128": (((2, 0, 0), 3, (2 * 36.7, 2 * 36.7, 2 * 29.0)), ((2, 28, 0), 3, (55.6, 31.67, 20.0))),
     "tree": (((2, 0, 0), 3, (2 * 38.7, 2 * 41.4, 2 * 36.0)), ((2, 28, 0), 3, (70.0, 42.8, 24.0))),
@@ -207,6 +211,33 @@ def parse_nccl_version(text) -> tuple[int, int, int] | None:
     import re
     m = re.match(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?", str(text)) if text is not None else None
     return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else None
+
+
+#: Ring LL refinement of ``ncclTopoTuneModel`` by release (round 7), read from ``src/graph/tuning.cc``
+#: at the tags of NVIDIA/nccl: ((first version, factor), ...), oldest first. v2.18.5 .. v2.20.5:
+#: ``busBw = min(llMaxBw, busBw * ((nNodes > 1 || coll == AllReduce || coll == Reduce) ? 1/4 : 1/3))``;
+#: v2.21.5 .. v2.30.7: ``busBw = min(llMaxBw, busBw * .5)`` (the same release raised Hopper's LL cap,
+#: ``TUNING_TABLE_HISTORY["ll_max"]``). The factor is NCCL's rate of its LL ring kernel for that release,
+#: so it is both NCCL's choice and (as a kernel efficiency) the time the run takes.
+RING_LL_FACTOR_HISTORY: tuple[tuple[tuple[int, int, int], float, float], ...] = (
+    ((2, 0, 0), 1.0 / 4.0, 1.0 / 3.0), ((2, 21, 0), 0.5, 0.5),
+)
+
+
+def ring_ll_factor(version: tuple[int, int, int] | None, all_reduce_like: bool) -> float:
+    """NCCL's ring LL bandwidth factor of a release (:data:`RING_LL_FACTOR_HISTORY`; None: 2.30.7).
+    ``all_reduce_like``: all-reduce, reduce, or more than one node.
+
+    Examples
+    --------
+    >>> ring_ll_factor((2, 18, 5), True), ring_ll_factor((2, 20, 5), False), ring_ll_factor(None, True)
+    (0.25, 0.3333333333333333, 0.5)
+    """
+    out = RING_LL_FACTOR_HISTORY[-1][1]
+    for first, ar, other in RING_LL_FACTOR_HISTORY:
+        if version is None or version >= first:
+            out = ar if all_reduce_like else other
+    return out
 
 
 def tuning_tables(version: tuple[int, int, int] | None) -> dict[str, tuple[tuple[float, float, float], ...]]:

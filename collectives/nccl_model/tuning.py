@@ -53,6 +53,7 @@ from collectives.nccl_model.constants import (  # noqa: F401
     arch_index,
     nvls_formula,
     tuning_tables,
+    ring_ll_factor,
 )
 from collectives.nccl_model.system import (  # noqa: F401
     AlgoEstimate,
@@ -205,8 +206,9 @@ def _tune(system: NcclSystem) -> _Model:
                     wire = bus
                 nominal = wire * (0.92 if (a == _TREE and coll == _AR) else 1.0) * PROTOCOL_WIRE_EFFICIENCY[p]
                 # Model refinements, in tuning.cc's order (l.330-366).
-                if a == _RING and p == _LL:
-                    bus = min(ll_max, bus * 0.5)
+                if a == _RING and p == _LL:  # the release's factor (constants.RING_LL_FACTOR_HISTORY)
+                    bus = min(ll_max, bus * ring_ll_factor(system.nccl_version,
+                                                           n_nodes > 1 or coll in (_AR, _REDUCE)))
                 if a == _RING and p == _LL128:
                     bus = min(bus * 0.92, nch * ring_ll128_max)
                 if a == _TREE and coll == _AR:
