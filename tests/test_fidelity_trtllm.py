@@ -118,3 +118,14 @@ def test_latency_bound_combine_costs_more_than_dispatch():
     rows = _rows()
     for ep in (8, 16, 32):
         assert rows[(ep, 1, "combine")].predicted > 1.3 * rows[(ep, 1, "dispatch")].predicted
+
+
+def test_gbps_column_is_the_latency_through_the_blogs_formula():
+    """Why the latency is the measurement (metric ``trtllm_logical``): every GB/s cell equals
+    batch x min(ep, top_k) x 14336 B / latency to the rounding of the latency (0.1 us)."""
+    for p in _points():
+        lat = {t: (d, c) for t, d, c in p["tokens_dispatch_combine_latency_us"]}
+        for t, d, c in p["tokens_dispatch_combine_GBps"]:
+            for us, gbps in zip(lat[t], (d, c)):
+                derived = t * min(p["ep"], p["topk"]) * p["settings"]["bytes_per_token"] / (us * 1e3)
+                assert derived == pytest.approx(gbps, rel=0.003), (p["id"], t)
