@@ -24,7 +24,11 @@ Routing models (all seeded, vectorised over tokens):
   node holding ``m`` of the ``E`` experts with probability
   ``1 - C(E-m, k) / C(E, k)``). This is what force-balanced benchmarks average to
   (Megatron-Core ``--moe-router-force-load-balancing`` draws random logits), and
-  it costs nothing to draw, so a training step can route every EP group at once.
+  it costs nothing to draw, so a training step can route every EP group at once;
+* ``perfect``: no draw, TensorRT-LLM's ``--perfect_router`` (tests/microbenchmarks/bench_moe_comm.py,
+  ``_make_inputs``): rank ``s`` lays its (token, slot) pairs out flat, ``f = t * topk + j``, and sends
+  slot ``f`` to rank ``(f + s) % ep``, local expert ``((f + s) // ep) % experts_per_rank``: every token
+  reaches ``min(ep, topk)`` distinct ranks and every rank receives the same count.
 
 Byte sizes follow DeepEP: dispatch in FP8 with one float32 scale per 128
 channels (``hidden + hidden / 128 * 4`` bytes per token copy), combine in BF16
@@ -65,7 +69,7 @@ from collectives.token_routing import alias_table, sample_distinct  # the unifor
 
 __all__ = ["ROUTING_KINDS", "DISPATCH_DTYPES", "FORMS", "METRICS", "LL_HEADER_BYTES", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
 
-ROUTING_KINDS = ("uniform", "skewed", "node_limited", "deepseek", "balanced")
+ROUTING_KINDS = ("uniform", "skewed", "node_limited", "deepseek", "balanced", "perfect")
 #: Dispatch payload types: DeepEP's FP8 with per-128-channel scales, or BF16 (HybridEP's BF16 tables).
 DISPATCH_DTYPES = ("fp8", "bf16")
 #: Traffic forms: ``direct`` (per (token, rank) copy), ``hier`` (one network copy per (token, node),
@@ -257,6 +261,20 @@ def _route_tokens(tr: TokenRouting, n_ranks: int, node_of: np.ndarray) -> TokenT
         if not one_per_node:
             _count(ei, node_of_expert, row_rank, n_nodes, node_counts, None, ascending and node_ascending)
 
+    if tr.kind == "perfect":  # bench_moe_comm.py --perfect_router: slot f of rank s -> rank (f + s) % ep
+        if E % n_ranks:
+            raise SpecError(f"moe routing: perfect needs the {E} experts to split evenly over {n_ranks} ranks")
+        per = E // n_ranks
+        f = np.arange(T * k, dtype=np.int64)
+        block = max(1, min(n_ranks, _BLOCK_DRAWS // (T * k)))
+        for r0 in range(0, n_ranks, block):
+            sched = f[None, :] + np.arange(r0, min(n_ranks, r0 + block), dtype=np.int64)[:, None]
+            ei = ((sched % n_ranks) * per + (sched // n_ranks) % per).reshape(-1, k)
+            count(ei, np.repeat(np.arange(r0, r0 + sched.shape[0]), T))
+        if one_per_node:
+            node_counts[:, node_index] = rank_counts
+        return TokenTraffic(rank_counts=rank_counts, node_counts=node_counts, node_of=node_index,
+                            copy_counts=copy_counts)
     if tr.kind in ("uniform", "skewed"):
         # k experts per token without replacement, in proportion to the popularity (skewed) or uniformly:
         # the law of the top-k of log(popularity) + Gumbel (collectives/token_routing.py). Tokens in rank

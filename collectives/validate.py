@@ -421,7 +421,11 @@ def _moe_router(p, ep: int) -> Router:
 
 
 #: MoE metrics this module predicts (docs/validation-data.md); ``latency`` compares the kernel time.
-MOE_METRICS = ("logical", "rdma", "nccl_ep", "latency")
+MOE_METRICS = ("logical", "rdma", "nccl_ep", "latency", "trtllm_logical")
+#: Metrics whose rows compare the kernel time: ``trtllm_logical`` (TensorRT-LLM's NVLinkOneSided blog)
+#: reports GB/s derived from the measured latency (``tokens x min(ep, top_k) x bytes_per_token / latency``),
+#: so the latency, the measured quantity, is what is compared.
+LATENCY_METRICS = ("latency", "trtllm_logical")
 
 
 def _moe_one(p: _Point, ep: int, coll: str, measured: float, rid: str, quantity: str,
@@ -444,23 +448,29 @@ def _moe_one(p: _Point, ep: int, coll: str, measured: float, rid: str, quantity:
         opts["form"] = "ll"  # per (token, expert) messages straight to the rank (pplx-kernels work so too)
     if "UCCL" in kernel:  # CPU-proxy kernels (settings.kernel names them)
         opts["kernel"] = "uccl_ll" if low_latency else "uccl"
+    if "NVLinkOneSided" in kernel:
+        # TensorRT-LLM's one-sided NVLink kernels (moeAlltoAllKernels.cu): a warp per token stores it once
+        # per distinct target rank (the ``direct`` traffic), all peers at once, and the last CTA writes
+        # the completion flags behind the data (fence.release.sys): the low-latency family's fixed time,
+        # no per-peer serial work (round 7, docs/collectives.md)
+        opts["kernel"] = "moe_ll"
     # DeepEP V1 normal kernels (and UCCL-EP's DeepEP-compatible ones) are SM-bound with the SMs the row names
     if "sms" in p and not low_latency and ("DeepEP V1" in kernel or "DeepEP-compatible" in kernel):
         opts["sms"] = int(p["sms"])
-    if metric not in (None, "latency"):
+    if metric not in (None, *LATENCY_METRICS):
         opts["metric"] = metric
     # epoch mode (1 % tolerance): MoE flows all differ in size, exact re-solves at every finish are
     # 3x slower for < 1 % difference in the completion time
     res = _run_once(r, Collective(coll, tuple(range(ep)), 0, options=opts), policy=p.policy, mode="epoch",
                     epsilon=0.01)
-    if metric == "latency":
+    if metric in LATENCY_METRICS:
         return p.row(rid, "latency us", res.time_s * 1e6, float(measured), res.algorithm)
     return p.row(rid, quantity, res.algbw_Bps / 1e9, float(measured), res.algorithm)
 
 
 def _moe(p: _Point) -> list[ValidationRow]:
     rows = []
-    lat = p.get("metric") == "latency"
+    lat = p.get("metric") in LATENCY_METRICS
     if "ep_dispatch_combine_GBps" in p:  # a rank sweep
         for ep, d, c in p["ep_dispatch_combine_GBps"]:
             for coll, value in (("moe_dispatch", d), ("moe_combine", c)):
