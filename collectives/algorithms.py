@@ -221,12 +221,18 @@ class Planner(_PointToPointMixin):
         if step_us != system.latency_inter_us:
             lat = nm.algo_times(replace(system, latency_inter_us=step_us), collective, max(size, 1),
                                 algorithms=[est.algorithm], protocols=[est.protocol])[0].latency_s
-        # round 7: the first network message waits for the receiver's control message above the plugin's
-        # eager limit (calibration.NET_EAGER_MAX_BYTES): one channel's share of the operation on the wire
-        wire = {"LL": 2.0, "LL128": 128 / 120}.get(est.protocol, 1.0)
-        first = size / tree_channels(est.nchannels) * wire
-        lat += net_rendezvous_s(self.calib.nic, first, self.calib.net_step_latency_s)
+        lat += self.rendezvous_s(system, size, est)
         return est if lat == est.latency_s else replace(est, latency_s=lat)
+
+    def rendezvous_s(self, system: nm.NcclSystem, size: int, est: nm.AlgoEstimate) -> float:
+        """Round 7: the first network message's wait for the receiver's control message when it is above the
+        net plugin's eager limit (``calibration.net_rendezvous_s``): one channel's share of the operation on
+        the wire (LL lines carry 8 flag bytes per 8 data bytes, LL128 8 per 120), one network step."""
+        if system.nnodes < 2:
+            return 0.0
+        wire = {"LL": 2.0, "LL128": 128 / 120}.get(est.protocol, 1.0)
+        first = max(size, 1) / tree_channels(est.nchannels) * wire
+        return net_rendezvous_s(self.calib.nic, first, self.calib.net_step_latency_s)
 
     def p2p_latency_s(self, inter: bool, plugin: bool = True, message_bytes: float = float("inf")) -> float:
         """One Simple-protocol ring step of NCCL's model (assumption, see calibration); across the network with

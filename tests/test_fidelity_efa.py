@@ -110,3 +110,4 @@ def test_rows_of_one_p6b200_table_share_their_timing():
         assert rows[rid]["split"] == rows["mle-p6b200-4node-efa-allreduce-auto-by-size"]["split"]
     assert rows["aws-p5-2node-efa-allreduce-small-by-size"]["group"] == rows["aws-p5-2node-efa-allreduce-by-size"]["group"]
     assert rows["aws-p5-2node-efa-allreduce-small-by-size"]["split"] == "fit"
+
