@@ -79,16 +79,21 @@ def net_latency() -> None:
 
     Joint refit after the merge (tree/Simple fill and NVLS terms in place; grids down to 0, the value
     the plugins' own reports bound from below): EFA 75 us (8.1 %, unchanged), TCPXO 0 us (7.0 %); with the
-    A3 Mega rows' sourced NCCL_BUFFSIZE=8388608 (round 6, A3 Mega settings), TCPXO 0 us (19.7 %)."""
+    A3 Mega rows' sourced NCCL_BUFFSIZE=8388608 (round 6, A3 Mega settings), TCPXO 0 us (19.7 %).
+    Round 7 (AWS EFA): one step cost per group of platforms the plugin reports alike, with the rendezvous
+    (calibration.NET_EAGER_MAX_BYTES) in place: EFA-v1/v2 (p4d/p4de/p5) on the p5 rows, 30 us (7.7 %);
+    EFA (p5en/p6) on the p6-b200 4-node rows, 60 us (7.9 %)."""
     a2a = [f"awsgpucomm-p5-{n}node-efa-alltoall-by-size" for n in (2, 4, 8, 16, 32)]
-    for fam, ids, grid in (
-            ("EFA", ["aws-p5-2node-efa-allreduce-by-size", "mle-p6b200-4node-efa-allreduce-auto-by-size"] + a2a,
-             (0, 20, 35, 50, 60, 65, 70, 75, 80, 90)),
-            ("TCPXO", ["gcp-a3mega-2node-tcpxo-allreduce-by-size"], (0, 20, 40, 60, 80, 100, 120, 160))):
-        old = cal.NET_STEP_LATENCY_US[fam]
-        print(fam)
-        _grid(ids, lambda x: cal.NET_STEP_LATENCY_US.__setitem__(fam, float(x)), grid)
-        cal.NET_STEP_LATENCY_US[fam] = old
+    p5 = ["aws-p5-2node-efa-allreduce-by-size", "aws-p5-2node-efa-allreduce-small-by-size"] + a2a
+    p6 = ["mle-p6b200-4node-efa-allreduce-auto-by-size", "mle-p6b200-4node-efa-allreduce-small-by-size"]
+    for keys, ids, grid in (
+            (("EFA-v1", "EFA-v2"), p5, (15, 20, 22, 25, 30, 35, 40, 50, 75)),
+            (("EFA",), p6, (50, 55, 60, 65, 70, 75, 80, 90)),
+            (("TCPXO",), ["gcp-a3mega-2node-tcpxo-allreduce-by-size"], (0, 20, 40, 60, 80, 100, 120, 160))):
+        old = {k: cal.NET_STEP_LATENCY_US[k] for k in keys}
+        print("/".join(keys))
+        _grid(ids, lambda x: cal.NET_STEP_LATENCY_US.update({k: float(x) for k in keys}), grid)
+        cal.NET_STEP_LATENCY_US.update(old)
 
 
 def nic_drop() -> None:

@@ -657,7 +657,20 @@ def nccl_p2p_per_peer_s(nic_name: str | None) -> float:
 #: 12.5 6.0, 15 7.2 % -> **7.5 us** (the row alone: 15 us 2.8 %, 7.5 us 5.2 %; the small sizes alone: 7.5 us,
 #: 0.3 %). Charged twice per Simple network step (NCCL's count), i.e. ~15 us per network message of the
 #: TCPXO path; the plugin still reports 0 (``NET_LATENCY_US``).
-NET_STEP_LATENCY_US: dict[str, float] = {"EFA": 75.0, "TCPXO": 7.5}
+#: Round 7 (AWS EFA; docs/collectives.md, "Round 7 (2026-12-02), AWS EFA"): split by the platforms that
+#: aws-ofi-nccl's own ``platform_data_map`` reports alike, each fitted on its own fit rows, with the rendezvous
+#: of messages above the plugin's eager limit charged apart (:data:`NET_EAGER_MAX_BYTES`). ``EFA-v1`` /
+#: ``EFA-v2`` (p4d / p4de / p5, 100 Gb/s SRD devices, reported 75 us in every release): the 53 fit values of the
+#: AWS p5 sweeps (aws-p5-2node-efa-allreduce-by-size, its sub-MiB part aws-p5-2node-efa-allreduce-small-by-size,
+#: the five awsgpucomm-p5 all-to-all sweeps), with the rendezvous: 15 us 12.8 %, 20 9.8, 22 8.9, 25 7.9,
+#: **30 7.7 %** (max 22.5 %), 35 8.0, 40 8.4, 50 9.4, 75 12.9 % -> 30 us (without it: 30 us 9.6 %, 40 us 7.5 %
+#: (max 27.1 %), 50 7.6, 75 9.5 %: a tie on these rows; the rendezvous is kept for its source and the floor). The same log's 8-byte - 1 KiB all-reduces (65-75 us: NCCL's 26 us of non-network latency for tree/LL
+#: plus two network steps, all eager) bound a step at ~22-25 us. ``EFA`` (p5en / p6, 200 / 400 Gb/s devices,
+#: reported 35 us from v1.16.0): the 17 fit values of mle-p6b200-4node (all sizes and the sub-MiB part, with the
+#: rows' one-call host overhead), with the rendezvous: 50 us 12.5 %, 55 9.2, **60 7.9 %**, 65 8.3, 70 10.2,
+#: 75 11.9 % -> 60 us (without it: 60 us 14.2 %, 75 us 8.1 %, 80 8.3 %): that run's AWS region tuner (NCCL_TUNER_PLUGIN=ofi, 4 nodes) chooses by its
+#: own tables, not modelled, so this value also stands in for its choices.
+NET_STEP_LATENCY_US: dict[str, float] = {"EFA-v1": 30.0, "EFA-v2": 30.0, "EFA": 60.0, "TCPXO": 7.5}
 
 #: Algorithms a net plugin's environment profile leaves NCCL (``NCCL_ALGO``), by NIC; NICs not listed: all.
 #: GPUDirect-TCPXO (GCP A3 Mega): the FasTrak plugin bundles of 2024-2025 (nccl-plugin-gpudirecttcpx-dev
@@ -698,3 +711,51 @@ def net_algorithms(nic_name: str | None) -> tuple[str, ...] | None:
     if not nic_name:
         return None
     return NET_ALGORITHMS.get(catalog.nic(nic_name).name)
+
+
+# ---- Round 7 (issue 8, AWS EFA): the net plugin's eager limit. Kept apart from the tables above so that
+# branches merge (docs/collectives.md, "Round 7 (2026-12-02), AWS EFA").
+
+#: Largest message (bytes) the net plugin sends without waiting for the receiver, by NIC name prefix (first
+#: match wins; NICs not listed: no rendezvous term). aws-ofi-nccl's RDMA protocol sends a message eagerly only
+#: when the receiver's control message (the address to write to) has not arrived yet and the message is at most
+#: ``OFI_NCCL_EAGER_MAX_SIZE`` bytes (default 8192: include/nccl_ofi_param.h v1.8.1-aws .. v1.21.1); a larger
+#: message waits for that control message (src/nccl_ofi_rdma.c[pp] ``send``: "Determine if this should be sent
+#: eagerly": ``(!have_ctrl && size <= eager_max_size) || (size == 0)``), which the receiver sends when NCCL
+#: posts the receive. NCCL's proxies post their receives when the operation starts and keep NCCL_STEPS of them
+#: posted, so the FIRST network message of an operation waits one network step more, the later ones find their
+#: control message waiting: one step per operation (:func:`net_rendezvous_s`). Time the run takes, not a term
+#: of NCCL's choice. Platforms on the RDMA protocol: p5 / p5e (RDMA from v1.7.x: more EFA devices than GPUs,
+#: src/nccl_ofi_net.c @ v1.8.1-aws), p5en and p6 (``default_protocol = "RDMA"``, src/platform-aws.cpp @
+#: v1.16.0); p4d / p4de (EFA v1) run ``SENDRECV`` (libfabric tagged messages, the provider's own eager /
+#: long-message protocols, not modelled): not listed.
+NET_EAGER_MAX_BYTES: dict[str, int] = {"EFA-v2": 8192, "EFA-v3": 8192, "EFA-v4": 8192}
+
+__all__ += ["NET_EAGER_MAX_BYTES", "net_eager_max_bytes", "net_rendezvous_s"]
+
+
+def net_eager_max_bytes(nic_name: str | None) -> int | None:
+    """:data:`NET_EAGER_MAX_BYTES` of the NIC's net plugin, or None (no rendezvous term).
+
+    Examples
+    --------
+    >>> net_eager_max_bytes("EFA-v2-100G"), net_eager_max_bytes("EFA-v1-100G"), net_eager_max_bytes("ConnectX-7")
+    (8192, None, None)
+    """
+    key = _net_key(NET_EAGER_MAX_BYTES, nic_name)
+    return NET_EAGER_MAX_BYTES[key] if key is not None else None
+
+
+def net_rendezvous_s(nic_name: str | None, message_bytes: float, step_s: float) -> float:
+    """Extra time of one operation whose first network message (``message_bytes`` on the wire) is above the
+    plugin's eager limit: one network step ``step_s`` (the wait for the receiver's control message), else 0.
+
+    Examples
+    --------
+    >>> net_rendezvous_s("EFA-v2-100G", 65536, 30e-6), net_rendezvous_s("EFA-v2-100G", 4096, 30e-6)
+    (3e-05, 0.0)
+    >>> net_rendezvous_s("ConnectX-7", 1 << 20, 30e-6)
+    0.0
+    """
+    limit = net_eager_max_bytes(nic_name)
+    return float(step_s) if limit is not None and message_bytes > limit else 0.0

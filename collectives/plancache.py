@@ -71,7 +71,8 @@ class PlanCache:
                 best[e.algorithm] = (e.protocol, e.time_s, e.kernel_efficiency)
         # (the NVLS pipeline fill below its window depends on the size, as do the kernel limits of the
         # protocol a plan uses, kept with the best protocols below)
-        lat = tuple((e.algorithm, e.protocol, e.enabled, None if math.isnan(e.latency_s) else e.latency_s)
+        lat = tuple((e.algorithm, e.protocol, e.enabled, None if math.isnan(e.latency_s) else e.latency_s,
+                     self.planner.rendezvous_s(system, size, e))  # round 7: the eager limit, by size
                     for e in ests)
         chosen = None
         if op.algorithm == "auto":
