@@ -102,7 +102,7 @@ class _Fill:
     none).  A frozen flow's rate is ``level[bneck]``.
     """
 
-    __slots__ = ("bneck", "level", "rounds", "rem", "rem_left")
+    __slots__ = ("bneck", "level", "rounds", "rem", "rem_left", "min_rate")
 
     def __init__(self, n: int, r1: int):
         self.bneck = np.zeros(n, dtype=np.int32)
@@ -110,6 +110,7 @@ class _Fill:
         self.rounds = 0
         self.rem = None
         self.rem_left = None
+        self.min_rate = None
 
     def rates(self, sel=None) -> np.ndarray:
         """Rates of the flows ``sel`` (all if None); level[0] = inf for unconstrained flows."""
@@ -198,7 +199,8 @@ def _window(W, rc, cc, s, ng0: int, bound: float, ceps: float):
 
 
 def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
-          fixed_load: np.ndarray | None = None, *, compiled: bool = True, sw: np.ndarray | None = None) -> _Fill:
+          fixed_load: np.ndarray | None = None, *, compiled: bool = True, sw: np.ndarray | None = None,
+          min_rate: np.ndarray | None = None) -> _Fill:
     """Progressive filling of the flows whose ``state`` is _ALIVE.
 
     ``state`` (uint8[n]) is updated in place (filled flows become _DONE);
@@ -210,6 +212,9 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
     ``sw``: every entry's coefficient is its slot's, ``sw[res + 1]`` (:mod:`fabric.slotfill`): the numpy
     rounds read that table instead of the index's per-entry coefficients (same values in the same order,
     so the same bits), and ``ix`` may omit them.
+    ``min_rate`` (float64[R+1]): lowered in place, per slot, to the smallest rate of the flows this fill
+    freezes that cross it (O(R) per round: the rounds' coefficient sums say which slots their flows
+    cross); the numpy rounds only: the result's ``min_rate`` is the array when it was kept, else None.
     """
     n_res = ix.n_res
     r1 = n_res + 1
@@ -274,6 +279,8 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                         dc = bincount(rows, minlength=r1)
                     cnt -= dc
                     rem -= dc * sv
+                    if min_rate is not None:
+                        np.minimum(min_rate, sv, out=min_rate, where=dc > 0)
                 full[j0] = True
                 cnt[j0] = 0.0
                 window = min(window * 2.0, 0.25)
@@ -367,6 +374,13 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                 accs = cand[accp]
                 lv = live[accp]
                 level[accs[lv]] = s[accp][lv]
+                if min_rate is not None and ff.shape[0]:
+                    # the rates given (level[bneck]): one value for the window (e.g. tied shares), O(R)
+                    va = take(level, accs)
+                    if va.min() == va.max():
+                        np.minimum(min_rate, va[0], out=min_rate, where=dc > 0)
+                    else:
+                        np.minimum.at(min_rate, rows, np.repeat(take(level, take(cand, pf)), h))
                 full[accs] = True
                 cnt[accs] = 0.0
                 na = int(accp.sum())
@@ -378,6 +392,7 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
             less(cnt, ceps, out=dead)
             copyto(share, _INF, where=dead)
     out.rounds = rounds
+    out.min_rate = min_rate
     out.rem_left = rem  # capacity left per slot by all the flows (fixed and filled), ~0 on full slots
     out.rem = np.where(full, _INF, rem)  # remaining capacity per slot; inf on the slots that froze flows
     out.rem[0] = _INF
