@@ -208,8 +208,7 @@ def _one_solve(pr: _Prob, cap_full: np.ndarray, rep: np.ndarray) -> FlowResult:
     F = pr.F
     t0 = float(pr.delay[0]) + (float(pr.rel[0]) if pr.rel is not None and F else 0.0)
     start = np.full(F, t0)
-    pos = pr.size > 0
-    flows = None if pos.all() else np.flatnonzero(pos)
+    flows = None if F == 0 or pr.size.min() > 0 else np.flatnonzero(pr.size > 0)
     ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows)
     s = float(pr.size.max()) if F else 0.0  # every positive size (the shortcut's condition)
     rb = _index_bytes(pr, ix, s) if ix.size else None
