@@ -345,7 +345,13 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                     else:
                         wl = take(coef, fl[later])
                     W = bincount(li, weights=wl, minlength=k * k).reshape(k, k)
-                    accp, live = _window(W, rc, cc, s, ng0, bound, ceps)
+                    if ng0 == k:
+                        # every candidate at the level: _window accepts them all and changes no share; only
+                        # which of them keep unfrozen flows is left (the same sum and comparison as there)
+                        live = (cc - W.sum(axis=1)) >= ceps
+                        accp = np.ones(k, dtype=np.bool_)
+                    else:
+                        accp, live = _window(W, rc, cc, s, ng0, bound, ceps)
                 else:
                     live = cc >= ceps
                     accp = np.ones(k, dtype=np.bool_)
