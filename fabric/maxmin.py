@@ -303,7 +303,7 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                 ng0 = int(np.searchsorted(sc, s0 * (1.0 + TIE_RTOL), side="right"))
                 starts = indptr[cand].tolist()
                 ends = indptr[cand + 1].tolist()
-                fl = np.concatenate([indices[a:b] for a, b in zip(starts, ends)]).astype(intp)
+                fl = np.concatenate([indices[a:b] for a, b in zip(starts, ends)], dtype=intp)
                 lens = np.subtract(ends, starts)
                 pidx = np.repeat(np.arange(k, dtype=np.uint8), lens)
                 m = take(state, fl) == _ALIVE
@@ -320,7 +320,8 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                 if viol.any():
                     np.minimum.at(state, fl[viol], pidx[viol])
                     mn = take(state, fl)
-                state[fl] = _ALIVE
+                if ng0 < k:  # (all at the level: every candidate is accepted and each of these flows is frozen
+                    state[fl] = _ALIVE  # below, from its first candidate: no state to restore)
                 first = pidx == mn
                 if first.all():
                     ff = fl
