@@ -230,20 +230,22 @@ def _one_solve(pr: _Prob, cap_full: np.ndarray, rep: np.ndarray) -> FlowResult:
     sz = pr.size if flows is None else pr.size[flows]
     dur = np.divide(sz, rates, out=rates)  # inf rate -> 0; the rates are not needed any more
     del rates
-    if flows is None:
-        tend = dur + t0
-    else:
-        tend = start.copy()
-        tend[flows] += dur
     # busy: a resource is busy from t0 until its slowest flow ends (max over each resource's flows)
     busy = np.zeros(pr.R)
     if ix.size:
         busy = _busy_from_min_rate(out.min_rate, s)
         if busy is None:
-            np.copyto(dur, 0.0, where=~np.isfinite(dur))
-            busy = _slot_max(ix.res, dur, pr.R)[1:]
+            d = np.where(np.isfinite(dur), dur, 0.0)
+            busy = _slot_max(ix.res, d, pr.R)[1:]
             np.maximum(busy, 0.0, out=busy)
-    del ix, out, dur
+            del d
+    del ix, out
+    if flows is None:
+        tend = np.add(dur, t0, out=dur)  # (the durations are not needed any more)
+    else:
+        tend = start.copy()
+        tend[flows] += dur
+    del dur
     fin = tend if pr.lat is None else tend + pr.lat
     return _one_solve_result(pr, start, tend, fin, busy, rbytes, lb, rounds)
 
