@@ -145,6 +145,27 @@ def _shared_hashes(h: np.ndarray) -> np.ndarray:
     return out
 
 
+def _ends_increasing(res: np.ndarray, n_res: int) -> bool:
+    """True when the (first hop, last hop) pairs of the rows strictly increase in flow order.
+
+    Then no two rows share both ends, so no two flows are identical: a proof in
+    O(F) integer work (two column reads, one multiply-add, one comparison of
+    neighbours) instead of a hash of the F x h table. Collective builders list
+    flows by source, then destination, and the router numbers the NIC ports by
+    host, so an all-to-all passes it; any other order falls back to the hash.
+    """
+    F = res.shape[0] if res.ndim else 0
+    if res.ndim != 2 or res.shape[1] == 0 or F < 2 or res.dtype.kind not in "iu":
+        return False
+    n1 = int(n_res) + 1
+    kt = np.int32 if n1 * n1 < 2**31 else np.int64
+    key = np.add(res[:, 0], 1, dtype=kt, casting="unsafe")  # -1 (padding) -> 0: ids in [0, n1) once checked
+    key *= kt(n1)
+    np.add(key, res[:, -1], out=key, casting="unsafe")
+    key += kt(1)
+    return bool(np.greater(key[1:], key[:-1]).all())
+
+
 def group_identical_flows(problem: FlowProblem) -> tuple[FlowProblem, np.ndarray] | None:
     """Merge flows with identical resources, weights, size, start, latency and phase into classes.
 
@@ -153,9 +174,10 @@ def group_identical_flows(problem: FlowProblem) -> tuple[FlowProblem, np.ndarray
     the reduced problem and, for every original flow, the index of its class; or
     ``None`` when no two flows are identical (or multiplicities are already set).
 
-    Cost: one hash per flow and one sort of the hashes; only flows whose hash is
-    shared are compared field by field, so a set with no identical flows (an
-    all-to-all) is dismissed after the sort.
+    Cost: flows whose (first hop, last hop) pairs strictly increase in flow order
+    (an all-to-all as the collectives list it) are dismissed after one O(F) pass;
+    otherwise one hash per flow and one sort of the crowded hashes, and only
+    flows whose hash is shared are compared field by field.
 
     Examples
     --------
@@ -170,6 +192,8 @@ def group_identical_flows(problem: FlowProblem) -> tuple[FlowProblem, np.ndarray
     if problem.multiplicity is not None or F < 2:
         return None
     res = np.asarray(problem.res)
+    if _ends_increasing(res, len(problem.capacity_Bps)):
+        return None  # flows listed in order of distinct (first, last) hops (e.g. an all-to-all by source, destination)
     if res.ndim == 2 and res.shape[1] > 2 and not _shared_hashes(_mix_hash(problem, (0, res.shape[1] - 1))).any():
         return None  # rows already unique on their first and last hop (e.g. the host links of an all-to-all)
     h = _row_hash(problem)

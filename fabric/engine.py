@@ -155,14 +155,9 @@ def simulate(problem: FlowProblem, *, mode: str = "auto", epsilon: float = 0.01,
         pr.fold_weight()  # per-resource weights given per entry: folded like resource_weight
     red = _reduce_columns(pr)
     prs = pr if red.res is pr.res else pr.reduced(red)
-    rbytes = _resource_bytes(prs)[red.rep]  # a merged resource carries exactly its representative's bytes
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lb_r = rbytes / pr.cap
-    lb = float(np.nanmax(lb_r)) if lb_r.size else 0.0
-    if not np.isfinite(lb):
-        lb = 0.0
     if chosen == "one-solve" and not time_series:
-        return _unfold(_expand(_one_solve(prs, rbytes, lb), pr, red), pr)
+        return _unfold(_expand(_one_solve(prs, pr.cap, red.rep), pr, red), pr)
+    rbytes, lb = _bytes_and_bound(_resource_bytes(prs), pr.cap, red.rep)
     sim = _EventLoop(prs, exact=(chosen != "epoch"), epsilon=float(epsilon), time_series=time_series,
                      memory_limit_bytes=memory_limit_bytes, base_bytes=est)
     return _unfold(_expand(sim.run(rbytes, lb), pr, red), pr)
@@ -182,15 +177,46 @@ def _one_solve_ok(pr: _Prob) -> bool:
     return lo == hi
 
 
-def _one_solve(pr: _Prob, rbytes, lb) -> FlowResult:
+def _bytes_and_bound(rb: np.ndarray, cap: np.ndarray, rep: np.ndarray):
+    """(bytes per resource, lower bound ``max bytes / capacity``) from the bytes per solved resource ``rb``."""
+    rbytes = rb[rep]  # a merged resource carries exactly its representative's bytes
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lb_r = rbytes / cap
+    lb = float(np.nanmax(lb_r)) if lb_r.size else 0.0
+    if not np.isfinite(lb):
+        lb = 0.0
+    return rbytes, lb
+
+
+def _index_bytes(pr: _Prob, ix, size: float) -> np.ndarray | None:
+    """:func:`_resource_bytes` of equal-size flows from the index's entry counts, when that is the same bits.
+
+    Unit coefficients (no weights, multiplicities or merged repeats) and an integer size ``s`` whose
+    product with the largest count is at most 2**53: every partial sum of the per-entry additions is then
+    an integer below 2**53, so each addition is exact and the sum is ``count * s`` exactly, whatever the
+    order. (Flows of size 0, absent from the index, add +0.0.) ``None`` otherwise.
+    """
+    if pr.weight is not None or pr.mult is not None or ix.coef is not None or not float(size).is_integer():
+        return None
+    counts = np.diff(ix.indptr)[1:]
+    if counts.shape[0] and float(counts.max()) * size > 2.0 ** 53:
+        return None
+    return counts * size
+
+
+def _one_solve(pr: _Prob, cap_full: np.ndarray, rep: np.ndarray) -> FlowResult:
     F = pr.F
     t0 = float(pr.delay[0]) + (float(pr.rel[0]) if pr.rel is not None and F else 0.0)
     start = np.full(F, t0)
-    pos = pr.size > 0
-    flows = None if pos.all() else np.flatnonzero(pos)
+    flows = None if F == 0 or pr.size.min() > 0 else np.flatnonzero(pr.size > 0)
     ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows)
+    s = float(pr.size.max()) if F else 0.0  # every positive size (the shortcut's condition)
+    rb = _index_bytes(pr, ix, s) if ix.size else None
+    rbytes, lb = _bytes_and_bound(_resource_bytes(pr) if rb is None else rb, cap_full, rep)
     state = np.full(ix.size, _mm.ALIVE, dtype=np.uint8)
-    out = _mm.fill(ix, pr.cap, state, _mm.coef_sums(ix, None))
+    # the numpy fill also keeps each resource's smallest rate: the busy times without a pass over the entries
+    min_rate = np.full(pr.R + 1, np.inf)
+    out = _mm.fill(ix, pr.cap, state, _mm.coef_sums(ix, None), min_rate=min_rate)
     rounds = out.rounds
     if flows is None and ix.size and _kernels.use_index(ix.res.size):
         # the same element operations in one compiled pass: rates, transfer ends, busy maxima
@@ -204,20 +230,45 @@ def _one_solve(pr: _Prob, rbytes, lb) -> FlowResult:
     sz = pr.size if flows is None else pr.size[flows]
     dur = np.divide(sz, rates, out=rates)  # inf rate -> 0; the rates are not needed any more
     del rates
-    if flows is None:
-        tend = dur + t0
-    else:
-        tend = start.copy()
-        tend[flows] += dur
     # busy: a resource is busy from t0 until its slowest flow ends (max over each resource's flows)
     busy = np.zeros(pr.R)
     if ix.size:
-        np.copyto(dur, 0.0, where=~np.isfinite(dur))
-        busy = _slot_max(ix.res, dur, pr.R)[1:]
-        np.maximum(busy, 0.0, out=busy)
-    del ix, out, dur
+        busy = _busy_from_min_rate(out.min_rate, s)
+        if busy is None:
+            d = np.where(np.isfinite(dur), dur, 0.0)
+            busy = _slot_max(ix.res, d, pr.R)[1:]
+            np.maximum(busy, 0.0, out=busy)
+            del d
+    del ix, out
+    if flows is None:
+        tend = np.add(dur, t0, out=dur)  # (the durations are not needed any more)
+    else:
+        tend = start.copy()
+        tend[flows] += dur
+    del dur
     fin = tend if pr.lat is None else tend + pr.lat
     return _one_solve_result(pr, start, tend, fin, busy, rbytes, lb, rounds)
+
+
+def _busy_from_min_rate(min_rate: np.ndarray | None, size: float) -> np.ndarray | None:
+    """Busy time per resource, ``max over its flows of size / rate``, as ``size / (its smallest rate)``.
+
+    The same bits: every flow has the size ``size`` and a correctly rounded division is monotone in the
+    divisor, so the largest quotient is the one by the smallest rate (a resource no filled flow crosses
+    has an infinite smallest rate and gets 0, as the maximum over zero transfer times does). ``None``
+    (use the maximum over the entries) when the fill did not keep the minima, or a rate is 0 or NaN, or a
+    quotient overflows (the entry pass sets those transfer times to 0 before taking the maximum).
+    """
+    if min_rate is None:
+        return None
+    mr = min_rate[1:]
+    if not (mr > 0.0).all():
+        return None
+    with np.errstate(over="ignore"):
+        busy = np.divide(size, mr)
+    if not np.isfinite(busy).all():
+        return None
+    return busy
 
 
 def _one_solve_result(pr: _Prob, start, tend, fin, busy, rbytes, lb, rounds) -> FlowResult:

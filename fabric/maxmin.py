@@ -102,7 +102,7 @@ class _Fill:
     none).  A frozen flow's rate is ``level[bneck]``.
     """
 
-    __slots__ = ("bneck", "level", "rounds", "rem", "rem_left")
+    __slots__ = ("bneck", "level", "rounds", "rem", "rem_left", "min_rate")
 
     def __init__(self, n: int, r1: int):
         self.bneck = np.zeros(n, dtype=np.int32)
@@ -110,6 +110,7 @@ class _Fill:
         self.rounds = 0
         self.rem = None
         self.rem_left = None
+        self.min_rate = None
 
     def rates(self, sel=None) -> np.ndarray:
         """Rates of the flows ``sel`` (all if None); level[0] = inf for unconstrained flows."""
@@ -198,7 +199,8 @@ def _window(W, rc, cc, s, ng0: int, bound: float, ceps: float):
 
 
 def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
-          fixed_load: np.ndarray | None = None, *, compiled: bool = True, sw: np.ndarray | None = None) -> _Fill:
+          fixed_load: np.ndarray | None = None, *, compiled: bool = True, sw: np.ndarray | None = None,
+          min_rate: np.ndarray | None = None) -> _Fill:
     """Progressive filling of the flows whose ``state`` is _ALIVE.
 
     ``state`` (uint8[n]) is updated in place (filled flows become _DONE);
@@ -210,6 +212,9 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
     ``sw``: every entry's coefficient is its slot's, ``sw[res + 1]`` (:mod:`fabric.slotfill`): the numpy
     rounds read that table instead of the index's per-entry coefficients (same values in the same order,
     so the same bits), and ``ix`` may omit them.
+    ``min_rate`` (float64[R+1]): lowered in place, per slot, to the smallest rate of the flows this fill
+    freezes that cross it (O(R) per round: the rounds' coefficient sums say which slots their flows
+    cross); the numpy rounds only: the result's ``min_rate`` is the array when it was kept, else None.
     """
     n_res = ix.n_res
     r1 = n_res + 1
@@ -240,7 +245,7 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
     # slots that froze flows (full): their remaining capacity is kept (a dead slot's share is never read)
     full = np.zeros(r1, dtype=np.bool_)
     divide, copyto, bincount, less, add = np.divide, np.copyto, np.bincount, np.less, np.add
-    take, put = np.take, np.put
+    take = np.take
     intp = np.intp
     rounds = 0
     window = 1e-3
@@ -258,11 +263,13 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
             if cand is None or cand.shape[0] == 1:
                 # ---- one bottleneck slot
                 fl = indices[indptr[j0]:indptr[j0 + 1]].astype(intp)  # intp ids: faster takes and puts
-                fl = fl[take(state, fl) == _ALIVE]
+                m = take(state, fl) == _ALIVE
+                if not m.all():
+                    fl = fl[m]
                 sv = s0 if s0 > 0.0 else 0.0
                 if fl.shape[0]:
-                    put(state, fl, _DONE)
-                    put(bneck, fl, j0)
+                    state[fl] = _DONE  # (a scalar by fancy assignment: ~3x faster than np.put)
+                    bneck[fl] = j0
                     level[j0] = sv
                     rows = add(take(res, fl, axis=0), 1, dtype=intp).reshape(-1)
                     if sw is not None:
@@ -274,6 +281,8 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                         dc = bincount(rows, minlength=r1)
                     cnt -= dc
                     rem -= dc * sv
+                    if min_rate is not None:
+                        np.minimum(min_rate, sv, out=min_rate, where=dc > 0)
                 full[j0] = True
                 cnt[j0] = 0.0
                 window = min(window * 2.0, 0.25)
@@ -294,26 +303,32 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                 ng0 = int(np.searchsorted(sc, s0 * (1.0 + TIE_RTOL), side="right"))
                 starts = indptr[cand].tolist()
                 ends = indptr[cand + 1].tolist()
-                fl = np.concatenate([indices[a:b] for a, b in zip(starts, ends)]).astype(intp)
+                fl = np.concatenate([indices[a:b] for a, b in zip(starts, ends)], dtype=intp)
                 lens = np.subtract(ends, starts)
                 pidx = np.repeat(np.arange(k, dtype=np.uint8), lens)
                 m = take(state, fl) == _ALIVE
-                fl = fl[m]
-                pidx = pidx[m]
+                if not m.all():
+                    fl = fl[m]
+                    pidx = pidx[m]
                 if ecoef is not None and sw is None:
                     ew = np.concatenate([ecoef[a:b] for a, b in zip(starts, ends)])[m]
                 # first candidate (smallest position) crossed by each gathered flow: the entries are in
                 # candidate order, so writing them in reverse leaves the smallest position; checked
-                put(state, fl[::-1], pidx[::-1])
+                state[fl[::-1]] = pidx[::-1]
                 mn = take(state, fl)
                 viol = mn > pidx
                 if viol.any():
                     np.minimum.at(state, fl[viol], pidx[viol])
                     mn = take(state, fl)
-                put(state, fl, _ALIVE)
+                if ng0 < k:  # (all at the level: every candidate is accepted and each of these flows is frozen
+                    state[fl] = _ALIVE  # below, from its first candidate: no state to restore)
                 first = pidx == mn
-                ff = fl[first]
-                pf = pidx[first].astype(intp)
+                if first.all():
+                    ff = fl
+                    pf = pidx.astype(intp)
+                else:
+                    ff = fl[first]
+                    pf = pidx[first].astype(intp)
                 later = pidx > mn
                 rc = rem[cand]
                 cc = cnt[cand]
@@ -331,20 +346,27 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                     else:
                         wl = take(coef, fl[later])
                     W = bincount(li, weights=wl, minlength=k * k).reshape(k, k)
-                    accp, live = _window(W, rc, cc, s, ng0, bound, ceps)
+                    if ng0 == k:
+                        # every candidate at the level: _window accepts them all and changes no share; only
+                        # which of them keep unfrozen flows is left (the same sum and comparison as there)
+                        live = (cc - W.sum(axis=1)) >= ceps
+                        accp = np.ones(k, dtype=np.bool_)
+                    else:
+                        accp, live = _window(W, rc, cc, s, ng0, bound, ceps)
                 else:
                     live = cc >= ceps
                     accp = np.ones(k, dtype=np.bool_)
                 np.maximum(s, 0.0, out=s)
-                acc = take(accp, pf)
-                if not acc.all():
-                    ff = ff[acc]
-                    pf = pf[acc]
+                if not accp.all():
+                    acc = take(accp, pf)
+                    if not acc.all():
+                        ff = ff[acc]
+                        pf = pf[acc]
                 if ff.shape[0]:
-                    put(state, ff, _DONE)
-                    put(bneck, ff, take(cand, pf))
-                    rr = take(s, pf)
+                    state[ff] = _DONE
+                    bneck[ff] = take(cand.astype(bneck.dtype), pf)
                     rows = add(take(res, ff, axis=0), 1, dtype=intp).reshape(-1)
+                    rr = None if sw is None and not weighted else take(s, pf)
                     if sw is not None:
                         w = take(sw, rows)
                         dc = bincount(rows, weights=w, minlength=r1)
@@ -361,12 +383,28 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                             dr = bincount(rows, weights=np.repeat(w * rr, h), minlength=r1)
                     else:
                         dc = bincount(rows, minlength=r1)
-                        dr = bincount(rows, weights=np.repeat(rr, h), minlength=r1)
+                        sa = s[accp]
+                        if sa.min() == sa.max():
+                            # one rate r for the window: a slot's sum is 0 + r + r + ... (dc of them, bincount
+                            # adds in order), i.e. the same additions as a running sum of r's, looked up by count
+                            run = np.empty(int(dc.max()) + 1)
+                            run[0] = 0.0
+                            run[1:] = sa[0]
+                            dr = take(np.cumsum(run, out=run), dc)
+                        else:
+                            dr = bincount(rows, weights=np.repeat(take(s, pf), h), minlength=r1)
                     cnt -= dc
                     rem -= dr
                 accs = cand[accp]
                 lv = live[accp]
                 level[accs[lv]] = s[accp][lv]
+                if min_rate is not None and ff.shape[0]:
+                    # the rates given (level[bneck]): one value for the window (e.g. tied shares), O(R)
+                    va = take(level, accs)
+                    if va.min() == va.max():
+                        np.minimum(min_rate, va[0], out=min_rate, where=dc > 0)
+                    else:
+                        np.minimum.at(min_rate, rows, np.repeat(take(level, take(cand, pf)), h))
                 full[accs] = True
                 cnt[accs] = 0.0
                 na = int(accp.sum())
@@ -378,6 +416,7 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
             less(cnt, ceps, out=dead)
             copyto(share, _INF, where=dead)
     out.rounds = rounds
+    out.min_rate = min_rate
     out.rem_left = rem  # capacity left per slot by all the flows (fixed and filled), ~0 on full slots
     out.rem = np.where(full, _INF, rem)  # remaining capacity per slot; inf on the slots that froze flows
     out.rem[0] = _INF

@@ -113,3 +113,42 @@ def test_all_to_all_has_no_identical_flows_and_skips_grouping():
     dst += dst >= src
     p, _ = to_problem(FlowSet.from_routes(r.route(src, dst), 1e6), r)
     assert group_identical_flows(p) is None
+
+
+def test_ends_in_increasing_order_prove_distinct_flows_without_hashing(monkeypatch):
+    from fabric import decompose
+    from fabric.flowset import FlowSet, to_problem
+    r = Router(compile_fabric(build("fat-tree", {"hosts": 32, "radix": 8})))
+    src = np.repeat(np.arange(32), 31)
+    dst = np.tile(np.arange(31), 32)
+    dst += dst >= src
+    p, _ = to_problem(FlowSet.from_routes(r.route(src, dst), 1e6), r)
+    assert decompose._ends_increasing(np.asarray(p.res), len(p.capacity_Bps))
+
+    def no_hash(*a, **k):
+        raise AssertionError("hashed although the ends proved the flows distinct")
+    monkeypatch.setattr(decompose, "_mix_hash", no_hash)
+    assert decompose.group_identical_flows(p) is None
+    # the same flows in another order: no proof from the order, the hash decides (still nothing to merge)
+    monkeypatch.undo()
+    perm = np.random.default_rng(2).permutation(len(src))
+    q, _ = to_problem(FlowSet.from_routes(r.route(src[perm], dst[perm]), 1e6), r)
+    assert not decompose._ends_increasing(np.asarray(q.res), len(q.capacity_Bps))
+    assert decompose.group_identical_flows(q) is None
+
+
+def test_the_ends_proof_never_claims_distinct_rows_that_repeat():
+    from fabric.decompose import _ends_increasing, _row_keys
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        F = int(rng.integers(2, 40))
+        res = rng.integers(-1, 3, (F, int(rng.integers(1, 4)))).astype(rng.choice([np.int16, np.int32, np.int64]))
+        if trial % 2:  # sorted by (first, last) hop: the proof applies when those pairs are distinct
+            res = res[np.lexsort((res[:, -1], res[:, 0]))]
+        p = FlowProblem(capacity_Bps=np.ones(3), res=res, size_bytes=np.ones(F))
+        distinct = len(np.unique(_row_keys(p))) == F
+        pairs = len({(int(a), int(b)) for a, b in zip(res[:, 0], res[:, -1])}) == F
+        got = _ends_increasing(res, 3)
+        assert not got or (distinct and pairs)
+        if trial % 2:
+            assert got == pairs

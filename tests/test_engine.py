@@ -401,3 +401,56 @@ def test_resource_weight_folded_into_capacity_equals_the_weight_matrix(mode):
     with pytest.raises(FlowError, match=r"resource_weight\[0\]"):
         simulate(FlowProblem(capacity_Bps=np.ones(2), res=np.zeros((1, 1), np.int32), size_bytes=np.ones(1),
                              resource_weight=np.array([0.0, 1.0])))
+
+
+def test_one_solve_shortcuts_give_the_entry_passes_bits(monkeypatch):
+    """Bytes from the index's counts and busy times from the fill's smallest rates: the same bits as the
+    per-entry sums and maxima they replace (and those are used where the conditions fail)."""
+    from fabric import engine
+    monkeypatch.setenv("FABRIC_EMU_KERNELS", "numpy")
+    rng = np.random.default_rng(77)
+    cases = []
+    for n, spray in ((64, False), (64, True)):
+        cap, res = leaf_spine(n, 16, 8, spray=spray, link_Bps=50e9)
+        cases.append((cap, res, None, np.full(len(res), float(1 << 20))))
+    for trial in range(40):
+        R, F = 30, 300
+        cap = rng.uniform(1.0, 2.0, R) * 1e9
+        if trial % 5 == 0:
+            cap[rng.integers(R)] = np.inf
+        res = rng.random((F, R)).argsort(axis=1)[:, :4]  # distinct resources per row, some rows padded
+        res[:, 1:][rng.random((F, 3)) < 0.3] = -1
+        if trial % 7 == 0:
+            res[:, 1] = res[:, 0]  # a resource twice in a row: merged into one coefficient
+        weight = rng.choice([0.5, 1.0], (F, 4)) if trial % 4 == 1 else None
+        size = [3.0e6, 1e6 / 3.0, 2.0 ** 52, 7.0][trial % 4]  # integer, fraction, too large for exact sums
+        sizes = np.full(F, size)
+        if trial % 3 == 0:
+            sizes[rng.random(F) < 0.2] = 0.0
+        cases.append((cap, res, weight, sizes))
+    taken = {"bytes": 0, "busy": 0}
+
+    def spy(name):
+        f = getattr(engine, name)
+
+        def g(*a):
+            out = f(*a)
+            taken["bytes" if name == "_index_bytes" else "busy"] += out is not None
+            return out
+        return g
+    for cap, res, weight, sizes in cases:
+        p = FlowProblem(capacity_Bps=cap, res=res, weight=weight, size_bytes=sizes,
+                        latency_s=rng.uniform(0, 1e-6, len(res)))
+        with monkeypatch.context() as m:
+            m.setattr(engine, "_index_bytes", spy("_index_bytes"))
+            m.setattr(engine, "_busy_from_min_rate", spy("_busy_from_min_rate"))
+            fast = simulate(p)
+        with monkeypatch.context() as m:
+            m.setattr(engine, "_index_bytes", lambda *a: None)
+            m.setattr(engine, "_busy_from_min_rate", lambda *a: None)
+            ref = simulate(p)
+        assert fast.mode_used == ref.mode_used == "one-solve"
+        for k in ("finish_s", "transfer_end_s", "resource_bytes", "resource_busy_s"):
+            assert np.array_equal(getattr(fast, k), getattr(ref, k)), k
+        assert fast.lower_bound_s == ref.lower_bound_s and fast.makespan_s == ref.makespan_s
+    assert taken["bytes"] >= 10 and taken["busy"] >= 30

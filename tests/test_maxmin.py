@@ -296,3 +296,37 @@ def test_ecmp_alltoall_slowdown_matches_balls_into_bins(n):
     pred = (mu + norm.ppf(1 - 1 / nlinks) * math.sqrt(mu * (1 - 1 / spines))) / (n - 1)
     assert np.mean(slow) == pytest.approx(pred, rel=0.03)
     assert all(s > 1.0 for s in slow)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_fill_keeps_each_resources_smallest_rate(monkeypatch, weighted):
+    from fabric.maxmin import ALIVE, build_index, coef_sums, fill
+    monkeypatch.setenv("FABRIC_EMU_KERNELS", "numpy")  # the numpy rounds keep the minima
+    rng = np.random.default_rng(31 + weighted)
+    multi = 0
+    for trial in range(120):
+        if trial % 3:
+            cap, res, weight, mult, _ = random_instance(rng, weighted, trial % 2 == 0, False)
+        else:  # many flows and levels: windows of several candidates at different shares
+            R, F = 40, 300
+            cap = rng.uniform(1.0, 3.0, R)
+            res = rng.integers(-1, R, (F, 3))
+            res[:, 0] = rng.integers(0, R, F)
+            weight = rng.choice([0.5, 1.0], (F, 3)) if weighted else None
+            mult = None
+        ix = build_index(res, weight, mult, len(cap), None)
+        state = np.full(ix.size, ALIVE, dtype=np.uint8)
+        mr = np.full(len(cap) + 1, np.inf)
+        out = fill(ix, cap, state, coef_sums(ix, None), min_rate=mr)
+        assert out.min_rate is mr
+        rates = out.rates()
+        ref = np.full(len(cap) + 1, np.inf)
+        for f in range(ix.size):
+            if out.bneck[f] == 0:
+                continue  # not filled (unconstrained): no rate from the fill
+            for l in ix.res[f]:
+                if l >= 0:
+                    ref[l + 1] = min(ref[l + 1], rates[f])
+        assert np.array_equal(mr[1:], ref[1:])
+        multi += len(np.unique(rates[np.isfinite(rates)])) > 1
+    assert multi > 20
