@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
        deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
-       nvls-latency-overlap|tcpxo-step|ring-ll-blackwell]
+       nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -295,6 +295,32 @@ def nvls_latency_overlap() -> None:
         v._ROUTERS.clear()
 
 
+def nvls_one_loop() -> None:
+    """Round 7, NVLS one-loop regime: forms of the single-domain NVLS fill read from the kernel (one loop
+    runs scatter -> multimem reduce -> gather one after the other; a later loop's scatter overlaps the
+    earlier loop's reduce), each charged as ``Fd x d + Fx x - dlat`` (``d`` the data time of one loop, x the
+    loop cost; ``dlat`` a cut of NCCL's 25 us NVLS latency in the time taken), on every fit-split
+    NVLink-board value, the loop count rounded up (kept). (1, 1, 0) is the kept form."""
+    from collectives.algorithms import Planner
+    ids = [p["id"] for p in _fit_collective_points() if p.get("category") == "nvlink"]
+    orig = Planner.nvls_loop_terms
+    forms = ((1.0, 1.0, 0), (0.125, 1.0, 0), (1.0, 0.0, 0), (1.25, 0.0, 0), (1.5, 0.0, 0), (2.0, 0.0, 0), (2.0, 1.0, 0),
+             (0.5, 0.5, 0), (0.0, 1.0, 0), (1.0, 1.0, 5), (1.5, 0.0, 5), (2.0, 0.0, 5), (2.0, 0.0, 10),
+             (2.0, 1.0, 10), (1.5, 0.0, 10))
+    try:
+        for fd, fx, dl in forms:
+            def terms(self, op, size, fd=fd, fx=fx, dl=dl):
+                k, f = orig(self, op, size)
+                d = f / cal.NVLS_FILL_LOOPS - cal.NVLS_LOOP_S
+                return k, fd * d + fx * cal.NVLS_LOOP_S - dl * 1e-6
+            Planner.nvls_loop_terms = terms
+            print(f"  fill {fd} d + {fx} x, latency cut {dl} us:")
+            _grid(ids, lambda x: None, ("-",))
+    finally:
+        Planner.nvls_loop_terms = orig
+        v._ROUTERS.clear()
+
+
 def ring_ll_blackwell() -> None:
     """Round 7: Blackwell's ring LL kernel efficiency on one NVLink domain
     (calibration.RING_LL_NVLINK_KERNEL_EFFICIENCY[3]) once the ring fill is off for LL, on the fit-split
@@ -316,6 +342,7 @@ FITS.update({"a2a-efa": a2a_efa, "a2a-rc": a2a_rc})  # round 5 (kept apart: merg
 FITS.update({"nvls-loop": nvls_loop, "nvl72-sync": nvl72_sync})  # round 6, NVLink boards
 FITS.update({"nvls-latency-overlap": nvls_latency_overlap})  # round 6, NVLS latency vs loop fill
 FITS.update({"ring-ll-blackwell": ring_ll_blackwell})  # round 7, NVLink boards mid sizes
+FITS.update({"nvls-one-loop": nvls_one_loop})  # round 7, NVLS one-loop regime
 
 #: Round 7 (GCP): the fit A3 Mega source's own small all-reduces, out-of-place us (lessizzmore/create-a3mega-ztan-fork
 #: ztan-NCCL-test-result @ 02dd8f4, 16-256 B; the row itself starts at 1 MiB)

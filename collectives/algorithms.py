@@ -416,7 +416,7 @@ class Planner(_PointToPointMixin):
         per_byte = 1 + 1 / n if op.collective == "all_reduce" else 1.0
         rate = self.gpu.nvlink_Bps * self.calib.nvlink_nvls * nvls_domain_terms(n)[0]
         chunk = self.nvls_chunk(op, size)
-        return (nvls_chunk_efficiency(chunk, ops, per_byte, rate),
+        return (nvls_chunk_efficiency(chunk, ops, per_byte, rate, size_bytes=size),
                 nvls_loop_fill_s(size, chunk, ops, per_byte, rate))
 
     # ------------------------------------------------------------------ sharp

@@ -45,6 +45,7 @@ step of NCCL's ring model: ``baseLat[Ring][Simple] + hwLat[hw][Ring][Simple]``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from collectives import nccl_model as nm
@@ -282,7 +283,9 @@ def nvls_fill_s(size_bytes: float, port_bytes: float, port_Bps: float, efficienc
 #: ``nvlsEfficiency`` is taken as the rate NCCL is calibrated for at its default chunk (128 KiB, the
 #: chunk of every size >= 64 ops x 128 KiB); a chunk ``c`` then runs at
 #: ``(1 + x/d(128 KiB)) / (1 + x/d(c))`` of it (:func:`nvls_chunk_efficiency`). Fitted on the fit rows:
-#: docs/collectives.md, "Round 6, NVLink boards".
+#: docs/collectives.md, "Round 6, NVLink boards". Round 7 (NVLS one-loop regime): the kernel runs
+#: ``ceil(S / (ops x chunk))`` loops (a partial last loop is one more step of each warp group), and each
+#: pays x; refitted with the fill and the host overhead on the 92 fit NVLink values: unchanged.
 NVLS_LOOP_S = 6.0e-6
 #: Pipeline fill of NCCL's single-node NVLS kernel, in loop times. The kernel runs three warp groups over
 #: the same loops (src/device/all_reduce.h, ``work->oneNode``: scatter, reduce + multicast, gather), so the
@@ -310,10 +313,13 @@ def nvls_loop_fill_s(size_bytes: float, chunk_bytes: float, loop_ops: int, port_
 
 
 def nvls_chunk_efficiency(chunk_bytes: float, loop_ops: int, port_per_byte: float, rate_Bps: float,
-                          default_chunk_bytes: float = 128 << 10) -> float:
+                          default_chunk_bytes: float = 128 << 10, size_bytes: float | None = None) -> float:
     """Kernel efficiency of NVLS at chunk ``chunk_bytes`` relative to the default chunk
     (:data:`NVLS_LOOP_S`). ``loop_ops`` = channels x heads, ``port_per_byte`` = port bytes per user byte
-    (``1 + 1/n`` for all-reduce), ``rate_Bps`` the port rate the flows run at.
+    (``1 + 1/n`` for all-reduce), ``rate_Bps`` the port rate the flows run at. With ``size_bytes`` the
+    loop cost is paid once per loop the kernel runs, ``ceil(S / (loop_ops x chunk))`` (a partial last loop
+    is a whole step of each warp group: src/device/all_reduce.h, NVLS ``oneNode``, ``lastChunkSize``);
+    without it, per ``S / (loop_ops x chunk)`` (the same for a whole number of loops).
 
     Examples
     --------
@@ -321,11 +327,20 @@ def nvls_chunk_efficiency(chunk_bytes: float, loop_ops: int, port_per_byte: floa
     1.0
     >>> nvls_chunk_efficiency(64 << 10, 128, 1.125, 315e9) < 1 < nvls_chunk_efficiency(512 << 10, 128, 1.125, 315e9)
     True
+    >>> whole = nvls_chunk_efficiency(16 << 10, 128, 1.125, 315e9, size_bytes=4 << 20)  # two whole loops
+    >>> abs(whole - nvls_chunk_efficiency(16 << 10, 128, 1.125, 315e9)) < 1e-12
+    True
+    >>> nvls_chunk_efficiency(16 << 10, 128, 1.125, 315e9, size_bytes=3 << 20) < whole  # 1.5 loops run as 2
+    True
     """
     if rate_Bps <= 0 or chunk_bytes <= 0 or NVLS_LOOP_S <= 0:
         return 1.0
     per = loop_ops * port_per_byte / rate_Bps  # seconds of data per byte of chunk
-    return (1.0 + NVLS_LOOP_S / (per * default_chunk_bytes)) / (1.0 + NVLS_LOOP_S / (per * chunk_bytes))
+    base = 1.0 + NVLS_LOOP_S / (per * default_chunk_bytes)
+    if size_bytes is None or size_bytes <= 0:
+        return base / (1.0 + NVLS_LOOP_S / (per * chunk_bytes))
+    loops = float(size_bytes) / (loop_ops * float(chunk_bytes))
+    return base / (1.0 + math.ceil(loops - 1e-9) * NVLS_LOOP_S / (per * chunk_bytes * loops))
 
 
 #: Per-call host overhead of a timing that records its start event before the host issues the call
