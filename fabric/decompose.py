@@ -26,19 +26,32 @@ from dataclasses import replace
 
 import numpy as np
 
+from fabric import kernels as _kernels
 from fabric.engine import FlowProblem, FlowResult, simulate
 
 __all__ = ["independent_size_classes", "simulate_split", "group_identical_flows"]
 
 
 def independent_size_classes(problem: FlowProblem, max_classes: int = 16) -> list[np.ndarray] | None:
-    """Flow index arrays of the size classes, if they use pairwise disjoint resources; else ``None``."""
+    """Flow index arrays of the size classes, if they use pairwise disjoint resources; else ``None``.
+
+    Each array lists its class's flows in increasing order; the classes come by increasing size. On large
+    tables (:func:`fabric.kernels.use_index`) one compiled pass labels the flows and one marks every slot's
+    class (:func:`fabric.index_kernels.size_classes`): the same arrays.
+    """
     if problem.phase_deps is not None or (problem.phase is not None and np.any(problem.phase)):
         return None
     if problem.release_s is not None and np.any(problem.release_s):
         return None
     sizes = np.asarray(problem.size_bytes)
-    if len(sizes) == 0 or sizes.min() == sizes.max():
+    if len(sizes) == 0:
+        return None
+    res = np.asarray(problem.res)
+    R = len(problem.capacity_Bps)
+    if (res.ndim == 2 and res.shape[0] == len(sizes) and max_classes < 128 and sizes.dtype.kind == "f"
+            and _kernels.use_index(res.size)):
+        return _kernels.index().size_classes(sizes, res, R, max_classes)
+    if sizes.min() == sizes.max():
         return None  # one size class
     # the distinct sizes, smallest first, by repeated minima (at most max_classes + 1 passes, no sort)
     left = np.ones(len(sizes), dtype=np.bool_)
@@ -50,15 +63,14 @@ def independent_size_classes(problem: FlowProblem, max_classes: int = 16) -> lis
         m = sizes == v
         masks.append(m)
         left &= ~m
-    R = len(problem.capacity_Bps)
     taken = np.zeros(R + 1, dtype=np.bool_)  # slot 0: the padding
-    res = np.asarray(problem.res)
     classes = []
     for m in masks:
         rows = np.flatnonzero(m)
+        part = _rows_of(res, rows) if res.ndim == 2 else res[:0]
         used = np.zeros(R + 1, dtype=np.bool_)
-        for j in range(res.shape[1] if res.ndim == 2 else 0):
-            used[np.add(res[rows, j], 1, dtype=np.intp)] = True
+        for j in range(part.shape[1] if part.ndim == 2 else 0):
+            used[np.add(part[:, j], 1, dtype=np.intp)] = True
         used[0] = False
         if (taken & used).any():
             return None
@@ -67,11 +79,29 @@ def independent_size_classes(problem: FlowProblem, max_classes: int = 16) -> lis
     return classes
 
 
+def _rows_of(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``a[rows]`` for increasing distinct ``rows``: a view (no copy) when they are one run ``i, i + 1, ...``."""
+    n = rows.shape[0]
+    if n and int(rows[-1]) - int(rows[0]) + 1 == n:  # increasing and distinct: a run exactly then
+        return a[int(rows[0]):int(rows[0]) + n]
+    return a[rows]
+
+
+def _put_rows(out: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
+    """``out[rows] = values`` for increasing distinct ``rows`` (a slice assignment when they are one run)."""
+    n = rows.shape[0]
+    if n and int(rows[-1]) - int(rows[0]) + 1 == n:
+        out[int(rows[0]):int(rows[0]) + n] = values
+    else:
+        out[rows] = values
+
+
 def _sub(problem: FlowProblem, rows: np.ndarray) -> FlowProblem:
-    pick = lambda a: None if a is None else np.asarray(a)[rows]  # noqa: E731
-    return replace(problem, res=np.asarray(problem.res)[rows], weight=pick(problem.weight),
-                   size_bytes=np.asarray(problem.size_bytes)[rows], release_s=pick(problem.release_s),
-                   latency_s=pick(problem.latency_s), phase=pick(problem.phase), multiplicity=pick(problem.multiplicity))
+    """The flows ``rows`` (increasing, distinct) of ``problem``; views of its arrays when they are one run."""
+    pick = lambda a: None if a is None else _rows_of(np.asarray(a), rows)  # noqa: E731
+    return replace(problem, res=pick(problem.res), weight=pick(problem.weight), size_bytes=pick(problem.size_bytes),
+                   release_s=pick(problem.release_s), latency_s=pick(problem.latency_s), phase=pick(problem.phase),
+                   multiplicity=pick(problem.multiplicity))
 
 
 def _row_keys(problem: FlowProblem) -> np.ndarray:
@@ -208,15 +238,18 @@ def simulate_split(problem: FlowProblem, **kwargs) -> FlowResult:
         return simulate(problem, **kwargs)
     F = len(problem.size_bytes)
     R = len(problem.capacity_Bps)
-    start, tend, finish = np.zeros(F), np.zeros(F), np.zeros(F)
     rbytes, rbusy = np.zeros(R), np.zeros(R)
     parts = []
     for rows in classes:
         r = simulate(_sub(problem, rows), **kwargs)
-        start[rows], tend[rows], finish[rows] = r.start_s, r.transfer_end_s, r.finish_s
         rbytes += r.resource_bytes
         rbusy += r.resource_busy_s
         parts.append(r)
+    # the classes cover every flow; allocated after the solves, whose freed temporaries they reuse
+    start, tend, finish = np.empty(F), np.empty(F), np.empty(F)
+    for rows, r in zip(classes, parts):
+        for out, v in ((start, r.start_s), (tend, r.transfer_end_s), (finish, r.finish_s)):
+            _put_rows(out, rows, v)
     modes = {p.mode_used for p in parts}
     return FlowResult(start_s=start, transfer_end_s=tend, finish_s=finish,
                       makespan_s=max(p.makespan_s for p in parts), resource_bytes=rbytes, resource_busy_s=rbusy,
