@@ -39,6 +39,13 @@ def independent_size_classes(problem: FlowProblem, max_classes: int = 16) -> lis
     tables (:func:`fabric.kernels.use_index`) one compiled pass labels the flows and one marks every slot's
     class (:func:`fabric.index_kernels.size_classes`): the same arrays.
     """
+    found = _size_classes(problem, max_classes)
+    return None if found is None else found[0]
+
+
+def _size_classes(problem: FlowProblem, max_classes: int):
+    """(:func:`independent_size_classes`, bool[classes, h]: the hop columns in which each class has entries
+    other than padding), or ``None``."""
     if problem.phase_deps is not None or (problem.phase is not None and np.any(problem.phase)):
         return None
     if problem.release_s is not None and np.any(problem.release_s):
@@ -65,18 +72,21 @@ def independent_size_classes(problem: FlowProblem, max_classes: int = 16) -> lis
         left &= ~m
     taken = np.zeros(R + 1, dtype=np.bool_)  # slot 0: the padding
     classes = []
-    for m in masks:
+    h = res.shape[1] if res.ndim == 2 else 0
+    cols = np.zeros((len(masks), h), dtype=np.bool_)
+    for c, m in enumerate(masks):
         rows = np.flatnonzero(m)
         part = _rows_of(res, rows) if res.ndim == 2 else res[:0]
         used = np.zeros(R + 1, dtype=np.bool_)
-        for j in range(part.shape[1] if part.ndim == 2 else 0):
+        for j in range(h):
             used[np.add(part[:, j], 1, dtype=np.intp)] = True
+            cols[c, j] = bool((part[:, j] >= 0).any())
         used[0] = False
         if (taken & used).any():
             return None
         taken |= used
         classes.append(rows)
-    return classes
+    return classes, cols
 
 
 def _rows_of(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -96,10 +106,19 @@ def _put_rows(out: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
         out[rows] = values
 
 
-def _sub(problem: FlowProblem, rows: np.ndarray) -> FlowProblem:
-    """The flows ``rows`` (increasing, distinct) of ``problem``; views of its arrays when they are one run."""
+def _sub(problem: FlowProblem, rows: np.ndarray, cols: np.ndarray | None = None) -> FlowProblem:
+    """The flows ``rows`` (increasing, distinct) of ``problem``; views of its arrays when they are one run.
+
+    ``cols`` (bool[h]): keep only these hop columns of ``res`` and ``weight`` (the others must be padding
+    in these rows; at least one column stays).
+    """
     pick = lambda a: None if a is None else _rows_of(np.asarray(a), rows)  # noqa: E731
-    return replace(problem, res=pick(problem.res), weight=pick(problem.weight), size_bytes=pick(problem.size_bytes),
+    res, w = pick(problem.res), pick(problem.weight)
+    if cols is not None and res.ndim == 2 and not cols.all():
+        keep = np.flatnonzero(cols) if cols.any() else np.arange(1)
+        res = np.take(res, keep, axis=1)
+        w = w if w is None or w.ndim != 2 else np.take(w, keep, axis=1)
+    return replace(problem, res=res, weight=w, size_bytes=pick(problem.size_bytes),
                    release_s=pick(problem.release_s), latency_s=pick(problem.latency_s), phase=pick(problem.phase),
                    multiplicity=pick(problem.multiplicity))
 
@@ -233,15 +252,21 @@ def simulate_split(problem: FlowProblem, **kwargs) -> FlowResult:
         reduced, cls = grouped
         r = simulate_split(reduced, **kwargs)
         return replace(r, start_s=r.start_s[cls], transfer_end_s=r.transfer_end_s[cls], finish_s=r.finish_s[cls])
-    classes = independent_size_classes(problem)
-    if classes is None or kwargs.get("time_series"):
+    found = _size_classes(problem, 16)
+    if found is None or kwargs.get("time_series"):
         return simulate(problem, **kwargs)
+    classes, cols = found
+    # each class has one size, starts at once, in one phase: under mode "auto" it is solved once
+    # (fabric.engine), where a hop column that is padding in every row of the class adds nothing (its
+    # entries go to slot 0, never a bottleneck; every resource's entries keep their order): such columns
+    # are dropped (the NVLink stage of node-aggregated all-to-all: 2 of 8 columns)
+    drop = kwargs.get("mode", "auto") == "auto"
     F = len(problem.size_bytes)
     R = len(problem.capacity_Bps)
     rbytes, rbusy = np.zeros(R), np.zeros(R)
     parts = []
-    for rows in classes:
-        r = simulate(_sub(problem, rows), **kwargs)
+    for c, rows in enumerate(classes):
+        r = simulate(_sub(problem, rows, cols[c] if drop else None), **kwargs)
         rbytes += r.resource_bytes
         rbusy += r.resource_busy_s
         parts.append(r)

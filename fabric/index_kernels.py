@@ -392,9 +392,10 @@ def one_solve_tail(level, bneck, size, t0: float, res, n_res: int):
 
 
 @njit(**_OPTS)
-def _size_classes(sizes, res, max_classes, vals, label, owner):
-    """Class of every flow by size (``vals``: the distinct sizes in first-appearance order) and the owner class
-    of every slot; 0: done, 1: one size class or more than ``max_classes`` or a NaN, 2: a slot in two classes."""
+def _size_classes(sizes, res, max_classes, vals, label, owner, cols):
+    """Class of every flow by size (``vals``: the distinct sizes in first-appearance order), the owner class
+    of every slot and the hop columns each class uses (``cols[c, j]``: an entry that is not padding); 0: done,
+    1: one size class or more than ``max_classes`` or a NaN, 2: a slot in two classes."""
     n = sizes.shape[0]
     m = 0
     last = 0
@@ -427,6 +428,7 @@ def _size_classes(sizes, res, max_classes, vals, label, owner):
             s = res[i, j] + 1
             if s == 0:
                 continue
+            cols[c, j] = True
             o = owner[s]
             if o < 0:
                 owner[s] = c
@@ -435,21 +437,19 @@ def _size_classes(sizes, res, max_classes, vals, label, owner):
     return 0, m
 
 
-def size_classes(sizes: np.ndarray, res: np.ndarray, n_res: int, max_classes: int) -> list[np.ndarray] | None:
+def size_classes(sizes: np.ndarray, res: np.ndarray, n_res: int, max_classes: int):
     """Compiled :func:`fabric.decompose.independent_size_classes` (after its phase and release checks): the
-    same index arrays (each class's flows ascending, classes by increasing size), or ``None``."""
+    same index arrays (each class's flows ascending, classes by increasing size), or ``None``; with them
+    bool[classes, h], the hop columns in which each class has entries other than padding."""
     sizes = np.ascontiguousarray(sizes, dtype=np.float64)
     res = np.ascontiguousarray(res)
     n = sizes.shape[0]
     vals = np.empty(max_classes)
     label = np.empty(n, np.int8)
     owner = np.full(n_res + 1, -1, np.int8)
-    code, m = _size_classes(sizes, res, max_classes, vals, label, owner)
+    cols = np.zeros((max_classes, res.shape[1]), dtype=np.bool_)
+    code, m = _size_classes(sizes, res, max_classes, vals, label, owner, cols)
     if code:
         return None
     order = np.argsort(vals[:m])  # distinct values: the order of the numpy path's repeated minima
-    out = []
-    for c in order.tolist():
-        rows = np.flatnonzero(label == c)
-        out.append(rows)
-    return out
+    return [np.flatnonzero(label == c) for c in order.tolist()], cols[order]

@@ -195,10 +195,11 @@ def test_column_merge_is_identical(monkeypatch, broken):
     assert (a[0].shape[1] == 3) == (broken is None)  # the twin column is merged only when it is one
 
 
-@pytest.mark.parametrize("case", ["runs", "interleaved", "shared", "one", "many", "nan"])
+@pytest.mark.parametrize("case", ["runs", "interleaved", "padded", "shared", "one", "many", "nan"])
 def test_size_classes_are_identical(monkeypatch, case):
     """The compiled labelling of the size classes (fabric.index_kernels.size_classes) gives the numpy path's
-    index arrays; the split simulation's results are bit-identical, the classes' rows taken as views or not."""
+    index arrays; the split simulation's results are bit-identical, the classes' rows taken as views or not,
+    a class's all-padding hop columns dropped or not."""
     from fabric import decompose
 
     rng = np.random.default_rng(8)
@@ -209,6 +210,9 @@ def test_size_classes_are_identical(monkeypatch, case):
     if case == "interleaved":
         perm = rng.permutation(F)
         res, sizes = res[perm], sizes[perm]
+    elif case == "padded":  # the larger class has entries in column 0 only, the other in columns 0 and 2
+        res[:100, 1:] = -1
+        res[100:, 1] = -1
     elif case == "shared":
         res[150, 0] = 5  # a resource of the first class in a flow of the second
     elif case == "one":
@@ -234,7 +238,13 @@ def test_size_classes_are_identical(monkeypatch, case):
                                 latency_s=p.latency_s[rows])) for rows in a]
     for rows, r in zip(a, ref):
         assert np.array_equal(x.finish_s[rows], r.finish_s)
+        assert np.array_equal(x.transfer_end_s[rows], r.transfer_end_s)
         assert np.array_equal(decompose._sub(p, rows).res, res[rows])
+    assert np.array_equal(x.resource_bytes, ref[0].resource_bytes + ref[1].resource_bytes)
+    if case == "padded":
+        cols = decompose._size_classes(p, 16)[1]
+        assert cols.tolist() == [[True, False, True], [True, False, False]]
+        assert decompose._sub(p, a[1], cols[1]).res.shape == (100, 1)
 
 
 @pytest.mark.parametrize("mode,lat", [("auto", True), ("auto", False), ("exact", True)])
