@@ -53,13 +53,13 @@ def _size_classes(problem: FlowProblem, max_classes: int):
     sizes = np.asarray(problem.size_bytes)
     if len(sizes) == 0:
         return None
+    if sizes.min() == sizes.max():
+        return None  # one size class
     res = np.asarray(problem.res)
     R = len(problem.capacity_Bps)
     if (res.ndim == 2 and res.shape[0] == len(sizes) and max_classes < 128 and sizes.dtype.kind == "f"
             and _kernels.use_index(res.size)):
         return _kernels.index().size_classes(sizes, res, R, max_classes)
-    if sizes.min() == sizes.max():
-        return None  # one size class
     # the distinct sizes, smallest first, by repeated minima (at most max_classes + 1 passes, no sort)
     left = np.ones(len(sizes), dtype=np.bool_)
     masks = []
