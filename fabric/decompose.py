@@ -26,20 +26,40 @@ from dataclasses import replace
 
 import numpy as np
 
+from fabric import kernels as _kernels
 from fabric.engine import FlowProblem, FlowResult, simulate
 
 __all__ = ["independent_size_classes", "simulate_split", "group_identical_flows"]
 
 
 def independent_size_classes(problem: FlowProblem, max_classes: int = 16) -> list[np.ndarray] | None:
-    """Flow index arrays of the size classes, if they use pairwise disjoint resources; else ``None``."""
+    """Flow index arrays of the size classes, if they use pairwise disjoint resources; else ``None``.
+
+    Each array lists its class's flows in increasing order; the classes come by increasing size. On large
+    tables (:func:`fabric.kernels.use_index`) one compiled pass labels the flows and one marks every slot's
+    class (:func:`fabric.index_kernels.size_classes`): the same arrays.
+    """
+    found = _size_classes(problem, max_classes)
+    return None if found is None else found[0]
+
+
+def _size_classes(problem: FlowProblem, max_classes: int):
+    """(:func:`independent_size_classes`, bool[classes, h]: the hop columns in which each class has entries
+    other than padding, int[R + 1]: the class of every slot, -1 for none), or ``None``."""
     if problem.phase_deps is not None or (problem.phase is not None and np.any(problem.phase)):
         return None
     if problem.release_s is not None and np.any(problem.release_s):
         return None
     sizes = np.asarray(problem.size_bytes)
-    if len(sizes) == 0 or sizes.min() == sizes.max():
+    if len(sizes) == 0:
+        return None
+    if sizes.min() == sizes.max():
         return None  # one size class
+    res = np.asarray(problem.res)
+    R = len(problem.capacity_Bps)
+    if (res.ndim == 2 and res.shape[0] == len(sizes) and max_classes < 128 and sizes.dtype.kind == "f"
+            and _kernels.use_index(res.size)):
+        return _kernels.index().size_classes(sizes, res, R, max_classes)
     # the distinct sizes, smallest first, by repeated minima (at most max_classes + 1 passes, no sort)
     left = np.ones(len(sizes), dtype=np.bool_)
     masks = []
@@ -50,28 +70,92 @@ def independent_size_classes(problem: FlowProblem, max_classes: int = 16) -> lis
         m = sizes == v
         masks.append(m)
         left &= ~m
-    R = len(problem.capacity_Bps)
     taken = np.zeros(R + 1, dtype=np.bool_)  # slot 0: the padding
-    res = np.asarray(problem.res)
+    owner = np.full(R + 1, -1, dtype=np.int8 if max_classes < 128 else np.int64)
     classes = []
-    for m in masks:
+    h = res.shape[1] if res.ndim == 2 else 0
+    cols = np.zeros((len(masks), h), dtype=np.bool_)
+    for c, m in enumerate(masks):
         rows = np.flatnonzero(m)
+        part = _rows_of(res, rows) if res.ndim == 2 else res[:0]
         used = np.zeros(R + 1, dtype=np.bool_)
-        for j in range(res.shape[1] if res.ndim == 2 else 0):
-            used[np.add(res[rows, j], 1, dtype=np.intp)] = True
+        for j in range(h):
+            used[np.add(part[:, j], 1, dtype=np.intp)] = True
+            cols[c, j] = bool((part[:, j] >= 0).any())
         used[0] = False
         if (taken & used).any():
             return None
         taken |= used
+        owner[used] = c
         classes.append(rows)
-    return classes
+    return classes, cols, owner
 
 
-def _sub(problem: FlowProblem, rows: np.ndarray) -> FlowProblem:
-    pick = lambda a: None if a is None else np.asarray(a)[rows]  # noqa: E731
-    return replace(problem, res=np.asarray(problem.res)[rows], weight=pick(problem.weight),
-                   size_bytes=np.asarray(problem.size_bytes)[rows], release_s=pick(problem.release_s),
-                   latency_s=pick(problem.latency_s), phase=pick(problem.phase), multiplicity=pick(problem.multiplicity))
+def _rows_of(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``a[rows]`` for increasing distinct ``rows``: a view (no copy) when they are one run ``i, i + 1, ...``."""
+    n = rows.shape[0]
+    if n and int(rows[-1]) - int(rows[0]) + 1 == n:  # increasing and distinct: a run exactly then
+        return a[int(rows[0]):int(rows[0]) + n]
+    return a[rows]
+
+
+def _put_rows(out: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
+    """``out[rows] = values`` for increasing distinct ``rows`` (a slice assignment when they are one run)."""
+    n = rows.shape[0]
+    if n and int(rows[-1]) - int(rows[0]) + 1 == n:
+        out[int(rows[0]):int(rows[0]) + n] = values
+    else:
+        out[rows] = values
+
+
+def _sub(problem: FlowProblem, rows: np.ndarray, cols: np.ndarray | None = None) -> FlowProblem:
+    """The flows ``rows`` (increasing, distinct) of ``problem``; views of its arrays when they are one run.
+
+    ``cols`` (bool[h]): keep only these hop columns of ``res`` and ``weight`` (the others must be padding
+    in these rows; at least one column stays).
+    """
+    pick = lambda a: None if a is None else _rows_of(np.asarray(a), rows)  # noqa: E731
+    res, w = pick(problem.res), pick(problem.weight)
+    if cols is not None and res.ndim == 2 and not cols.all():
+        keep = np.flatnonzero(cols) if cols.any() else np.arange(1)
+        res = np.take(res, keep, axis=1)
+        w = w if w is None or w.ndim != 2 else np.take(w, keep, axis=1)
+    return replace(problem, res=res, weight=w, size_bytes=pick(problem.size_bytes),
+                   release_s=pick(problem.release_s), latency_s=pick(problem.latency_s), phase=pick(problem.phase),
+                   multiplicity=pick(problem.multiplicity))
+
+
+def _compact(sub: FlowProblem, owner: np.ndarray, c: int) -> tuple[FlowProblem, np.ndarray] | None:
+    """``sub`` (class ``c``) on its own resources only, renumbered in their order, and those resources'
+    ids; ``None`` when it uses more than half of them (or none).
+
+    For a one-solve this is exact: the other resources carry no flow of the class (their share is infinite,
+    they are never a candidate and add zeros), and keeping the order keeps every first minimum, every
+    candidate window (the same shares in the same order, so the same ``np.argpartition`` choice), every
+    resource's list and sum.
+    """
+    used = np.flatnonzero(owner[1:] == c)
+    R = len(sub.capacity_Bps)
+    if used.shape[0] == 0 or 2 * used.shape[0] > R:
+        return None
+    res = np.asarray(sub.res)
+    lut = np.full(R + 1, -1, dtype=res.dtype)  # slot -> new id; the padding (slot 0) stays -1
+    lut[used + 1] = np.arange(used.shape[0], dtype=res.dtype)
+    pick = lambda a: None if a is None else np.asarray(a)[used]  # noqa: E731
+    return replace(sub, res=lut[np.add(res, 1, dtype=np.intp)], capacity_Bps=pick(sub.capacity_Bps),
+                   resource_weight=pick(sub.resource_weight)), used
+
+
+def _widen(r: FlowResult, used: np.ndarray, R: int) -> FlowResult:
+    """The result of a :func:`_compact` problem on all ``R`` resources (0 bytes, 0 s busy on the others, as a
+    resource without flows gets)."""
+    out = {}
+    for f in ("resource_bytes", "resource_busy_s", "resource_peak_utilization"):
+        if getattr(r, f) is not None:
+            a = np.zeros(R)
+            a[used] = getattr(r, f)
+            out[f] = a
+    return replace(r, **out)
 
 
 def _row_keys(problem: FlowProblem) -> np.ndarray:
@@ -227,20 +311,35 @@ def simulate_split(problem: FlowProblem, **kwargs) -> FlowResult:
         reduced, cls = grouped
         r = simulate_split(reduced, **kwargs)
         return replace(r, start_s=r.start_s[cls], transfer_end_s=r.transfer_end_s[cls], finish_s=r.finish_s[cls])
-    classes = independent_size_classes(problem)
-    if classes is None or kwargs.get("time_series"):
+    found = _size_classes(problem, 16)
+    if found is None or kwargs.get("time_series"):
         return simulate(problem, **kwargs)
+    classes, cols, owner = found
+    # each class has one size, starts at once, in one phase: under mode "auto" it is solved once
+    # (fabric.engine), where a hop column that is padding in every row of the class adds nothing (its
+    # entries go to slot 0, never a bottleneck; every resource's entries keep their order): such columns
+    # are dropped (the NVLink stage of node-aggregated all-to-all: 2 of 8 columns), and a class that uses at
+    # most half the resources is solved on its own resources only (_compact)
+    drop = kwargs.get("mode", "auto") == "auto"
     F = len(problem.size_bytes)
     R = len(problem.capacity_Bps)
-    start, tend, finish = np.zeros(F), np.zeros(F), np.zeros(F)
     rbytes, rbusy = np.zeros(R), np.zeros(R)
     parts = []
-    for rows in classes:
-        r = simulate(_sub(problem, rows), **kwargs)
-        start[rows], tend[rows], finish[rows] = r.start_s, r.transfer_end_s, r.finish_s
+    for c, rows in enumerate(classes):
+        sub = _sub(problem, rows, cols[c] if drop else None)
+        packed = _compact(sub, owner, c) if drop else None
+        if packed is None:
+            r = simulate(sub, **kwargs)
+        else:
+            r = _widen(simulate(packed[0], **kwargs), packed[1], R)
         rbytes += r.resource_bytes
         rbusy += r.resource_busy_s
         parts.append(r)
+    # the classes cover every flow; allocated after the solves, whose freed temporaries they reuse
+    start, tend, finish = np.empty(F), np.empty(F), np.empty(F)
+    for rows, r in zip(classes, parts):
+        for out, v in ((start, r.start_s), (tend, r.transfer_end_s), (finish, r.finish_s)):
+            _put_rows(out, rows, v)
     modes = {p.mode_used for p in parts}
     return FlowResult(start_s=start, transfer_end_s=tend, finish_s=finish,
                       makespan_s=max(p.makespan_s for p in parts), resource_bytes=rbytes, resource_busy_s=rbusy,

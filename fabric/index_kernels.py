@@ -25,7 +25,7 @@ import numpy as np
 from numba import get_num_threads, njit, prange
 
 __all__ = ["CSC_BLOCK", "BLOCK", "csc", "has_duplicates", "merge_duplicates", "presence", "take_columns",
-           "column_map", "slot_sum", "slot_max", "one_solve_tail"]
+           "column_map", "slot_sum", "slot_max", "one_solve_tail", "size_classes"]
 
 _OPTS = dict(cache=True, nogil=True)
 
@@ -389,3 +389,71 @@ def one_solve_tail(level, bneck, size, t0: float, res, n_res: int):
     _one_solve_tail_blocks(level, bneck, size, float(t0), res, block, tend, per_block)
     np.max(per_block, axis=0, out=busy)
     return tend, busy
+
+
+@njit(**_OPTS)
+def _size_classes(sizes, res, max_classes, vals, label, owner, cols):
+    """Class of every flow by size (``vals``: the distinct sizes in first-appearance order), the owner class
+    of every slot and the hop columns each class uses (``cols[c, j]``: an entry that is not padding); 0: done,
+    1: one size class or more than ``max_classes`` or a NaN, 2: a slot in two classes."""
+    n = sizes.shape[0]
+    m = 0
+    last = 0
+    for i in range(n):
+        v = sizes[i]
+        if v != v:
+            return 1, 0
+        if m and vals[last] == v:  # flows of a class are mostly adjacent
+            label[i] = last
+            continue
+        c = -1
+        for k in range(m):
+            if vals[k] == v:
+                c = k
+                break
+        if c < 0:
+            if m == max_classes:
+                return 1, 0
+            vals[m] = v
+            c = m
+            m += 1
+        label[i] = c
+        last = c
+    if m < 2:
+        return 1, m
+    h = res.shape[1]
+    for i in range(n):
+        c = label[i]
+        for j in range(h):
+            s = res[i, j] + 1
+            if s == 0:
+                continue
+            cols[c, j] = True
+            o = owner[s]
+            if o < 0:
+                owner[s] = c
+            elif o != c:
+                return 2, m
+    return 0, m
+
+
+def size_classes(sizes: np.ndarray, res: np.ndarray, n_res: int, max_classes: int):
+    """Compiled :func:`fabric.decompose.independent_size_classes` (after its phase and release checks): the
+    same index arrays (each class's flows ascending, classes by increasing size), or ``None``; with them
+    bool[classes, h], the hop columns in which each class has entries other than padding, and int8[R + 1],
+    the class of every slot (-1: none; slot 0: the padding)."""
+    sizes = np.ascontiguousarray(sizes, dtype=np.float64)
+    res = np.ascontiguousarray(res)
+    n = sizes.shape[0]
+    vals = np.empty(max_classes)
+    label = np.empty(n, np.int8)
+    owner = np.full(n_res + 1, -1, np.int8)
+    cols = np.zeros((max_classes, res.shape[1]), dtype=np.bool_)
+    code, m = _size_classes(sizes, res, max_classes, vals, label, owner, cols)
+    if code:
+        return None
+    order = np.argsort(vals[:m])  # distinct values: the order of the numpy path's repeated minima
+    rank = np.empty(m + 1, np.int8)
+    rank[order] = np.arange(m, dtype=np.int8)
+    rank[m] = -1  # owner -1 (no class) stays -1
+    return [np.flatnonzero(label == c) for c in order.tolist()], cols[order], rank[owner]

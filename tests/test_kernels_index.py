@@ -195,6 +195,64 @@ def test_column_merge_is_identical(monkeypatch, broken):
     assert (a[0].shape[1] == 3) == (broken is None)  # the twin column is merged only when it is one
 
 
+@pytest.mark.parametrize("case", ["runs", "interleaved", "padded", "shared", "one", "many", "nan"])
+def test_size_classes_are_identical(monkeypatch, case):
+    """The compiled labelling of the size classes (fabric.index_kernels.size_classes) gives the numpy path's
+    index arrays; the split simulation's results are bit-identical, the classes' rows taken as views or not,
+    a class's all-padding hop columns dropped or not."""
+    from fabric import decompose
+
+    rng = np.random.default_rng(8)
+    F = 300
+    res = np.concatenate([_rows(rng, 100, 20, 3, np.int32), _rows(rng, 200, 20, 3, np.int32) + 20])
+    res[res == 19] = -1  # padding (-1 + 20 = 19 in the second block)
+    sizes = np.r_[np.full(100, 7.0), np.full(200, 3.0)]
+    if case == "interleaved":
+        perm = rng.permutation(F)
+        res, sizes = res[perm], sizes[perm]
+    elif case == "padded":  # the larger class has entries in column 0 only, the other in columns 0 and 2
+        res[:100, 1:] = -1
+        res[100:, 1] = -1
+    elif case == "shared":
+        res[150, 0] = 5  # a resource of the first class in a flow of the second
+    elif case == "one":
+        sizes[:] = 3.0
+    elif case == "many":
+        sizes = np.arange(F, dtype=np.float64)
+    elif case == "nan":
+        sizes[7] = np.nan
+    p = FlowProblem(capacity_Bps=rng.uniform(1, 5, 40), res=res, size_bytes=sizes,
+                    latency_s=rng.uniform(1e-6, 2e-6, F), resource_weight=rng.choice([1.0, 1.25], 40))
+    a, b = _paths(monkeypatch, lambda: decompose.independent_size_classes(p))
+    assert (a is None) == (case in ("shared", "one", "many", "nan"))
+    if a is None:
+        assert b is None
+        return
+    _same(a, b)
+    assert [len(c) for c in a] == [200, 100]  # by increasing size
+    x, y = _paths(monkeypatch, lambda: decompose.simulate_split(p))
+    for f in ("start_s", "finish_s", "transfer_end_s", "resource_bytes", "resource_busy_s"):
+        _same(getattr(x, f), getattr(y, f))
+    # each class alone, on copies of its rows
+    ref = [simulate(FlowProblem(capacity_Bps=p.capacity_Bps, res=res[rows], size_bytes=sizes[rows],
+                                latency_s=p.latency_s[rows], resource_weight=p.resource_weight)) for rows in a]
+    for rows, r in zip(a, ref):
+        assert np.array_equal(x.finish_s[rows], r.finish_s)
+        assert np.array_equal(x.transfer_end_s[rows], r.transfer_end_s)
+        assert np.array_equal(decompose._sub(p, rows).res, res[rows])
+    assert np.array_equal(x.resource_bytes, ref[0].resource_bytes + ref[1].resource_bytes)
+    assert np.array_equal(x.resource_busy_s, ref[0].resource_busy_s + ref[1].resource_busy_s)
+    # each class uses at most half the resources: it was solved on its own (renumbered) resources
+    owner = decompose._size_classes(p, 16)[2]
+    for c, rows in enumerate(a):
+        used = decompose._compact(decompose._sub(p, rows), owner, c)[1]
+        assert np.array_equal(used, np.unique(res[rows][res[rows] >= 0]))
+    if case == "padded":
+        cols = decompose._size_classes(p, 16)[1]
+        assert cols.tolist() == [[True, False, True], [True, False, False]]
+        assert decompose._sub(p, a[1], cols[1]).res.shape == (100, 1)
+
+
 @pytest.mark.parametrize("mode,lat", [("auto", True), ("auto", False), ("exact", True)])
 def test_simulation_is_identical(monkeypatch, mode, lat):
     """One-solve (the compiled tail: rates, transfer ends, finishes, busy maxima) and the exact loop."""
