@@ -2,10 +2,10 @@
 
 Each kernel fuses several numpy passes over the active flows of
 :class:`fabric.eventloop._EventLoop` into one loop with the same arithmetic:
-:func:`solve_tail` (rates from the fill, the bottleneck of every re-filled flow
+:func:`solve_tail` (rates and completion times from the fill, the bottleneck of every re-filled flow
 and the per-slot members count, accumulated in active-flow order as
-``np.bincount`` does), :func:`advance` (remaining bytes and rates after an
-epoch) and :func:`warm_sums` (the re-filled flows' coefficient sums, load and
+``np.bincount`` does, or moved flow by flow after a warm start), :func:`advance` (remaining bytes, rates and
+departures after an epoch) and :func:`warm_sums` (the re-filled flows' coefficient sums, load and
 entry counts per slot for a warm start, from the per-slot coefficient table).  The event loop keeps its numpy code as the reference and uses these
 when :func:`fabric.kernels.use_compiled` says so (``FABRIC_EMU_KERNELS``);
 this module imports numba, so the loop imports it only then.
@@ -38,49 +38,77 @@ else:  # never called without numba; importable for the doctests
 
 
 @_jit
-def solve_tail(kind, aidx, fixed, prev, level, bneck, ri, L_bneck, mult, has_mult, want_members, r1):
-    """Rates of the active flows ``aidx`` after a fill, ``L_bneck`` updated, and the members per slot.
+def solve_tail(kind, aidx, fixed, prev, level, bneck, ri, L_bneck, mult, has_mult, want_members, r1, t, L_rem, L_mm,
+               members0, incremental):
+    """Rates and completion times of the active flows ``aidx`` after a fill; ``L_bneck`` and ``L_mm`` updated,
+    and the members per slot.
 
     COLD: ``L_bneck[aidx] = bneck[aidx]``; rates ``level[bneck]``.  WARM /
     WARM_SUB: ``L_bneck[ri] = bneck[ri]`` (or ``bneck[:len(ri)]``); a flow
-    ``fixed`` keeps ``prev``, the others get ``level[L_bneck]``.  Members:
-    per-slot sum of the multiplicities (1 without) over ``L_bneck[aidx]``, in
-    ``aidx`` order (``np.bincount``); slot 0 is zeroed.
+    ``fixed`` keeps ``prev``, the others get ``level[L_bneck]``.  Every active
+    flow: ``L_mm[i] = rate``, completion ``t + L_rem[i] / rate`` (numpy's
+    operations, in that order).  Members: per-slot sum of the multiplicities (1
+    without) over ``L_bneck[aidx]``, in ``aidx`` order (``np.bincount``); with
+    ``incremental`` (no multiplicities, a warm start, ``members0`` that count
+    over the same flows before it) ``members0`` with the re-filled flows moved
+    from their old bottleneck to the new one (counts of 1.0: exact integers,
+    so the same values).  Slot 0 is zeroed.
     """
     na = aidx.shape[0]
     rates = np.empty(na)
+    tc = np.empty(na)
+    inc = incremental and want_members and not has_mult and kind != COLD
+    members = np.zeros(r1 if want_members else 0)
+    if inc:
+        for s in range(r1):
+            members[s] = members0[s]
     if kind == COLD:
         for q in range(na):
             i = aidx[q]
             b = bneck[i]
             L_bneck[i] = b
-            rates[q] = level[b]
+            r = level[b]
+            rates[q] = r
+            L_mm[i] = r
+            tc[q] = t + L_rem[i] / r
+            if want_members:
+                members[b] += mult[i] if has_mult else 1.0
     else:
         for q in range(ri.shape[0]):
             i = ri[q]
-            L_bneck[i] = bneck[q] if kind == WARM_SUB else bneck[i]
+            b = bneck[q] if kind == WARM_SUB else bneck[i]
+            if inc:
+                members[L_bneck[i]] -= 1.0
+                members[b] += 1.0
+            L_bneck[i] = b
         for q in range(na):
             i = aidx[q]
-            rates[q] = prev[i] if fixed[i] else level[L_bneck[i]]
-    members = np.zeros(r1 if want_members else 0)
+            r = prev[i] if fixed[i] else level[L_bneck[i]]
+            rates[q] = r
+            L_mm[i] = r
+            tc[q] = t + L_rem[i] / r
+            if want_members and not inc:
+                members[L_bneck[i]] += mult[i] if has_mult else 1.0
     if want_members:
-        for q in range(na):
-            i = aidx[q]
-            members[L_bneck[i]] += mult[i] if has_mult else 1.0
         members[0] = 0.0
-    return rates, members
+    return rates, tc, members
 
 
 @_jit
-def advance(aidx, rem, rates, dt, L_rem, L_rate):
-    """``L_rem[aidx] = max(rem - rates * dt, 0)`` and ``L_rate[aidx] = rates`` (one pass)."""
+def advance(aidx, rates, dt, done, L_rem, L_rate, L_act):
+    """``L_rem[aidx] = max(L_rem[aidx] - rates * dt, 0)``, ``L_rate[aidx] = rates``; the flows ``done``
+    (bool over ``aidx``) leave: ``L_rem = 0``, ``L_act = False`` (one pass)."""
     for q in range(aidx.shape[0]):
         i = aidx[q]
         r = rates[q]
-        left = rem[q] - r * dt
-        if left < 0.0:
-            left = 0.0
-        L_rem[i] = left
+        if done[q]:
+            L_rem[i] = 0.0
+            L_act[i] = False
+        else:
+            left = L_rem[i] - r * dt
+            if left < 0.0:
+                left = 0.0
+            L_rem[i] = left
         L_rate[i] = r
 
 

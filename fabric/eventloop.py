@@ -265,11 +265,13 @@ class _EventLoop(_EpochMixin):
             if self.ix is None or (admitted is not None and self._needs_index(admitted)):
                 self._rebuild()
                 need_cold = True
-            elif self.ix.size and (self.L_act.sum() + self.n_pending) * 2 < self.ix.size:
-                self._rebuild()
-                need_cold = True
-            elif (self.L_act.sum() + self.n_pending) * 4 < 3 * self.n_listed:
-                self._compact_lists()
+            else:
+                n_live = int(self.L_act.sum()) + self.n_pending
+                if self.ix.size and n_live * 2 < self.ix.size:
+                    self._rebuild()
+                    need_cold = True
+                elif n_live * 4 < 3 * self.n_listed:
+                    self._compact_lists()
             n_act = int(self.L_act.sum()) if self.ix is not None else 0
             if n_act == 0:
                 if not self.heap:
@@ -279,22 +281,27 @@ class _EventLoop(_EpochMixin):
             self.events += 1
             # ---- solve
             aidx = np.flatnonzero(self.L_act)
-            rates = None
+            rates = tc = None
             if not self.exact and not need_cold and n_resc < _MAX_RESCALES and self._by_aggregate:
                 # the aggregate budget ran out (flows finishing everywhere): a rescale first
                 rates = self._rescale(aidx)
             if rates is None:
-                rates = self._solve(aidx, None if need_cold else last_departed_min)
-                self.L_mm[aidx] = rates
+                # the compiled tail also gives the completion times and sets L_mm (tc None: not computed)
+                rates, tc = self._solve(aidx, None if need_cold else last_departed_min, t)
+                if tc is None:
+                    self.L_mm[aidx] = rates
                 last_departed_min = None
                 self.idle0[:] = 0.0
                 n_resc = 0
             else:
                 n_resc += 1
             need_cold = False
-            rem = self.L_rem[aidx]
-            with np.errstate(divide="ignore"):
-                tc = t + rem / rates
+            ek = _epoch_kernels(aidx.shape[0])
+            rem = None
+            if tc is None:
+                rem = self.L_rem[aidx]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    tc = t + rem / rates
             t_arr = self.heap[0][0] if self.heap else _INF
             sat = self.members > 0
             if self.exact:
@@ -313,11 +320,10 @@ class _EventLoop(_EpochMixin):
             gd = aidx[done]
             tcd = tc[done]
             self._account(t, t1, aidx, rates, tc, done, sat)
-            ek = _epoch_kernels(aidx.shape[0])
-            if ek is not None:
-                ek.advance(aidx, rem, rates, t1 - t, self.L_rem, self.L_rate)
+            if ek is not None:  # also clears L_act and L_rem of the flows done
+                ek.advance(aidx, rates, t1 - t, done, self.L_rem, self.L_rate, self.L_act)
             else:
-                left = rem - rates * (t1 - t)
+                left = (self.L_rem[aidx] if rem is None else rem) - rates * (t1 - t)
                 np.maximum(left, 0.0, out=left)
                 self.L_rem[aidx] = left
                 self.L_rate[aidx] = rates
@@ -327,8 +333,9 @@ class _EventLoop(_EpochMixin):
                 # the warm start holds on the max-min rates of the last solve, whatever rescales did since
                 mn = float(self.L_mm[gd].min())
                 last_departed_min = mn if last_departed_min is None else min(last_departed_min, mn)
-                self.L_act[gd] = False
-                self.L_rem[gd] = 0.0
+                if ek is None:
+                    self.L_act[gd] = False
+                    self.L_rem[gd] = 0.0
                 self._complete(self.ix_flows[gd], tcd)
             t = t1
         return self._result(rbytes, lb)
@@ -441,16 +448,19 @@ class _EventLoop(_EpochMixin):
 
     # ---------------------------------------------------------------- solve
 
-    def _solve(self, aidx, warm_x):
-        """Max-min rates of the active flows; warm-started (exact) when ``warm_x`` is given.
+    def _solve(self, aidx, warm_x, t=0.0):
+        """``(rates, tc)``: max-min rates of the active flows; warm-started (exact) when ``warm_x`` is given.
 
         Also records every active flow's bottleneck slot (``L_bneck``) and the
         number of flows (x multiplicity) bottlenecked at each slot (``members``).
+        The compiled tail also sets ``L_mm`` and returns the completion times ``t + L_rem / rates``
+        (``tc``; None from the numpy tail).
         """
         ix = self.ix
         n = ix.size
         all_active = aidx.shape[0] == n
         ek = _epoch_kernels(n)
+        tc = None
         fixed = None
         if warm_x is not None:
             prev = self.L_mm
@@ -510,7 +520,7 @@ class _EventLoop(_EpochMixin):
             else:
                 out = self._fill(ix, state, cnt, fl_load)
             if ek is not None:
-                rates = self._tail(ek, ek.WARM_SUB if sub else ek.WARM, aidx, fixed, prev, out, ri)
+                rates, tc = self._tail(ek, ek.WARM_SUB if sub else ek.WARM, aidx, fixed, prev, out, ri, t)
             else:
                 if sub:
                     bn = np.zeros(n, dtype=out.bneck.dtype)
@@ -526,7 +536,7 @@ class _EventLoop(_EpochMixin):
             cnt = self.cntw.copy()  # maintained on arrivals and departures
             out = self._fill(ix, state, cnt)
             if ek is not None:
-                rates = self._tail(ek, ek.COLD, aidx, None, None, out, None)
+                rates, tc = self._tail(ek, ek.COLD, aidx, None, None, out, None, t)
             else:
                 b = out.bneck[aidx]
                 rates = out.level[b]
@@ -555,7 +565,7 @@ class _EventLoop(_EpochMixin):
             with np.errstate(divide="ignore", invalid="ignore"):
                 u = load[1:] / self.pr.cap
             np.maximum(self.peak[1:], np.nan_to_num(u), out=self.peak[1:])
-        return rates
+        return rates, tc
 
     def _coef_sums(self, ix, state):
         """:func:`fabric.maxmin.coef_sums` (per-slot coefficient sums of the alive flows), from the slot table if any."""
@@ -577,19 +587,22 @@ class _EventLoop(_EpochMixin):
             return _sf.fill(ix, self.sw, self.pr.cap, state, cnt, fixed_load)
         return _mm.fill(ix, self.pr.cap, state, cnt, fixed_load)
 
-    def _tail(self, ek, kind, aidx, fixed, prev, out, ri):
-        """The compiled end of :meth:`_solve` (:func:`fabric.epoch_kernels.solve_tail`): rates, L_bneck, members."""
+    def _tail(self, ek, kind, aidx, fixed, prev, out, ri, t):
+        """The compiled end of :meth:`_solve` (:func:`fabric.epoch_kernels.solve_tail`): rates and completion
+        times, L_bneck, L_mm, members (epoch mode: moved flow by flow after a warm start; ``_depart`` keeps
+        them over the active flows)."""
         z = np.zeros(1)
         zi = np.zeros(1, dtype=np.int64)
         want = not self.exact or self.ts
         mult = self.L_mult
-        rates, members = ek.solve_tail(kind, aidx, np.zeros(1, dtype=np.bool_) if fixed is None else fixed,
-                                       z if prev is None else prev, out.level, out.bneck, zi if ri is None else ri,
-                                       self.L_bneck, z if mult is None else mult, mult is not None, want,
-                                       self.pr.R + 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rates, tc, members = ek.solve_tail(
+                kind, aidx, np.zeros(1, dtype=np.bool_) if fixed is None else fixed, z if prev is None else prev,
+                out.level, out.bneck, zi if ri is None else ri, self.L_bneck, z if mult is None else mult,
+                mult is not None, want, self.pr.R + 1, float(t), self.L_rem, self.L_mm, self.members, not self.exact)
         if want:
             self.members = members
-        return rates
+        return rates, tc
 
     def _load(self, aidx, rates):
         ix = self.ix
