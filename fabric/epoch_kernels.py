@@ -5,7 +5,7 @@ Each kernel fuses several numpy passes over the active flows of
 :func:`solve_tail` (rates and completion times from the fill, the bottleneck of every re-filled flow
 and the per-slot members count, accumulated in active-flow order as
 ``np.bincount`` does, or moved flow by flow after a warm start), :func:`advance` (remaining bytes, rates and
-departures after an epoch) and :func:`warm_sums` (the re-filled flows' coefficient sums, load and
+departures after an epoch), :func:`compact_lists` (the resource -> flow lists without the finished flows) and :func:`warm_sums` (the re-filled flows' coefficient sums, load and
 entry counts per slot for a warm start, from the per-slot coefficient table).  The event loop keeps its numpy code as the reference and uses these
 when :func:`fabric.kernels.use_compiled` says so (``FABRIC_EMU_KERNELS``);
 this module imports numba, so the loop imports it only then.
@@ -22,7 +22,7 @@ import numpy as np
 
 from fabric import kernels as _kernels
 
-__all__ = ["COLD", "WARM", "WARM_SUB", "solve_tail", "advance", "warm_sums"]
+__all__ = ["COLD", "WARM", "WARM_SUB", "solve_tail", "advance", "warm_sums", "compact_lists"]
 
 COLD = 0  #: every active flow was filled
 WARM = 1  #: warm start on the full index: the flows ``ri`` were re-filled, the others kept their rates
@@ -130,3 +130,22 @@ def warm_sums(res, ri, sw, prev, r1):
             load[k] += p * c
             num[k] += 1
     return cnt, load, num
+
+
+@_jit
+def compact_lists(indptr, indices, keep):
+    """``(indptr, indices)`` of the lists without the flows not ``keep`` (order kept; the numpy
+    compaction's arrays and dtypes)."""
+    r1 = indptr.shape[0] - 1
+    ptr = np.empty_like(indptr)
+    out = np.empty_like(indices)
+    p = 0
+    ptr[0] = 0
+    for s in range(r1):
+        for e in range(indptr[s], indptr[s + 1]):
+            f = indices[e]
+            if keep[f]:
+                out[p] = f
+                p += 1
+        ptr[s + 1] = p
+    return ptr, out[:p].copy()

@@ -222,6 +222,11 @@ class _EventLoop(_EpochMixin):
         """
         ix = self.ix
         keep = self.L_act | (self.status[self.ix_flows] == 1)
+        self.n_listed = int(np.count_nonzero(keep))
+        ek = _epoch_kernels(ix.size)
+        if ek is not None and ix.ecoef is None:
+            ix.indptr, ix.indices = ek.compact_lists(ix.indptr, ix.indices, keep)
+            return
         ke = keep[ix.indices]
         r1 = ix.indptr.shape[0] - 1
         slot = np.repeat(np.arange(r1), np.diff(ix.indptr))
@@ -232,7 +237,6 @@ class _EventLoop(_EpochMixin):
         ix.indptr = indptr
         if ix.ecoef is not None:
             ix.ecoef = ix.ecoef[ke]
-        self.n_listed = int(np.count_nonzero(keep))
 
     # ---------------------------------------------------------------- main loop
 
@@ -514,7 +518,7 @@ class _EventLoop(_EpochMixin):
                 # rather than walk the fixed and finished flows in every bottleneck's list
                 alive = np.full(ri.shape[0], _mm.ALIVE, dtype=np.uint8)
                 if self.sw is not None:
-                    out = _sf.fill(_sf.lean_sub_index(ix, ri), self.sw, self.pr.cap, alive, cnt, fl_load)
+                    out = _sf.fill(_sf.lean_sub_index(ix, ri, ek is not None), self.sw, self.pr.cap, alive, cnt, fl_load)
                 else:
                     out = _mm.fill(_mm.sub_index(ix, ri), self.pr.cap, alive, cnt, fl_load)
             else:

@@ -71,13 +71,20 @@ def slot_coefficients(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarr
     return sw
 
 
-def lean_sub_index(ix, sel: np.ndarray):
+def lean_sub_index(ix, sel: np.ndarray, compiled: bool = False):
     """:func:`fabric.maxmin.sub_index` without the per-entry coefficients (for :func:`fill`, which takes
-    them from the slot table): the same lists in the same order, the same ``ceps``."""
+    them from the slot table): the same lists in the same order, the same ``ceps``.  ``compiled``: the
+    compiled CSC build (:func:`fabric.index_kernels.csc`, the same arrays), for a caller that runs compiled
+    kernels already (numba loaded)."""
     from fabric.adjacency import _csc
 
     rows = np.take(ix.res, sel, axis=0)
-    indptr, indices = _csc(rows, ix.n_res)
+    if compiled and rows.shape[0]:
+        from fabric import kernels as _kernels
+
+        indptr, indices = _kernels.index().csc(rows, ix.n_res)
+    else:
+        indptr, indices = _csc(rows, ix.n_res)
     return _mm.Index(None, rows, None, indptr, indices, ix.n_res, ix.ceps, None)
 
 
