@@ -5,7 +5,8 @@ Each kernel fuses several numpy passes over the active flows of
 :func:`solve_tail` (rates and completion times from the fill, the bottleneck of every re-filled flow
 and the per-slot members count, accumulated in active-flow order as
 ``np.bincount`` does, or moved flow by flow after a warm start), :func:`advance` (remaining bytes, rates and
-departures after an epoch), :func:`compact_lists` (the resource -> flow lists without the finished flows) and :func:`warm_sums` (the re-filled flows' coefficient sums, load and
+departures after an epoch), :func:`compact_lists` (the resource -> flow lists without the finished flows) and :func:`slot_table`
+(:func:`fabric.slotfill.slot_coefficients` in one pass) and :func:`warm_sums` (the re-filled flows' coefficient sums, load and
 entry counts per slot for a warm start, from the per-slot coefficient table).  The event loop keeps its numpy code as the reference and uses these
 when :func:`fabric.kernels.use_compiled` says so (``FABRIC_EMU_KERNELS``);
 this module imports numba, so the loop imports it only then.
@@ -22,7 +23,7 @@ import numpy as np
 
 from fabric import kernels as _kernels
 
-__all__ = ["COLD", "WARM", "WARM_SUB", "solve_tail", "advance", "warm_sums", "compact_lists"]
+__all__ = ["COLD", "WARM", "WARM_SUB", "solve_tail", "advance", "warm_sums", "compact_lists", "slot_table"]
 
 COLD = 0  #: every active flow was filled
 WARM = 1  #: warm start on the full index: the flows ``ri`` were re-filled, the others kept their rates
@@ -149,3 +150,26 @@ def compact_lists(indptr, indices, keep):
                 p += 1
         ptr[s + 1] = p
     return ptr, out[:p].copy()
+
+
+@_jit
+def slot_table(res, weight, n_res):
+    """``(sw, ok)``: the weight of every entry of resource ``l`` in ``sw[l + 1]`` (1.0 where none, and in
+    slot 0), ``ok`` False as soon as two entries of one resource have different weights."""
+    sw = np.ones(n_res + 1)
+    seen = np.zeros(n_res + 1, np.bool_)
+    n, h = res.shape
+    for i in range(n):
+        for j in range(h):
+            r = res[i, j]
+            if r >= 0:
+                k = r + 1
+                w = weight[i, j]
+                if seen[k]:
+                    if not sw[k] == w:
+                        return sw, False
+                else:
+                    sw[k] = w
+                    seen[k] = True
+    sw[0] = 1.0
+    return sw, True

@@ -80,7 +80,12 @@ class _EventLoop(_EpochMixin):
         self.tend = np.full(F, np.nan)
         self.status = np.zeros(F, dtype=np.int8)  # 0 unscheduled, 1 scheduled, 2 active, 3 done
         self.remb = pr.size.copy()
-        self.unc = _unconstrained(pr)
+        if F and np.isfinite(pr.cap).all():  # = _unconstrained(pr): only the rows of padding alone cross nothing
+            self.unc = pr.res[:, 0] < 0
+            for j in range(1, pr.res.shape[1]):
+                self.unc &= pr.res[:, j] < 0
+        else:
+            self.unc = _unconstrained(pr)
         self.lat = pr.lat
         self.busy = np.zeros(R + 1)
         self.nact = np.zeros(R + 1, dtype=np.int64)  # active flows per slot
@@ -122,7 +127,8 @@ class _EventLoop(_EpochMixin):
         self.ix = None
         self.loc = np.full(F, -1, dtype=np.int64)
         # coefficients as one factor per slot (epoch mode's unfolded resource weights), or None
-        self.sw = _sf.slot_coefficients(pr.res, pr.weight, pr.mult, R) if _SLOT_FILL and not exact else None
+        self.sw = (_sf.slot_coefficients(pr.res, pr.weight, pr.mult, R, _epoch_kernels(F) is not None)
+                   if _SLOT_FILL and not exact else None)
         self.series_t: list[float] = []
         self.series_u: list[np.ndarray] = []
         self.series_s: list[np.ndarray] = []
