@@ -295,8 +295,8 @@ class _EpochMixin:
                 return t1
             k *= 8
 
-    def _account(self, t0, t1, aidx, rates, tc, done, sat):
-        """Busy time, epoch budget and time series for the interval [t0, t1)."""
+    def _account(self, t0, t1, aidx, rates, tc, done, sat, di=None):
+        """Busy time, epoch budget and time series for the interval [t0, t1) (``di``: ``flatnonzero(done)``)."""
         dt = t1 - t0
         R1 = self.pr.R + 1
         ix = self.ix
@@ -304,7 +304,8 @@ class _EpochMixin:
         busy_all = nact > 0
         full = lastf = None
         # the finishing flows once as indices (boolean masks over all active flows cost a full pass each)
-        di = np.flatnonzero(done)
+        if di is None:
+            di = np.flatnonzero(done)
         if di.size:
             gd = np.take(aidx, di)
             tcd = np.take(tc, di)

@@ -64,6 +64,8 @@ def solve_tail(kind, aidx, fixed, prev, level, bneck, ri, L_bneck, mult, has_mul
         for s in range(r1):
             members[s] = members0[s]
     if kind == COLD:
+        # counts of 1.0 in four interleaved integer lanes (no chain of stores to one slot; exact, so the same sums)
+        lanes = np.zeros((4, r1 if want_members and not has_mult else 0), np.int64)
         for q in range(na):
             i = aidx[q]
             b = bneck[i]
@@ -73,7 +75,13 @@ def solve_tail(kind, aidx, fixed, prev, level, bneck, ri, L_bneck, mult, has_mul
             L_mm[i] = r
             tc[q] = t + L_rem[i] / r
             if want_members:
-                members[b] += mult[i] if has_mult else 1.0
+                if has_mult:
+                    members[b] += mult[i]
+                else:
+                    lanes[q & 3, b] += 1
+        if want_members and not has_mult:
+            for s in range(r1):
+                members[s] = float(lanes[0, s] + lanes[1, s] + lanes[2, s] + lanes[3, s])
     else:
         for q in range(ri.shape[0]):
             i = ri[q]

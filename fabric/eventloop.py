@@ -327,9 +327,10 @@ class _EventLoop(_EpochMixin):
                 t1, cut, again = self._truncate(aidx, done, tc, t1, cut)
                 if not again:
                     break
-            gd = aidx[done]
-            tcd = tc[done]
-            self._account(t, t1, aidx, rates, tc, done, sat)
+            di = np.flatnonzero(done)  # the finishing flows once as positions (a mask costs a pass each time)
+            gd = aidx[di]
+            tcd = tc[di]
+            self._account(t, t1, aidx, rates, tc, done, sat, di)
             if ek is not None:  # also clears L_act and L_rem of the flows done
                 ek.advance(aidx, rates, t1 - t, done, self.L_rem, self.L_rate, self.L_act)
             else:
@@ -338,7 +339,7 @@ class _EventLoop(_EpochMixin):
                 self.L_rem[aidx] = left
                 self.L_rate[aidx] = rates
             if gd.size and not self.exact:
-                self._depart(gd, rates[done])
+                self._depart(gd, rates[di])
             if gd.size:
                 # the warm start holds on the max-min rates of the last solve, whatever rescales did since
                 mn = float(self.L_mm[gd].min())
