@@ -5,8 +5,9 @@ Each kernel fuses several numpy passes over the active flows of
 :func:`solve_tail` (rates and completion times from the fill, the bottleneck of every re-filled flow
 and the per-slot members count, accumulated in active-flow order as
 ``np.bincount`` does, or moved flow by flow after a warm start), :func:`advance` (remaining bytes, rates and
-departures after an epoch), :func:`compact_lists` (the resource -> flow lists without the finished flows) and :func:`slot_table`
-(:func:`fabric.slotfill.slot_coefficients` in one pass) and :func:`warm_sums` (the re-filled flows' coefficient sums, load and
+departures after an epoch), :func:`compact_lists` (the resource -> flow lists without the finished flows), :func:`slot_table`
+(:func:`fabric.slotfill.slot_coefficients` in one pass) and :func:`warm_split` (a warm start's fixed and
+re-filled flows) and :func:`warm_sums` (the re-filled flows' coefficient sums, load and
 entry counts per slot for a warm start, from the per-slot coefficient table).  The event loop keeps its numpy code as the reference and uses these
 when :func:`fabric.kernels.use_compiled` says so (``FABRIC_EMU_KERNELS``);
 this module imports numba, so the loop imports it only then.
@@ -23,7 +24,7 @@ import numpy as np
 
 from fabric import kernels as _kernels
 
-__all__ = ["COLD", "WARM", "WARM_SUB", "solve_tail", "advance", "warm_sums", "compact_lists", "slot_table"]
+__all__ = ["COLD", "WARM", "WARM_SUB", "solve_tail", "advance", "warm_sums", "compact_lists", "slot_table", "warm_split"]
 
 COLD = 0  #: every active flow was filled
 WARM = 1  #: warm start on the full index: the flows ``ri`` were re-filled, the others kept their rates
@@ -181,3 +182,21 @@ def slot_table(res, weight, n_res):
                     seen[k] = True
     sw[0] = 1.0
     return sw, True
+
+
+@_jit
+def warm_split(aidx, prev, thr, n):
+    """``(fixed, ri, n_fixed)`` of a warm start over the active flows ``aidx`` (ascending): ``fixed[i]``
+    (bool[n]) where ``prev[i] < thr``, ``ri`` the others in ascending order (``np.flatnonzero`` of the
+    re-filled mask)."""
+    fixed = np.zeros(n, np.bool_)
+    ri = np.empty(aidx.shape[0], np.int64)
+    m = 0
+    for q in range(aidx.shape[0]):
+        i = aidx[q]
+        if prev[i] < thr:
+            fixed[i] = True
+        else:
+            ri[m] = i
+            m += 1
+    return fixed, ri[:m].copy(), aidx.shape[0] - m

@@ -472,17 +472,23 @@ class _EventLoop(_EpochMixin):
         all_active = aidx.shape[0] == n
         ek = _epoch_kernels(n)
         tc = None
-        fixed = None
+        fixed = ri = None
         if warm_x is not None:
             prev = self.L_mm
-            fixed = self.L_act & (prev < warm_x * (1.0 - _mm.TIE_RTOL))
-            if not fixed.any():
-                fixed = None
+            thr = warm_x * (1.0 - _mm.TIE_RTOL)
+            if ek is not None:  # fixed flows and re-filled ones in one pass over the active flows
+                fixed, ri, nf = ek.warm_split(aidx, prev, thr, n)
+                if nf == 0:
+                    fixed = None
+            else:
+                fixed = self.L_act & (prev < thr)
+                if not fixed.any():
+                    fixed = None
         if fixed is not None:
-            refill = self.L_act & ~fixed
-            ri = np.flatnonzero(refill)
+            if ri is None:
+                ri = np.flatnonzero(self.L_act & ~fixed)
             sub = _INCREMENTAL and not self.exact and ri.shape[0] * _SUB_FILL < self.n_listed
-            state = None if sub else np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8)
+            state = None if sub else np.where(self.L_act & ~fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8)
             nfix = aidx.shape[0] - ri.shape[0]
             incr = _INCREMENTAL and self.mm_load is not None
             r1 = self.pr.R + 1
@@ -506,7 +512,7 @@ class _EventLoop(_EpochMixin):
                 cnt = np.bincount(keys.reshape(-1), weights=w, minlength=r1).astype(np.float64)
             else:
                 cnt = self._coef_sums(ix, state if state is not None else
-                                      np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8))
+                                      np.where(self.L_act & ~fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8))
             if incr:
                 # the fixed flows' load: the maintained load of all active flows minus the re-filled ones'
                 # (O(re-filled flows) instead of a pass over every fixed flow's entries)
