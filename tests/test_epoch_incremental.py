@@ -141,3 +141,9 @@ def test_compiled_epoch_passes_equal_their_numpy_counterparts():
     full[0] = 0.0
     for rates, tc, members, L_bneck, L_mm in out:
         assert np.array_equal(members, full) and np.array_equal(L_bneck, nb)
+    # the warm start's split: fixed below the threshold, the others re-filled in ascending order
+    act = np.zeros(n, dtype=np.bool_)
+    act[aidx] = True
+    fx, ri2, nf = ek.warm_split(aidx, prev, 1.5, n)
+    assert np.array_equal(fx, act & (prev < 1.5)) and np.array_equal(ri2, np.flatnonzero(act & ~(prev < 1.5)))
+    assert nf == int(fx.sum()) and ri2.dtype == np.flatnonzero(act).dtype
