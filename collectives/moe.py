@@ -360,16 +360,18 @@ def _hier_flows(traffic: TokenTraffic, C: np.ndarray, local_of, bytes_per_token:
     g_b = np.zeros((n, W))
     # network copies (s, N), N remote
     N_i, s_i = np.nonzero(remote)
-    g_src[s_i, col_of_node[N_i]] = s_i
-    g_dst[s_i, col_of_node[N_i]] = p_of[N_i, s_i]
-    g_b[s_i, col_of_node[N_i]] = traffic.node_counts[s_i, N_i] * bytes_per_token
+    at = s_i * W + col_of_node[N_i]  # flat positions in the grids (one index computation for the three)
+    g_src.reshape(-1)[at] = s_i
+    g_dst.reshape(-1)[at] = p_of[N_i, s_i]
+    g_b.reshape(-1)[at] = traffic.node_counts[s_i, N_i] * bytes_per_token
     # fan-out p(s, node[d]) -> d for d on a remote node, d != p
     p_sd = p_of[node[d_idx], s_idx]                             # [s, d]
     fan = (node[s_idx] != node[d_idx]) & (d_idx != p_sd)
     fs, fd = s_idx[fan], d_idx[fan]
-    g_src[fs, col_of_rank[fd]] = p_sd[fan]
-    g_dst[fs, col_of_rank[fd]] = fd
-    g_b[fs, col_of_rank[fd]] = C[fs, fd] * bytes_per_token
+    at = fs * W + col_of_rank[fd]
+    g_src.reshape(-1)[at] = p_sd[fan]
+    g_dst.reshape(-1)[at] = fd
+    g_b.reshape(-1)[at] = C[fan] * bytes_per_token
     used = g_src >= 0
     src = np.concatenate([s_idx[same], g_src[used]])
     dst = np.concatenate([d_idx[same], g_dst[used]])

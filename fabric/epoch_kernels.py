@@ -6,8 +6,8 @@ Each kernel fuses several numpy passes over the active flows of
 and the per-slot members count, accumulated in active-flow order as
 ``np.bincount`` does, or moved flow by flow after a warm start), :func:`advance` (remaining bytes, rates and
 departures after an epoch), :func:`compact_lists` (the resource -> flow lists without the finished flows), :func:`slot_table`
-(:func:`fabric.slotfill.slot_coefficients` in one pass) and :func:`warm_split` (a warm start's fixed and
-re-filled flows) and :func:`warm_sums` (the re-filled flows' coefficient sums, load and
+(:func:`fabric.slotfill.slot_coefficients` in one pass), :func:`warm_split` (a warm start's fixed and
+re-filled flows) and :func:`saturated_order` (the epoch end's stable sort of entries by slot) and :func:`warm_sums` (the re-filled flows' coefficient sums, load and
 entry counts per slot for a warm start, from the per-slot coefficient table).  The event loop keeps its numpy code as the reference and uses these
 when :func:`fabric.kernels.use_compiled` says so (``FABRIC_EMU_KERNELS``);
 this module imports numba, so the loop imports it only then.
@@ -24,7 +24,7 @@ import numpy as np
 
 from fabric import kernels as _kernels
 
-__all__ = ["COLD", "WARM", "WARM_SUB", "solve_tail", "advance", "warm_sums", "compact_lists", "slot_table", "warm_split"]
+__all__ = ["COLD", "WARM", "WARM_SUB", "solve_tail", "advance", "warm_sums", "compact_lists", "slot_table", "warm_split", "saturated_order"]
 
 COLD = 0  #: every active flow was filled
 WARM = 1  #: warm start on the full index: the flows ``ri`` were re-filled, the others kept their rates
@@ -200,3 +200,22 @@ def warm_split(aidx, prev, thr, n):
             ri[m] = i
             m += 1
     return fixed, ri[:m].copy(), aidx.shape[0] - m
+
+
+@_jit
+def saturated_order(keys, m, nm, r1):
+    """Positions of the ``nm`` entries with ``m`` set, stably ordered by ``keys`` (slot ids < ``r1``): the
+    first ``nm`` of the stable argsort of ``where(m, keys, r1)`` (a counting sort; the same array)."""
+    start = np.zeros(r1 + 1, np.int64)
+    for e in range(keys.shape[0]):
+        if m[e]:
+            start[keys[e] + 1] += 1
+    for s in range(1, r1 + 1):
+        start[s] += start[s - 1]
+    out = np.empty(nm, np.int64)
+    for e in range(keys.shape[0]):
+        if m[e]:
+            k = keys[e]
+            out[start[k]] = e
+            start[k] += 1
+    return out

@@ -134,6 +134,11 @@ class _EventLoop(_EpochMixin):
         self.series_s: list[np.ndarray] = []
         self.peak = np.zeros(R + 1) if time_series else None
 
+    @staticmethod
+    def _kernels_for(n: int):
+        """:func:`_epoch_kernels` (for the mixed-in epoch methods)."""
+        return _epoch_kernels(n)
+
     # ---------------------------------------------------------------- phases
 
     def _start_phase(self, q: int, ts: float):

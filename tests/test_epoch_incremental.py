@@ -147,3 +147,8 @@ def test_compiled_epoch_passes_equal_their_numpy_counterparts():
     fx, ri2, nf = ek.warm_split(aidx, prev, 1.5, n)
     assert np.array_equal(fx, act & (prev < 1.5)) and np.array_equal(ri2, np.flatnonzero(act & ~(prev < 1.5)))
     assert nf == int(fx.sum()) and ri2.dtype == np.flatnonzero(act).dtype
+    # the epoch end's stable order of the saturated slots' entries
+    keys = rng.integers(0, r1, 5000)
+    m = rng.random(5000) < 0.5
+    o = ek.saturated_order(keys, m, int(m.sum()), r1)
+    assert np.array_equal(o, np.argsort(np.where(m, keys, r1), kind="stable")[: int(m.sum())])
