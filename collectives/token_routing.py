@@ -45,10 +45,11 @@ _MAX_ROUNDS = 8
 #: Float64 entries of one block of the exact fallback (tokens x experts; 2^22 = 32 MiB).
 _FALLBACK_ENTRIES = 1 << 22
 #: Selections (tokens x k) of one routing draw from which ``FABRIC_EMU_KERNELS=auto`` draws and counts on the
-#: compiled passes of :mod:`collectives.token_kernels` (the same arrays): they save ~30 ns of CPU a selection
-#: (1.0 s of 1.25 at 2^25) against 0.5-0.7 s for numba's import when nothing loaded it yet
-#: (docs/performance.md, 2026-12-02, "MoE dispatch: compiled token draw").
-COMPILED_MIN_SELECTIONS = 1 << 24
+#: compiled passes of :mod:`collectives.token_kernels` (the same arrays): measured at 2^25 selections (1,024
+#: ranks x 4,096 tokens x 8), they save 0.4-0.5 s of CPU (12-15 ns a selection) against 0.45-0.63 s for
+#: numba's import and first load when nothing loaded it yet: break-even about 2^25 (docs/performance.md,
+#: 2026-12-02, "Skewed MoE: compiled per-event passes and token draw").
+COMPILED_MIN_SELECTIONS = 1 << 25
 
 
 @dataclass(frozen=True)
