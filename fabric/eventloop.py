@@ -58,12 +58,6 @@ def _epoch_kernels(n: int):
     return epoch_kernels
 
 
-
-
-
-
-
-
 class _EventLoop(_EpochMixin):
     """Exact and epoch event loops (internal)."""
 
