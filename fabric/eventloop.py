@@ -121,7 +121,9 @@ class _EventLoop(_EpochMixin):
         self.ix = None
         self.loc = np.full(F, -1, dtype=np.int64)
         # coefficients as one factor per slot (epoch mode's unfolded resource weights), or None
-        self.sw = (_sf.slot_coefficients(pr.res, pr.weight, pr.mult, R, _epoch_kernels(F) is not None)
+        # (compiled when a phase is large enough for the loop's kernels, which then load numba anyway)
+        big = int(np.diff(self.ph_ptr).max(initial=0))
+        self.sw = (_sf.slot_coefficients(pr.res, pr.weight, pr.mult, R, _epoch_kernels(big) is not None)
                    if _SLOT_FILL and not exact else None)
         self.series_t: list[float] = []
         self.series_u: list[np.ndarray] = []
