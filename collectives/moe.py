@@ -65,7 +65,8 @@ import numpy as np
 from collectives.calibration import DEEPEP_SM_RATE_BPS, LL_FIXED_S, PER_PEER_S, RDMA_PIPELINE_BPS, deepep_sm_time_s
 from topologies.errors import SpecError
 
-from collectives.token_routing import alias_table, sample_distinct  # the uniform / skewed draw
+from collectives.token_routing import COMPILED_MIN_SELECTIONS, alias_table, sample_distinct  # the uniform / skewed draw
+from fabric import kernels as _kernels
 
 __all__ = ["ROUTING_KINDS", "DISPATCH_DTYPES", "FORMS", "METRICS", "LL_HEADER_BYTES", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
 
@@ -211,10 +212,16 @@ def _full_topk(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 def _count(ei: np.ndarray, owner: np.ndarray, row_rank: np.ndarray, width: int, out: np.ndarray,
-           copies: np.ndarray | None = None, ascending: bool = False) -> None:
+           copies: np.ndarray | None = None, ascending: bool = False, compiled: bool = False) -> None:
     """Add to ``out[r, owner]`` the tokens (rows of ``ei``) of rank ``row_rank`` (non-decreasing) that
     select ``owner`` once per token, and to ``copies[r, owner]`` (if given) every selection.
-    ``ascending``: the owners of every row are already non-decreasing (no sort needed)."""
+    ``ascending``: the owners of every row are already non-decreasing (no sort needed).
+    ``compiled``: one compiled pass (:func:`collectives.token_kernels.count_rows`; the same counts)."""
+    if compiled:
+        from collectives import token_kernels as _tk  # imports numba
+
+        _tk.count_rows(ei, owner, row_rank, out, out if copies is None else copies, copies is not None, ascending)
+        return
     o = owner[ei]
     if not ascending:
         o = np.sort(o, axis=1)
@@ -251,15 +258,17 @@ def _route_tokens(tr: TokenRouting, n_ranks: int, node_of: np.ndarray) -> TokenT
     node_counts = np.zeros((n_ranks, n_nodes), np.int64)
     T = tr.tokens_per_rank
     k = tr.topk
+    # the compiled draw and counts (the same arrays) on large draws
+    compiled = _kernels.use_compiled(n_ranks * T * k, COMPILED_MIN_SELECTIONS)
 
     # one rank per node: the node counts are the rank counts (rank d is node node_index[d])
     one_per_node = n_nodes == n_ranks
     node_ascending = bool((np.diff(node_index) >= 0).all())
 
     def count(ei, row_rank, ascending=False):  # ascending: every row of ei is (so are its ranks)
-        _count(ei, rank_of_expert, row_rank, n_ranks, rank_counts, copy_counts, ascending)
+        _count(ei, rank_of_expert, row_rank, n_ranks, rank_counts, copy_counts, ascending, compiled)
         if not one_per_node:
-            _count(ei, node_of_expert, row_rank, n_nodes, node_counts, None, ascending and node_ascending)
+            _count(ei, node_of_expert, row_rank, n_nodes, node_counts, None, ascending and node_ascending, compiled)
 
     if tr.kind == "perfect":  # bench_moe_comm.py --perfect_router: slot f of rank s -> rank (f + s) % ep
         if E % n_ranks:
@@ -283,7 +292,7 @@ def _route_tokens(tr: TokenRouting, n_ranks: int, node_of: np.ndarray) -> TokenT
         total = n_ranks * T
         for t0 in range(0, total, _CHUNK_TOKENS):
             n = min(_CHUNK_TOKENS, total - t0)
-            count(sample_distinct(rng, table, n, k), np.arange(t0, t0 + n) // T, True)
+            count(sample_distinct(rng, table, n, k, compiled), np.arange(t0, t0 + n) // T, True)
         if one_per_node:
             node_counts[:, node_index] = rank_counts
         return TokenTraffic(rank_counts=rank_counts, node_counts=node_counts, node_of=node_index,
@@ -369,16 +378,18 @@ def _hier_flows(traffic: TokenTraffic, C: np.ndarray, local_of, bytes_per_token:
     g_b = np.zeros((n, W))
     # network copies (s, N), N remote
     N_i, s_i = np.nonzero(remote)
-    g_src[s_i, col_of_node[N_i]] = s_i
-    g_dst[s_i, col_of_node[N_i]] = p_of[N_i, s_i]
-    g_b[s_i, col_of_node[N_i]] = traffic.node_counts[s_i, N_i] * bytes_per_token
+    at = s_i * W + col_of_node[N_i]  # flat positions in the grids (one index computation for the three)
+    g_src.reshape(-1)[at] = s_i
+    g_dst.reshape(-1)[at] = p_of[N_i, s_i]
+    g_b.reshape(-1)[at] = traffic.node_counts[s_i, N_i] * bytes_per_token
     # fan-out p(s, node[d]) -> d for d on a remote node, d != p
     p_sd = p_of[node[d_idx], s_idx]                             # [s, d]
     fan = (node[s_idx] != node[d_idx]) & (d_idx != p_sd)
     fs, fd = s_idx[fan], d_idx[fan]
-    g_src[fs, col_of_rank[fd]] = p_sd[fan]
-    g_dst[fs, col_of_rank[fd]] = fd
-    g_b[fs, col_of_rank[fd]] = C[fs, fd] * bytes_per_token
+    at = fs * W + col_of_rank[fd]
+    g_src.reshape(-1)[at] = p_sd[fan]
+    g_dst.reshape(-1)[at] = fd
+    g_b.reshape(-1)[at] = C[fan] * bytes_per_token
     used = g_src >= 0
     src = np.concatenate([s_idx[same], g_src[used]])
     dst = np.concatenate([d_idx[same], g_dst[used]])

@@ -38,12 +38,18 @@ import numpy as np
 
 from topologies.errors import SpecError
 
-__all__ = ["AliasTable", "alias_table", "sample_distinct"]
+__all__ = ["COMPILED_MIN_SELECTIONS", "AliasTable", "alias_table", "sample_distinct"]
 
 #: Redraw rounds of one step before the remaining repeating tokens take the exact inverse-CDF draw.
 _MAX_ROUNDS = 8
 #: Float64 entries of one block of the exact fallback (tokens x experts; 2^22 = 32 MiB).
 _FALLBACK_ENTRIES = 1 << 22
+#: Selections (tokens x k) of one routing draw from which ``FABRIC_EMU_KERNELS=auto`` draws and counts on the
+#: compiled passes of :mod:`collectives.token_kernels` (the same arrays): measured at 2^25 selections (1,024
+#: ranks x 4,096 tokens x 8), they save 0.4-0.5 s of CPU (12-15 ns a selection) against 0.45-0.63 s for
+#: numba's import and first load when nothing loaded it yet: break-even about 2^25 (docs/performance.md,
+#: 2026-12-02, "Skewed MoE: compiled per-event passes and token draw").
+COMPILED_MIN_SELECTIONS = 1 << 25
 
 
 @dataclass(frozen=True)
@@ -128,7 +134,7 @@ def _exact(rng: np.random.Generator, w: np.ndarray, prev: np.ndarray) -> np.ndar
     return out
 
 
-def sample_distinct(rng: np.random.Generator, table: AliasTable, n: int, k: int) -> np.ndarray:
+def sample_distinct(rng: np.random.Generator, table: AliasTable, n: int, k: int, compiled: bool = False) -> np.ndarray:
     """``(n, k)`` experts, each row ascending: k distinct experts per row, with the law of sequential
     sampling without replacement in proportion to ``table.weights``.
 
@@ -136,23 +142,37 @@ def sample_distinct(rng: np.random.Generator, table: AliasTable, n: int, k: int)
     weights. Every row takes k draws (one call, row after row); the rows holding a repeat keep their
     distinct values and draw the missing ones, column by column, redrawing repeats (rejection). The
     stream of ``rng`` is consumed in that order, so the result depends on ``rng``'s state, ``n``,
-    ``k`` and the table only.
+    ``k`` and the table only.  ``compiled``: the first k draws of every row, their sort and the repeat
+    test run in one compiled pass (:func:`collectives.token_kernels.draw_sorted`; the same array).
     """
     w = table.weights
     E = w.shape[0]
     if k > int(np.count_nonzero(w)):
         raise SpecError(f"token routing topk: {k} exceeds the {int(np.count_nonzero(w))} experts of positive weight")
-    sel = _draw(rng, table, n * k).reshape(n, k)
-    sel.sort(axis=1)
-    if k == 1:
-        return sel
-    rep = sel[:, 1:] == sel[:, :-1]
-    rows = np.flatnonzero(rep.any(axis=1))
-    if not rows.size:
-        return sel
+    if compiled:
+        from collectives import token_kernels as _tk  # imports numba
+
+        sel, has_rep = _tk.draw_sorted(rng.random(n * k), E, table.cut, table.pair, k)
+        if k == 1:
+            return sel
+        rows = np.flatnonzero(has_rep)
+        if not rows.size:
+            return sel
+        sub = sel[rows]
+        rep_sub = sub[:, 1:] == sub[:, :-1]
+    else:
+        sel = _draw(rng, table, n * k).reshape(n, k)
+        sel.sort(axis=1)
+        if k == 1:
+            return sel
+        rep = sel[:, 1:] == sel[:, :-1]
+        rows = np.flatnonzero(rep.any(axis=1))
+        if not rows.size:
+            return sel
+        sub = sel[rows]
+        rep_sub = rep[rows]
     # rows with a repeat: distinct values first (ascending), the repeats become E and sort last
-    sub = sel[rows]
-    sub[:, 1:][rep[rows]] = E
+    sub[:, 1:][rep_sub] = E
     sub.sort(axis=1)
     for c in range(int(np.argmax(sub == E, axis=1).min()), k):
         todo = np.flatnonzero(sub[:, c] == E)

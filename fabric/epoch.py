@@ -193,6 +193,7 @@ class _EpochMixin:
         mult_a = None if self.L_mult is None else self.L_mult[aidx]
         N0 = float(n) if mult_a is None else float(mult_a.sum())
         k = max(256, min(self._kguess, n))
+        ek = self._kernels_for(n)
         while True:
             if k < n:
                 sel = _earliest(tc, k)
@@ -222,7 +223,10 @@ class _EpochMixin:
                 firstc = np.full(capx.shape[0], t_next)
             if nm:
                 # entries of saturated slots, by slot, completion order kept (the others sort last)
-                o = _argsort_slots(np.where(m, keys, capx.shape[0]), capx.shape[0])[:nm]
+                if ek is not None:  # the same stable order by a counting sort (fabric.epoch_kernels)
+                    o = ek.saturated_order(keys, m, nm, capx.shape[0])
+                else:
+                    o = _argsort_slots(np.where(m, keys, capx.shape[0]), capx.shape[0])[:nm]
                 jj = o // h
                 keys, ar, memb = keys[o], ar[o], memb[o]
                 te = tcs[jj]
@@ -295,8 +299,8 @@ class _EpochMixin:
                 return t1
             k *= 8
 
-    def _account(self, t0, t1, aidx, rates, tc, done, sat):
-        """Busy time, epoch budget and time series for the interval [t0, t1)."""
+    def _account(self, t0, t1, aidx, rates, tc, done, sat, di=None):
+        """Busy time, epoch budget and time series for the interval [t0, t1) (``di``: ``flatnonzero(done)``)."""
         dt = t1 - t0
         R1 = self.pr.R + 1
         ix = self.ix
@@ -304,7 +308,8 @@ class _EpochMixin:
         busy_all = nact > 0
         full = lastf = None
         # the finishing flows once as indices (boolean masks over all active flows cost a full pass each)
-        di = np.flatnonzero(done)
+        if di is None:
+            di = np.flatnonzero(done)
         if di.size:
             gd = np.take(aidx, di)
             tcd = np.take(tc, di)

@@ -58,12 +58,6 @@ def _epoch_kernels(n: int):
     return epoch_kernels
 
 
-
-
-
-
-
-
 class _EventLoop(_EpochMixin):
     """Exact and epoch event loops (internal)."""
 
@@ -80,7 +74,12 @@ class _EventLoop(_EpochMixin):
         self.tend = np.full(F, np.nan)
         self.status = np.zeros(F, dtype=np.int8)  # 0 unscheduled, 1 scheduled, 2 active, 3 done
         self.remb = pr.size.copy()
-        self.unc = _unconstrained(pr)
+        if F and np.isfinite(pr.cap).all():  # = _unconstrained(pr): only the rows of padding alone cross nothing
+            self.unc = pr.res[:, 0] < 0
+            for j in range(1, pr.res.shape[1]):
+                self.unc &= pr.res[:, j] < 0
+        else:
+            self.unc = _unconstrained(pr)
         self.lat = pr.lat
         self.busy = np.zeros(R + 1)
         self.nact = np.zeros(R + 1, dtype=np.int64)  # active flows per slot
@@ -122,11 +121,19 @@ class _EventLoop(_EpochMixin):
         self.ix = None
         self.loc = np.full(F, -1, dtype=np.int64)
         # coefficients as one factor per slot (epoch mode's unfolded resource weights), or None
-        self.sw = _sf.slot_coefficients(pr.res, pr.weight, pr.mult, R) if _SLOT_FILL and not exact else None
+        # (compiled when a phase is large enough for the loop's kernels, which then load numba anyway)
+        big = int(np.diff(self.ph_ptr).max(initial=0))
+        self.sw = (_sf.slot_coefficients(pr.res, pr.weight, pr.mult, R, _epoch_kernels(big) is not None)
+                   if _SLOT_FILL and not exact else None)
         self.series_t: list[float] = []
         self.series_u: list[np.ndarray] = []
         self.series_s: list[np.ndarray] = []
         self.peak = np.zeros(R + 1) if time_series else None
+
+    @staticmethod
+    def _kernels_for(n: int):
+        """:func:`_epoch_kernels` (for the mixed-in epoch methods)."""
+        return _epoch_kernels(n)
 
     # ---------------------------------------------------------------- phases
 
@@ -222,6 +229,11 @@ class _EventLoop(_EpochMixin):
         """
         ix = self.ix
         keep = self.L_act | (self.status[self.ix_flows] == 1)
+        self.n_listed = int(np.count_nonzero(keep))
+        ek = _epoch_kernels(ix.size)
+        if ek is not None and ix.ecoef is None:
+            ix.indptr, ix.indices = ek.compact_lists(ix.indptr, ix.indices, keep)
+            return
         ke = keep[ix.indices]
         r1 = ix.indptr.shape[0] - 1
         slot = np.repeat(np.arange(r1), np.diff(ix.indptr))
@@ -232,7 +244,6 @@ class _EventLoop(_EpochMixin):
         ix.indptr = indptr
         if ix.ecoef is not None:
             ix.ecoef = ix.ecoef[ke]
-        self.n_listed = int(np.count_nonzero(keep))
 
     # ---------------------------------------------------------------- main loop
 
@@ -265,11 +276,13 @@ class _EventLoop(_EpochMixin):
             if self.ix is None or (admitted is not None and self._needs_index(admitted)):
                 self._rebuild()
                 need_cold = True
-            elif self.ix.size and (self.L_act.sum() + self.n_pending) * 2 < self.ix.size:
-                self._rebuild()
-                need_cold = True
-            elif (self.L_act.sum() + self.n_pending) * 4 < 3 * self.n_listed:
-                self._compact_lists()
+            else:
+                n_live = int(self.L_act.sum()) + self.n_pending
+                if self.ix.size and n_live * 2 < self.ix.size:
+                    self._rebuild()
+                    need_cold = True
+                elif n_live * 4 < 3 * self.n_listed:
+                    self._compact_lists()
             n_act = int(self.L_act.sum()) if self.ix is not None else 0
             if n_act == 0:
                 if not self.heap:
@@ -279,22 +292,27 @@ class _EventLoop(_EpochMixin):
             self.events += 1
             # ---- solve
             aidx = np.flatnonzero(self.L_act)
-            rates = None
+            rates = tc = None
             if not self.exact and not need_cold and n_resc < _MAX_RESCALES and self._by_aggregate:
                 # the aggregate budget ran out (flows finishing everywhere): a rescale first
                 rates = self._rescale(aidx)
             if rates is None:
-                rates = self._solve(aidx, None if need_cold else last_departed_min)
-                self.L_mm[aidx] = rates
+                # the compiled tail also gives the completion times and sets L_mm (tc None: not computed)
+                rates, tc = self._solve(aidx, None if need_cold else last_departed_min, t)
+                if tc is None:
+                    self.L_mm[aidx] = rates
                 last_departed_min = None
                 self.idle0[:] = 0.0
                 n_resc = 0
             else:
                 n_resc += 1
             need_cold = False
-            rem = self.L_rem[aidx]
-            with np.errstate(divide="ignore"):
-                tc = t + rem / rates
+            ek = _epoch_kernels(aidx.shape[0])
+            rem = None
+            if tc is None:
+                rem = self.L_rem[aidx]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    tc = t + rem / rates
             t_arr = self.heap[0][0] if self.heap else _INF
             sat = self.members > 0
             if self.exact:
@@ -310,25 +328,26 @@ class _EventLoop(_EpochMixin):
                 t1, cut, again = self._truncate(aidx, done, tc, t1, cut)
                 if not again:
                     break
-            gd = aidx[done]
-            tcd = tc[done]
-            self._account(t, t1, aidx, rates, tc, done, sat)
-            ek = _epoch_kernels(aidx.shape[0])
-            if ek is not None:
-                ek.advance(aidx, rem, rates, t1 - t, self.L_rem, self.L_rate)
+            di = np.flatnonzero(done)  # the finishing flows once as positions (a mask costs a pass each time)
+            gd = aidx[di]
+            tcd = tc[di]
+            self._account(t, t1, aidx, rates, tc, done, sat, di)
+            if ek is not None:  # also clears L_act and L_rem of the flows done
+                ek.advance(aidx, rates, t1 - t, done, self.L_rem, self.L_rate, self.L_act)
             else:
-                left = rem - rates * (t1 - t)
+                left = (self.L_rem[aidx] if rem is None else rem) - rates * (t1 - t)
                 np.maximum(left, 0.0, out=left)
                 self.L_rem[aidx] = left
                 self.L_rate[aidx] = rates
             if gd.size and not self.exact:
-                self._depart(gd, rates[done])
+                self._depart(gd, rates[di])
             if gd.size:
                 # the warm start holds on the max-min rates of the last solve, whatever rescales did since
                 mn = float(self.L_mm[gd].min())
                 last_departed_min = mn if last_departed_min is None else min(last_departed_min, mn)
-                self.L_act[gd] = False
-                self.L_rem[gd] = 0.0
+                if ek is None:
+                    self.L_act[gd] = False
+                    self.L_rem[gd] = 0.0
                 self._complete(self.ix_flows[gd], tcd)
             t = t1
         return self._result(rbytes, lb)
@@ -441,27 +460,36 @@ class _EventLoop(_EpochMixin):
 
     # ---------------------------------------------------------------- solve
 
-    def _solve(self, aidx, warm_x):
-        """Max-min rates of the active flows; warm-started (exact) when ``warm_x`` is given.
+    def _solve(self, aidx, warm_x, t=0.0):
+        """``(rates, tc)``: max-min rates of the active flows; warm-started (exact) when ``warm_x`` is given.
 
         Also records every active flow's bottleneck slot (``L_bneck``) and the
         number of flows (x multiplicity) bottlenecked at each slot (``members``).
+        The compiled tail also sets ``L_mm`` and returns the completion times ``t + L_rem / rates``
+        (``tc``; None from the numpy tail).
         """
         ix = self.ix
         n = ix.size
         all_active = aidx.shape[0] == n
         ek = _epoch_kernels(n)
-        fixed = None
+        tc = None
+        fixed = ri = None
         if warm_x is not None:
             prev = self.L_mm
-            fixed = self.L_act & (prev < warm_x * (1.0 - _mm.TIE_RTOL))
-            if not fixed.any():
-                fixed = None
+            thr = warm_x * (1.0 - _mm.TIE_RTOL)
+            if ek is not None:  # fixed flows and re-filled ones in one pass over the active flows
+                fixed, ri, nf = ek.warm_split(aidx, prev, thr, n)
+                if nf == 0:
+                    fixed = None
+            else:
+                fixed = self.L_act & (prev < thr)
+                if not fixed.any():
+                    fixed = None
         if fixed is not None:
-            refill = self.L_act & ~fixed
-            ri = np.flatnonzero(refill)
+            if ri is None:
+                ri = np.flatnonzero(self.L_act & ~fixed)
             sub = _INCREMENTAL and not self.exact and ri.shape[0] * _SUB_FILL < self.n_listed
-            state = None if sub else np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8)
+            state = None if sub else np.where(self.L_act & ~fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8)
             nfix = aidx.shape[0] - ri.shape[0]
             incr = _INCREMENTAL and self.mm_load is not None
             r1 = self.pr.R + 1
@@ -485,7 +513,7 @@ class _EventLoop(_EpochMixin):
                 cnt = np.bincount(keys.reshape(-1), weights=w, minlength=r1).astype(np.float64)
             else:
                 cnt = self._coef_sums(ix, state if state is not None else
-                                      np.where(refill, _mm.ALIVE, _mm.DONE).astype(np.uint8))
+                                      np.where(self.L_act & ~fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8))
             if incr:
                 # the fixed flows' load: the maintained load of all active flows minus the re-filled ones'
                 # (O(re-filled flows) instead of a pass over every fixed flow's entries)
@@ -504,13 +532,13 @@ class _EventLoop(_EpochMixin):
                 # rather than walk the fixed and finished flows in every bottleneck's list
                 alive = np.full(ri.shape[0], _mm.ALIVE, dtype=np.uint8)
                 if self.sw is not None:
-                    out = _sf.fill(_sf.lean_sub_index(ix, ri), self.sw, self.pr.cap, alive, cnt, fl_load)
+                    out = _sf.fill(_sf.lean_sub_index(ix, ri, ek is not None), self.sw, self.pr.cap, alive, cnt, fl_load)
                 else:
                     out = _mm.fill(_mm.sub_index(ix, ri), self.pr.cap, alive, cnt, fl_load)
             else:
                 out = self._fill(ix, state, cnt, fl_load)
             if ek is not None:
-                rates = self._tail(ek, ek.WARM_SUB if sub else ek.WARM, aidx, fixed, prev, out, ri)
+                rates, tc = self._tail(ek, ek.WARM_SUB if sub else ek.WARM, aidx, fixed, prev, out, ri, t)
             else:
                 if sub:
                     bn = np.zeros(n, dtype=out.bneck.dtype)
@@ -526,7 +554,7 @@ class _EventLoop(_EpochMixin):
             cnt = self.cntw.copy()  # maintained on arrivals and departures
             out = self._fill(ix, state, cnt)
             if ek is not None:
-                rates = self._tail(ek, ek.COLD, aidx, None, None, out, None)
+                rates, tc = self._tail(ek, ek.COLD, aidx, None, None, out, None, t)
             else:
                 b = out.bneck[aidx]
                 rates = out.level[b]
@@ -555,7 +583,7 @@ class _EventLoop(_EpochMixin):
             with np.errstate(divide="ignore", invalid="ignore"):
                 u = load[1:] / self.pr.cap
             np.maximum(self.peak[1:], np.nan_to_num(u), out=self.peak[1:])
-        return rates
+        return rates, tc
 
     def _coef_sums(self, ix, state):
         """:func:`fabric.maxmin.coef_sums` (per-slot coefficient sums of the alive flows), from the slot table if any."""
@@ -577,19 +605,22 @@ class _EventLoop(_EpochMixin):
             return _sf.fill(ix, self.sw, self.pr.cap, state, cnt, fixed_load)
         return _mm.fill(ix, self.pr.cap, state, cnt, fixed_load)
 
-    def _tail(self, ek, kind, aidx, fixed, prev, out, ri):
-        """The compiled end of :meth:`_solve` (:func:`fabric.epoch_kernels.solve_tail`): rates, L_bneck, members."""
+    def _tail(self, ek, kind, aidx, fixed, prev, out, ri, t):
+        """The compiled end of :meth:`_solve` (:func:`fabric.epoch_kernels.solve_tail`): rates and completion
+        times, L_bneck, L_mm, members (epoch mode: moved flow by flow after a warm start; ``_depart`` keeps
+        them over the active flows)."""
         z = np.zeros(1)
         zi = np.zeros(1, dtype=np.int64)
         want = not self.exact or self.ts
         mult = self.L_mult
-        rates, members = ek.solve_tail(kind, aidx, np.zeros(1, dtype=np.bool_) if fixed is None else fixed,
-                                       z if prev is None else prev, out.level, out.bneck, zi if ri is None else ri,
-                                       self.L_bneck, z if mult is None else mult, mult is not None, want,
-                                       self.pr.R + 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rates, tc, members = ek.solve_tail(
+                kind, aidx, np.zeros(1, dtype=np.bool_) if fixed is None else fixed, z if prev is None else prev,
+                out.level, out.bneck, zi if ri is None else ri, self.L_bneck, z if mult is None else mult,
+                mult is not None, want, self.pr.R + 1, float(t), self.L_rem, self.L_mm, self.members, not self.exact)
         if want:
             self.members = members
-        return rates
+        return rates, tc
 
     def _load(self, aidx, rates):
         ix = self.ix

@@ -13,7 +13,8 @@ chooses:
   :data:`MIN_ENTRIES_INDEX_LOADED`, once numba is loaded), ``maxmin.FILL_MIN_ENTRIES``
   for the fill (:mod:`fabric.fillkernel`), ``eventloop.EPOCH_MIN_FLOWS`` for the
   epoch passes (:mod:`fabric.epoch_kernels`), ``route_kernels`` thresholds for
-  the route walk (docs/performance.md);
+  the route walk, ``collectives.token_routing.COMPILED_MIN_SELECTIONS`` for the
+  MoE token draw (``collectives.token_kernels``) (docs/performance.md);
 * ``numba``: every compiled kernel on every problem;
 * ``numpy``: never.
 

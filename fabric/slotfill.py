@@ -41,19 +41,24 @@ _INF = np.inf
 
 
 def slot_coefficients(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | None,
-                      n_res: int) -> np.ndarray | None:
+                      n_res: int, compiled: bool = False) -> np.ndarray | None:
     """float64[R+1]: ``sw[l + 1]`` is the weight of every entry of resource ``l``, or None.
 
     The table gives the coefficients of every index :func:`fabric.maxmin.build_index` builds
     over rows of ``res`` (``coef[f, j] == sw[res[f, j] + 1]``, 1.0 on the padding, slot 0), provided
     there are no multiplicities and no row names a resource twice (merged entries add up); None
     otherwise, or when two entries of one resource have different weights.  One pass a hop column
-    at a time.
+    at a time (``compiled``: one pass over the rows, :func:`fabric.epoch_kernels.slot_table`, the same table).
     """
     if weight is None or weight.ndim != 2 or mult is not None or res.shape[0] == 0:
         return None
     from fabric.adjacency import _has_duplicates
 
+    if compiled:
+        from fabric import epoch_kernels  # imports numba
+
+        sw, ok = epoch_kernels.slot_table(res, weight, n_res)
+        return sw if ok and not _has_duplicates(res) else None
     sw = np.full(n_res + 1, np.nan)
     cols = []
     for j in range(res.shape[1]):
@@ -71,13 +76,20 @@ def slot_coefficients(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarr
     return sw
 
 
-def lean_sub_index(ix, sel: np.ndarray):
+def lean_sub_index(ix, sel: np.ndarray, compiled: bool = False):
     """:func:`fabric.maxmin.sub_index` without the per-entry coefficients (for :func:`fill`, which takes
-    them from the slot table): the same lists in the same order, the same ``ceps``."""
+    them from the slot table): the same lists in the same order, the same ``ceps``.  ``compiled``: the
+    compiled CSC build (:func:`fabric.index_kernels.csc`, the same arrays), for a caller that runs compiled
+    kernels already (numba loaded)."""
     from fabric.adjacency import _csc
 
     rows = np.take(ix.res, sel, axis=0)
-    indptr, indices = _csc(rows, ix.n_res)
+    if compiled and rows.shape[0]:
+        from fabric import kernels as _kernels
+
+        indptr, indices = _kernels.index().csc(rows, ix.n_res)
+    else:
+        indptr, indices = _csc(rows, ix.n_res)
     return _mm.Index(None, rows, None, indptr, indices, ix.n_res, ix.ceps, None)
 
 

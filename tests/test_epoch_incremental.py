@@ -95,3 +95,60 @@ def test_filling_only_the_refilled_flows_is_bit_identical(make, seed, monkeypatc
     assert subs  # the sub-index was used
     np.testing.assert_array_equal(a.finish_s, b.finish_s)
     assert (a.events, a.solves, a.rounds) == (b.events, b.solves, b.rounds)
+
+
+def test_compiled_epoch_passes_equal_their_numpy_counterparts():
+    """The list compaction and the solve tail's moved members (fabric.epoch_kernels) against numpy."""
+    from fabric import kernels
+
+    if not kernels.available():
+        pytest.skip("numba not installed")
+    from fabric import epoch_kernels as ek
+
+    rng = np.random.default_rng(3)
+    n, r1, h = 3000, 60, 4
+    res = rng.integers(-1, r1 - 1, (n, h)).astype(np.int16)
+    ix = maxmin.build_index(res, None, None, r1 - 1, None)
+    keep = rng.random(n) < 0.6
+    ptr, ind = ek.compact_lists(ix.indptr, ix.indices, keep)
+    ke = keep[ix.indices]
+    counts = np.bincount(np.repeat(np.arange(r1), np.diff(ix.indptr))[ke], minlength=r1)
+    assert ptr.dtype == ix.indptr.dtype and ind.dtype == ix.indices.dtype
+    assert np.array_equal(ptr, np.concatenate([[0], np.cumsum(counts)])) and np.array_equal(ind, ix.indices[ke])
+    # a warm start: members moved flow by flow equal the bincount over every active flow's new bottleneck
+    aidx = np.flatnonzero(rng.random(n) < 0.8)
+    old = rng.integers(0, r1, n)
+    members0 = np.bincount(old[aidx], minlength=r1).astype(np.float64)
+    members0[0] = 0.0
+    ri = np.sort(rng.choice(aidx, 500, replace=False))
+    fixed = np.ones(n, dtype=np.bool_)
+    fixed[ri] = False
+    prev, level = rng.uniform(1, 2, n), rng.uniform(1, 2, r1)
+    bneck = rng.integers(0, r1, n).astype(np.int32)
+    L_rem, t = rng.uniform(0, 1e6, n), 0.125
+    out = []
+    for inc in (False, True):
+        L_bneck, L_mm = old.copy(), np.zeros(n)
+        rates, tc, members = ek.solve_tail(ek.WARM, aidx, fixed, prev, level, bneck, ri, L_bneck, np.zeros(1), False,
+                                           True, r1, t, L_rem, L_mm, members0, inc)
+        out.append((rates, tc, members, L_bneck, L_mm))
+    nb = old.copy()
+    nb[ri] = bneck[ri]
+    ref = np.where(fixed[aidx], prev[aidx], level[nb[aidx]])
+    assert np.array_equal(out[0][0], ref) and np.array_equal(out[0][1], t + L_rem[aidx] / ref)
+    assert np.array_equal(out[0][4][aidx], ref)
+    full = np.bincount(nb[aidx], minlength=r1).astype(np.float64)
+    full[0] = 0.0
+    for rates, tc, members, L_bneck, L_mm in out:
+        assert np.array_equal(members, full) and np.array_equal(L_bneck, nb)
+    # the warm start's split: fixed below the threshold, the others re-filled in ascending order
+    act = np.zeros(n, dtype=np.bool_)
+    act[aidx] = True
+    fx, ri2, nf = ek.warm_split(aidx, prev, 1.5, n)
+    assert np.array_equal(fx, act & (prev < 1.5)) and np.array_equal(ri2, np.flatnonzero(act & ~(prev < 1.5)))
+    assert nf == int(fx.sum()) and ri2.dtype == np.flatnonzero(act).dtype
+    # the epoch end's stable order of the saturated slots' entries
+    keys = rng.integers(0, r1, 5000)
+    m = rng.random(5000) < 0.5
+    o = ek.saturated_order(keys, m, int(m.sum()), r1)
+    assert np.array_equal(o, np.argsort(np.where(m, keys, r1), kind="stable")[: int(m.sum())])

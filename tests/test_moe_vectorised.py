@@ -19,9 +19,16 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("kernels", ["numpy", "numba"])
 @pytest.mark.parametrize("kind,n,per_node,T,E,k", CASES)
-def test_route_tokens_equals_the_per_rank_loop(kind, n, per_node, T, E, k, monkeypatch):
+def test_route_tokens_equals_the_per_rank_loop(kind, n, per_node, T, E, k, kernels, monkeypatch):
+    """Both paths: numpy, and the compiled draw and counts (collectives.token_kernels) on every size."""
     import collectives.moe as moe
+    from fabric import kernels as fk
+
+    if kernels == "numba" and not fk.available():
+        pytest.skip("numba not installed")
+    monkeypatch.setenv("FABRIC_EMU_KERNELS", kernels)
     monkeypatch.setattr(moe, "_BLOCK_DRAWS", 3 * T * E)  # several blocks, one of them partial
     monkeypatch.setattr(moe, "_CHUNK_TOKENS", 3 * T // 2 + 1)  # chunks not aligned with ranks
     node_of = np.arange(n) // per_node

@@ -64,21 +64,28 @@ def test_fill_bit_identical_to_maxmin_fill(seed):
     _same_fill(ref, new)
 
 
-def test_slot_coefficients_refuses_what_is_not_one_factor_per_resource():
+@pytest.mark.parametrize("compiled", [False, True])
+def test_slot_coefficients_refuses_what_is_not_one_factor_per_resource(compiled):
+    from fabric import kernels
+
+    if compiled and not kernels.available():
+        pytest.skip("numba not installed")
     cap, res, w = _per_resource(3)
     R = cap.shape[0]
-    assert slotfill.slot_coefficients(res, None, None, R) is None
-    assert slotfill.slot_coefficients(res, w, np.ones(res.shape[0]), R) is None  # multiplicities
+    sw = slotfill.slot_coefficients(res, w, None, R, compiled)
+    assert np.array_equal(sw, slotfill.slot_coefficients(res, w, None, R))  # both paths: the same table
+    assert slotfill.slot_coefficients(res, None, None, R, compiled) is None
+    assert slotfill.slot_coefficients(res, w, np.ones(res.shape[0]), R, compiled) is None  # multiplicities
     w2 = w.copy()
-    f, j = np.argwhere(res >= 0)[0]
+    f, j = np.argwhere(res >= 0)[-1]
     w2[f, j] *= 2.0  # one entry of a resource differs from the others
     if (res == res[f, j]).sum() > 1:
-        assert slotfill.slot_coefficients(res, w2, None, R) is None
+        assert slotfill.slot_coefficients(res, w2, None, R, compiled) is None
     dup = res.copy()
     row = int(np.flatnonzero((res >= 0).sum(axis=1) >= 2)[0])
     c = np.flatnonzero(res[row] >= 0)
     dup[row, c[1]] = dup[row, c[0]]  # a row naming a resource twice: the index merges it
-    assert slotfill.slot_coefficients(dup, np.where(dup >= 0, 1.0, 0.0), None, R) is None
+    assert slotfill.slot_coefficients(dup, np.where(dup >= 0, 1.0, 0.0), None, R, compiled) is None
 
 
 def test_slot_max_into_equals_maximum_at():

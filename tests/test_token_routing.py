@@ -100,3 +100,19 @@ def test_all_experts_and_bad_weights():
     for bad in ([], [1.0, -1.0], [0.0, 0.0], [np.inf, 1.0]):
         with pytest.raises(SpecError, match="weights"):
             alias_table(bad)
+
+
+@pytest.mark.parametrize("E,k,sigma", [(1024, 8, 1.0), (64, 8, 2.5), (40, 6, 1.0), (9, 3, 3.0), (5, 1, 1.0), (16, 2, 0.5)])
+def test_compiled_draw_gives_the_same_rows(E, k, sigma):
+    """collectives.token_kernels.draw_sorted (k = 8: a sorting network) consumes the stream as the numpy
+    draw does and returns the same rows, repeats redrawn alike (np.array_equal)."""
+    from fabric import kernels
+
+    if not kernels.available():
+        pytest.skip("numba not installed")
+    t = alias_table(np.random.default_rng(E).lognormal(0.0, sigma, E))
+    for seed in range(3):
+        a = sample_distinct(np.random.default_rng(seed), t, 3001, k)
+        b = sample_distinct(np.random.default_rng(seed), t, 3001, k, compiled=True)
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+        assert (np.diff(b, axis=1) > 0).all()
