@@ -45,7 +45,7 @@ def independent_size_classes(problem: FlowProblem, max_classes: int = 16) -> lis
 
 def _size_classes(problem: FlowProblem, max_classes: int):
     """(:func:`independent_size_classes`, bool[classes, h]: the hop columns in which each class has entries
-    other than padding), or ``None``."""
+    other than padding, int[R + 1]: the class of every slot, -1 for none), or ``None``."""
     if problem.phase_deps is not None or (problem.phase is not None and np.any(problem.phase)):
         return None
     if problem.release_s is not None and np.any(problem.release_s):
@@ -71,6 +71,7 @@ def _size_classes(problem: FlowProblem, max_classes: int):
         masks.append(m)
         left &= ~m
     taken = np.zeros(R + 1, dtype=np.bool_)  # slot 0: the padding
+    owner = np.full(R + 1, -1, dtype=np.int8 if max_classes < 128 else np.int64)
     classes = []
     h = res.shape[1] if res.ndim == 2 else 0
     cols = np.zeros((len(masks), h), dtype=np.bool_)
@@ -85,8 +86,9 @@ def _size_classes(problem: FlowProblem, max_classes: int):
         if (taken & used).any():
             return None
         taken |= used
+        owner[used] = c
         classes.append(rows)
-    return classes, cols
+    return classes, cols, owner
 
 
 def _rows_of(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -121,6 +123,39 @@ def _sub(problem: FlowProblem, rows: np.ndarray, cols: np.ndarray | None = None)
     return replace(problem, res=res, weight=w, size_bytes=pick(problem.size_bytes),
                    release_s=pick(problem.release_s), latency_s=pick(problem.latency_s), phase=pick(problem.phase),
                    multiplicity=pick(problem.multiplicity))
+
+
+def _compact(sub: FlowProblem, owner: np.ndarray, c: int) -> tuple[FlowProblem, np.ndarray] | None:
+    """``sub`` (class ``c``) on its own resources only, renumbered in their order, and those resources'
+    ids; ``None`` when it uses more than half of them (or none).
+
+    For a one-solve this is exact: the other resources carry no flow of the class (their share is infinite,
+    they are never a candidate and add zeros), and keeping the order keeps every first minimum, every
+    candidate window (the same shares in the same order, so the same ``np.argpartition`` choice), every
+    resource's list and sum.
+    """
+    used = np.flatnonzero(owner[1:] == c)
+    R = len(sub.capacity_Bps)
+    if used.shape[0] == 0 or 2 * used.shape[0] > R:
+        return None
+    res = np.asarray(sub.res)
+    lut = np.full(R + 1, -1, dtype=res.dtype)  # slot -> new id; the padding (slot 0) stays -1
+    lut[used + 1] = np.arange(used.shape[0], dtype=res.dtype)
+    pick = lambda a: None if a is None else np.asarray(a)[used]  # noqa: E731
+    return replace(sub, res=lut[np.add(res, 1, dtype=np.intp)], capacity_Bps=pick(sub.capacity_Bps),
+                   resource_weight=pick(sub.resource_weight)), used
+
+
+def _widen(r: FlowResult, used: np.ndarray, R: int) -> FlowResult:
+    """The result of a :func:`_compact` problem on all ``R`` resources (0 bytes, 0 s busy on the others, as a
+    resource without flows gets)."""
+    out = {}
+    for f in ("resource_bytes", "resource_busy_s", "resource_peak_utilization"):
+        if getattr(r, f) is not None:
+            a = np.zeros(R)
+            a[used] = getattr(r, f)
+            out[f] = a
+    return replace(r, **out)
 
 
 def _row_keys(problem: FlowProblem) -> np.ndarray:
@@ -255,18 +290,24 @@ def simulate_split(problem: FlowProblem, **kwargs) -> FlowResult:
     found = _size_classes(problem, 16)
     if found is None or kwargs.get("time_series"):
         return simulate(problem, **kwargs)
-    classes, cols = found
+    classes, cols, owner = found
     # each class has one size, starts at once, in one phase: under mode "auto" it is solved once
     # (fabric.engine), where a hop column that is padding in every row of the class adds nothing (its
     # entries go to slot 0, never a bottleneck; every resource's entries keep their order): such columns
-    # are dropped (the NVLink stage of node-aggregated all-to-all: 2 of 8 columns)
+    # are dropped (the NVLink stage of node-aggregated all-to-all: 2 of 8 columns), and a class that uses at
+    # most half the resources is solved on its own resources only (_compact)
     drop = kwargs.get("mode", "auto") == "auto"
     F = len(problem.size_bytes)
     R = len(problem.capacity_Bps)
     rbytes, rbusy = np.zeros(R), np.zeros(R)
     parts = []
     for c, rows in enumerate(classes):
-        r = simulate(_sub(problem, rows, cols[c] if drop else None), **kwargs)
+        sub = _sub(problem, rows, cols[c] if drop else None)
+        packed = _compact(sub, owner, c) if drop else None
+        if packed is None:
+            r = simulate(sub, **kwargs)
+        else:
+            r = _widen(simulate(packed[0], **kwargs), packed[1], R)
         rbytes += r.resource_bytes
         rbusy += r.resource_busy_s
         parts.append(r)

@@ -440,7 +440,8 @@ def _size_classes(sizes, res, max_classes, vals, label, owner, cols):
 def size_classes(sizes: np.ndarray, res: np.ndarray, n_res: int, max_classes: int):
     """Compiled :func:`fabric.decompose.independent_size_classes` (after its phase and release checks): the
     same index arrays (each class's flows ascending, classes by increasing size), or ``None``; with them
-    bool[classes, h], the hop columns in which each class has entries other than padding."""
+    bool[classes, h], the hop columns in which each class has entries other than padding, and int8[R + 1],
+    the class of every slot (-1: none; slot 0: the padding)."""
     sizes = np.ascontiguousarray(sizes, dtype=np.float64)
     res = np.ascontiguousarray(res)
     n = sizes.shape[0]
@@ -452,4 +453,7 @@ def size_classes(sizes: np.ndarray, res: np.ndarray, n_res: int, max_classes: in
     if code:
         return None
     order = np.argsort(vals[:m])  # distinct values: the order of the numpy path's repeated minima
-    return [np.flatnonzero(label == c) for c in order.tolist()], cols[order]
+    rank = np.empty(m + 1, np.int8)
+    rank[order] = np.arange(m, dtype=np.int8)
+    rank[m] = -1  # owner -1 (no class) stays -1
+    return [np.flatnonzero(label == c) for c in order.tolist()], cols[order], rank[owner]

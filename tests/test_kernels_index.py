@@ -222,7 +222,7 @@ def test_size_classes_are_identical(monkeypatch, case):
     elif case == "nan":
         sizes[7] = np.nan
     p = FlowProblem(capacity_Bps=rng.uniform(1, 5, 40), res=res, size_bytes=sizes,
-                    latency_s=rng.uniform(1e-6, 2e-6, F))
+                    latency_s=rng.uniform(1e-6, 2e-6, F), resource_weight=rng.choice([1.0, 1.25], 40))
     a, b = _paths(monkeypatch, lambda: decompose.independent_size_classes(p))
     assert (a is None) == (case in ("shared", "one", "many", "nan"))
     if a is None:
@@ -235,12 +235,18 @@ def test_size_classes_are_identical(monkeypatch, case):
         _same(getattr(x, f), getattr(y, f))
     # each class alone, on copies of its rows
     ref = [simulate(FlowProblem(capacity_Bps=p.capacity_Bps, res=res[rows], size_bytes=sizes[rows],
-                                latency_s=p.latency_s[rows])) for rows in a]
+                                latency_s=p.latency_s[rows], resource_weight=p.resource_weight)) for rows in a]
     for rows, r in zip(a, ref):
         assert np.array_equal(x.finish_s[rows], r.finish_s)
         assert np.array_equal(x.transfer_end_s[rows], r.transfer_end_s)
         assert np.array_equal(decompose._sub(p, rows).res, res[rows])
     assert np.array_equal(x.resource_bytes, ref[0].resource_bytes + ref[1].resource_bytes)
+    assert np.array_equal(x.resource_busy_s, ref[0].resource_busy_s + ref[1].resource_busy_s)
+    # each class uses at most half the resources: it was solved on its own (renumbered) resources
+    owner = decompose._size_classes(p, 16)[2]
+    for c, rows in enumerate(a):
+        used = decompose._compact(decompose._sub(p, rows), owner, c)[1]
+        assert np.array_equal(used, np.unique(res[rows][res[rows] >= 0]))
     if case == "padded":
         cols = decompose._size_classes(p, 16)[1]
         assert cols.tolist() == [[True, False, True], [True, False, False]]
