@@ -8,8 +8,7 @@ flows in list order, and the per-slot sums of the frozen flows' coefficients
 accumulated in flow-then-column order as ``np.bincount`` does, subtracted once
 per round (``cnt -= dc; rem -= dc * s`` or ``rem -= dr``).  Two steps stay in
 numpy, called from :func:`fabric.maxmin._fill` between kernel calls: the
-choice of the 64 candidates of a capped window (``np.argpartition``, whose
-order among ties is numpy's) and the small k x k algebra of a window whose
+small k x k algebra of a window whose
 candidates share flows (``W @ s`` and LAPACK's triangular solve, whose
 summation order is the BLAS library's).  Every other round runs without
 returning to Python.
@@ -35,7 +34,7 @@ __all__ = ["CONTINUE", "DONE_", "CAPPED", "ALGEBRA", "load", "rounds", "multi", 
 CONTINUE = -1  #: the window was applied in the kernel: run the rounds on
 DONE_ = 0  #: no finite share left: the filling is over
 ALGEBRA = 1  #: a window whose candidates share flows: numpy solves its k x k system
-CAPPED = 2  #: more than 64 candidates: numpy picks them (np.argpartition)
+CAPPED = 2  #: (not returned any more: a capped window's candidates are chosen in the kernel)
 
 if _kernels.available():
     from numba import njit as _njit
@@ -149,6 +148,30 @@ def apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state,
 
 
 @_jit
+def _smallest(share, thr, k):
+    """The ``k`` slots of smallest share among those ``<= thr``, by share, ties by the lower slot (what
+    ``np.argsort(share[cand], kind="stable")[:k]`` gives for the ascending ``cand``); one pass over the
+    slots keeping the ``k`` best in order."""
+    out = np.empty(k, np.int64)
+    n = 0
+    for i in range(share.shape[0]):
+        v = share[i]
+        if not v <= thr:
+            continue
+        if n == k:
+            if not v < share[out[k - 1]]:
+                continue  # a larger share, or a tie with a lower slot kept
+            n -= 1
+        p = n
+        while p > 0 and v < share[out[p - 1]]:  # after the equal shares (lower slots)
+            out[p] = out[p - 1]
+            p -= 1
+        out[p] = i
+        n += 1
+    return out
+
+
+@_jit
 def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, full, level, bneck, state, ctx,
           ceps, tie, alive, done, cand, s0, dc, dr, ib):
     """A window of k > 1 candidates (sorted by share): applied here unless they share flows.
@@ -217,7 +240,7 @@ def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, fu
 @_jit
 def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, full, level, bneck, state, ctx,
            ceps, tie, alive, done, maxcand, dc, dr, ib):
-    """Filling rounds until the end (DONE_) or a window numpy must handle (ALGEBRA, CAPPED).
+    """Filling rounds until the end (DONE_) or a window numpy must handle (ALGEBRA).
 
     ``ctx`` = [window, rounds]; ``share`` must hold the current shares.
     Returns (code, cand, s, W, ff, pf, rc, cc, ng0, bound, s0).
@@ -276,19 +299,16 @@ def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, f
             ctx[0] = min(window * 2.0, 0.25)
             _share_all(rem, cnt, share, ceps)
             continue
+        bound = thr
         if nc > maxcand:
-            cand = np.empty(nc, np.int64)
-            q = 0
-            for i in range(r1):
-                if share[i] <= thr:
-                    cand[q] = i
-                    q += 1
-            return CAPPED, cand, e_f, e_w, e_i, e_i, e_f, e_f, 0, 0.0, s0
-        cand = buf[:nc].copy()
-        _stable_sort(cand, share)
+            cand = _smallest(share, thr, maxcand)
+            bound = share[cand[maxcand - 1]]
+        else:
+            cand = buf[:nc].copy()
+            _stable_sort(cand, share)
         code, s, W, ff, pf, rc, cc, ng0 = multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt,
                                                 share, full, level, bneck, state, ctx, ceps, tie, alive, done,
                                                 cand, s0, dc, dr, ib)
         if code == ALGEBRA:
-            return ALGEBRA, cand, s, W, ff, pf, rc, cc, ng0, thr, s0
+            return ALGEBRA, cand, s, W, ff, pf, rc, cc, ng0, bound, s0
 

@@ -289,9 +289,9 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
             else:
                 # ---- several candidates in the window (see the module docstring)
                 capped = cand.shape[0] > _MAXCAND
-                if capped:
+                if capped:  # the _MAXCAND smallest shares, ties by the lower slot (machine-independent)
                     sc = share[cand]
-                    keep = np.argpartition(sc, _MAXCAND - 1)[:_MAXCAND]
+                    keep = np.argsort(sc, kind="stable")[:_MAXCAND]
                     cand = cand[keep]
                 sc = share[cand]
                 order = np.argsort(sc, kind="stable")
@@ -437,7 +437,7 @@ def _fill_buffers(n: int):
 
 def _fill_compiled(fk, ix: _Index, rem: np.ndarray, cnt: np.ndarray, state: np.ndarray) -> _Fill:
     """:func:`_fill` on the compiled rounds of :mod:`fabric.fillkernel` (same bits); numpy does the windows
-    whose candidates share flows (:func:`_window`) and the choice of a capped window's candidates."""
+    whose candidates share flows (:func:`_window`)."""
     from fabric import fillkernel as _fk
 
     r1 = ix.n_res + 1
@@ -469,15 +469,6 @@ def _fill_compiled(fk, ix: _Index, rem: np.ndarray, cnt: np.ndarray, state: np.n
         code, cand, s, W, ff, pf, rc, cc, ng0, bound, s0 = fk["rounds"](*base, _MAXCAND, *work)
         if code == _fk.DONE_:
             break
-        if code == _fk.CAPPED:
-            sc = share[cand]
-            cand = cand[np.argpartition(sc, _MAXCAND - 1)[:_MAXCAND]]
-            sc = share[cand]
-            cand = cand[np.argsort(sc, kind="stable")]
-            bound = float(share[cand[-1]])
-            code, s, W, ff, pf, rc, cc, ng0 = fk["multi"](*base, cand, s0, *work)
-            if code != _fk.ALGEBRA:
-                continue
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             accp, live = _window(W if kind else W.astype(np.intp), rc, cc, s, int(ng0), float(bound), ceps)
             np.maximum(s, 0.0, out=s)

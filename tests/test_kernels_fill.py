@@ -58,8 +58,8 @@ def test_random_instances_bit_identical(monkeypatch):
 
 @pytest.mark.parametrize("weighted", [False, True])
 def test_wide_tied_windows_bit_identical(monkeypatch, weighted):
-    # every resource carries the same number of flows: windows of more than 64 tied candidates (numpy picks
-    # them with argpartition) and windows whose candidates share flows (the k x k system)
+    # every resource carries the same number of flows: windows of more than 64 tied candidates (the 64
+    # smallest shares, ties by the lower slot) and windows whose candidates share flows (the k x k system)
     rng = np.random.default_rng(3)
     R, per = 200, 12
     res = np.stack([rng.permutation(np.repeat(np.arange(R), per)) for _ in range(3)], axis=1)
@@ -70,6 +70,22 @@ def test_wide_tied_windows_bit_identical(monkeypatch, weighted):
         a, b = _both(monkeypatch, lambda: maxmin_rates(cap, res, w, multiplicity=m))
         _same(a, b)
         assert a.rounds > 1
+
+
+def test_a_capped_window_takes_the_smallest_shares_ties_by_the_lower_slot():
+    """The compiled choice of a capped window's candidates is the numpy fill's (a stable sort of the window's
+    shares, first 64), on shares with many exact ties: a rule of the values alone, not of numpy's SIMD select."""
+    from fabric import fillkernel
+
+    rng = np.random.default_rng(4)
+    for trial in range(40):
+        share = rng.choice([1.0, 1.0 + 2**-52, 1.5, 2.0, np.inf], int(rng.integers(70, 3000)))
+        thr = float(rng.choice([1.0, 1.5, 2.0]))
+        cand = np.flatnonzero(share <= thr)
+        if cand.shape[0] <= 64:
+            continue
+        want = cand[np.argsort(share[cand], kind="stable")[:64]]
+        assert np.array_equal(fillkernel._smallest(share, thr, 64), want)
 
 
 @pytest.mark.parametrize("spray", [False, True])
