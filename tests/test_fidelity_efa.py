@@ -21,6 +21,7 @@ from collectives.runner import planner_for
 from collectives.validate import _router
 
 cal = importlib.import_module("collectives.calibration")
+net_plugins = importlib.import_module("collectives.net_plugins")
 
 RANKS = tuple(range(16))
 #: the p5 Slurm log's 8 B .. 1 KiB rows, out-of-place time (us)
@@ -85,7 +86,7 @@ def test_rendezvous_and_step_cost_are_time_not_nccls_choice(monkeypatch):
     pl = _p5()
     before = [(_r.algorithm, _r.protocol) for _r in
               run(pl.router, [Collective("all_reduce", RANKS, s) for s in sizes], planner=pl, mode="epoch")]
-    monkeypatch.setattr(cal, "NET_EAGER_MAX_BYTES", {})
+    monkeypatch.setattr(net_plugins, "NET_EAGER_MAX_BYTES", {})  # the table's home module
     monkeypatch.setitem(cal.NET_STEP_LATENCY_US, "EFA-v2", 75.0)
     pl2 = planner_for(_router("hgx-h100", {"domains": 2, "scaleout": "aws-efa-v2", "nic": "EFA-v2-100G"}),
                       policy=pl.policy)
