@@ -89,11 +89,8 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
     counts = np.zeros((h, r1), dtype=np.int64)
     sorted_cols = []
     if small:
-        # each column's sort keys once: 16-bit ones serve the count and the radix sort (no intp widening of the
-        # table, whose 8-byte temporaries cost more than the count); -1 wraps to 65535, + 1 to 0: the padding slot
-        keys = np.empty(n, dtype=np.uint16 if r1 <= 1 << 16 else idx_t)  # one buffer (fresh pages cost)
         for j in range(h):
-            counts[j] = np.bincount(np.add(rows[:, j], 1, out=keys, casting="unsafe"), minlength=r1)
+            counts[j] = np.bincount(np.add(rows[:, j], 1, dtype=np.intp), minlength=r1)
     else:
         import scipy.sparse as sp  # large columns: scipy's O(n) counting sort (and its import time)
         ones = np.ones(n, dtype=np.bool_)
@@ -111,9 +108,13 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
     for j in range(h):
         if not small:
             by_slot, sorted_cols[j] = sorted_cols[j], None
-        else:  # the same order: flows by slot, stably (no scipy import on small problems; 16-bit keys: a radix sort)
-            # intp order, copied into ``indices`` with its cast (no int32 copy of it)
-            by_slot = np.argsort(np.add(rows[:, j], 1, out=keys, casting="unsafe"), kind="stable")
+        else:  # the same order: flows by slot, stably (no scipy import on small problems)
+            if r1 <= 1 << 16:  # 16-bit keys (a radix sort); -1 wraps to 65535, + 1 to 0: the padding slot
+                keys = np.add(rows[:, j], 1, dtype=np.uint16, casting="unsafe")
+            else:
+                keys = np.add(rows[:, j], 1, dtype=idx_t)
+            by_slot = np.argsort(keys, kind="stable").astype(idx_t)
+            del keys
         cj = counts[j]
         cv = None if ecoef is None else coef2d[by_slot, j]
         nz = np.flatnonzero(cj)

@@ -111,10 +111,10 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
         # resources present in each column (the padding -1 marks the extra last entry); fancy indexing with
         # intp ids is ~3x faster than with the int16 / int32 ids the problem stores, so each column is
         # widened into one of two reused buffers first
-        buf = np.empty(F, np.intp)  # one: a fresh F-sized buffer page-faults more than the widening costs
+        bufs = (np.empty(F, np.intp), np.empty(F, np.intp))
         for c in cols:
             m = np.zeros(R + 1, dtype=np.bool_)
-            m[_wide(c, buf)] = True
+            m[_wide(c, bufs[0])] = True
             pad.append(bool(m[R]))
             present.append(m[:R])
     keep = list(range(h))
@@ -139,7 +139,7 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
         else:
             if not _function_on_prefix(cols[a], cols[b], R):
                 continue  # a counterexample among the first flows: not a function u -> v (no full-column pass)
-            u, v = _wide(cols[a], buf), cols[b]  # only u indexes; v stays in the table's dtype
+            u, v = _wide(cols[a], bufs[0]), _wide(cols[b], bufs[1])
             if pad[a]:
                 if not np.array_equal(u < 0, v < 0):
                     continue
@@ -149,7 +149,7 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
                 m = slice(None)
             if w is not None and not np.array_equal(w[m, a], w[m, b]):
                 continue
-            v_of = np.full(R, -1, dtype=v.dtype)
+            v_of = np.full(R, -1, dtype=np.intp)
             v_of[u] = v
             if not np.array_equal(np.take(v_of, u), v):
                 continue  # not a function u -> v
