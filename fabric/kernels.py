@@ -52,9 +52,11 @@ MIN_ENTRIES_INDEX_LOADED = 1 << 21
 
 #: Adjacency entries from which ``auto`` fills on the compiled kernel (:mod:`fabric.fillkernel`) once an
 #: earlier fill of this process ran on it (its machine code is loaded: no import, no cache load left to pay),
-#: instead of ``maxmin.FILL_MIN_ENTRIES``: the 16k case's NVLink stage (2.06 M entries, after a network stage
-#: of 33 M) fills in ~25 ms compiled against ~0.14 s in numpy (docs/performance.md, 2026-12-02).
-FILL_MIN_ENTRIES_LOADED = 1 << 20
+#: instead of ``maxmin.FILL_MIN_ENTRIES``. Loaded, it was faster at every size measured (routed leaf-spine
+#: problems, whole ``maxmin_rates`` CPU: 15 k entries 2.1 vs 3.9 ms in numpy, 63 k 3.6 vs 7.5 ms, 1.0 M 35 vs
+#: 53 ms); the 16k case's NVLink stage (2.06 M entries, after a network stage of 33 M) 0.14 -> 0.04 s
+#: (docs/performance.md, 2026-12-02). Kept at 64 k entries: below, a fill costs milliseconds either way.
+FILL_MIN_ENTRIES_LOADED = 1 << 16
 
 _STATE: dict = {"load_s": 0.0}
 
