@@ -11,7 +11,7 @@ chooses:
   :data:`MIN_ENTRIES_INDEX` adjacency entries for the index build, column
   merge and per-resource reductions of :mod:`fabric.index_kernels` (fewer,
   :data:`MIN_ENTRIES_INDEX_LOADED`, once numba is loaded), ``maxmin.FILL_MIN_ENTRIES``
-  for the fill (:mod:`fabric.fillkernel`), ``eventloop.EPOCH_MIN_FLOWS`` for the
+  for the fill (:mod:`fabric.fillkernel`; :data:`FILL_MIN_ENTRIES_LOADED` once it ran compiled), ``eventloop.EPOCH_MIN_FLOWS`` for the
   epoch passes (:mod:`fabric.epoch_kernels`), ``route_kernels`` thresholds for
   the route walk, ``collectives.token_routing.COMPILED_MIN_SELECTIONS`` for the
   MoE token draw (``collectives.token_kernels``) (docs/performance.md);
@@ -36,8 +36,8 @@ import os
 import time
 
 
-__all__ = ["MIN_ENTRIES_INDEX", "MIN_ENTRIES_INDEX_LOADED", "mode", "available", "use_compiled", "use_index", "index",
-           "load_seconds", "timed"]
+__all__ = ["MIN_ENTRIES_INDEX", "MIN_ENTRIES_INDEX_LOADED", "FILL_MIN_ENTRIES_LOADED", "mode", "available",
+           "use_compiled", "use_index", "use_fill", "fill_loaded", "index", "load_seconds", "timed"]
 
 #: Adjacency entries (flows x hops) from which ``auto`` uses the kernels of :mod:`fabric.index_kernels`, when
 #: numba is not loaded yet: numba's import and first (cached) calls cost 0.8-1.0 s of CPU (a quarter of it is
@@ -49,6 +49,14 @@ MIN_ENTRIES_INDEX = 48_000_000
 #: own cached machine code, 7-24 ms each (60-80 ms for all seven), which the CSC build alone saves from ~1.7 M
 #: entries and all of them together from ~4 M (docs/performance.md).
 MIN_ENTRIES_INDEX_LOADED = 1 << 21
+
+#: Adjacency entries from which ``auto`` fills on the compiled kernel (:mod:`fabric.fillkernel`) once an
+#: earlier fill of this process ran on it (its machine code is loaded: no import, no cache load left to pay),
+#: instead of ``maxmin.FILL_MIN_ENTRIES``. Loaded, it was faster at every size measured (routed leaf-spine
+#: problems, whole ``maxmin_rates`` CPU: 15 k entries 2.1 vs 3.9 ms in numpy, 63 k 3.6 vs 7.5 ms, 1.0 M 35 vs
+#: 53 ms); the 16k case's NVLink stage (2.06 M entries, after a network stage of 33 M) 0.14 -> 0.04 s
+#: (docs/performance.md, 2026-12-02). Kept at 64 k entries: below, a fill costs milliseconds either way.
+FILL_MIN_ENTRIES_LOADED = 1 << 16
 
 _STATE: dict = {"load_s": 0.0}
 
@@ -100,6 +108,20 @@ def use_index(entries: int) -> bool:
     """Whether the kernels of :mod:`fabric.index_kernels` run on a problem of ``entries`` adjacency entries."""
     loaded = _STATE.get("numba") is True
     return use_compiled(entries, MIN_ENTRIES_INDEX_LOADED if loaded else MIN_ENTRIES_INDEX)
+
+
+def use_fill(entries: int, min_entries: int | None) -> bool:
+    """Whether the fill runs compiled on ``entries`` adjacency entries (``min_entries``: its threshold while the
+    compiled fill has not run in this process; :data:`FILL_MIN_ENTRIES_LOADED` once it has)."""
+    return use_compiled(entries, FILL_MIN_ENTRIES_LOADED if fill_loaded() else min_entries)
+
+
+def fill_loaded() -> bool:
+    """Whether the compiled fill's machine code is loaded in this process (its round kernel has a signature)."""
+    import sys
+
+    fk = sys.modules.get("fabric.fillkernel")
+    return bool(getattr(getattr(fk, "rounds", None), "signatures", None))
 
 
 def index():

@@ -207,7 +207,7 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
     ``cnt`` (float64[R+1], per-slot coefficient sum of the alive flows) is
     consumed.  ``fixed_load`` is the per-slot load of flows kept at fixed rates.
     ``compiled``: the compiled kernel (:mod:`fabric.fillkernel`, bit-identical)
-    may be used, as :func:`fabric.kernels.use_compiled` decides from
+    may be used, as :func:`fabric.kernels.use_fill` decides from
     :data:`FILL_MIN_ENTRIES` adjacency entries.
     ``sw``: every entry's coefficient is its slot's, ``sw[res + 1]`` (:mod:`fabric.slotfill`): the numpy
     rounds read that table instead of the index's per-entry coefficients (same values in the same order,
@@ -226,8 +226,8 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
         rem[0] = _INF
     cnt[0] = 0.0
     # the compiled fill reads the index's own coefficients: not with an index that left them to ``sw``
-    if compiled and (sw is None or ix.coef is not None) and _kernels.use_compiled(ix.indices.shape[0],
-                                                                                  FILL_MIN_ENTRIES):
+    if compiled and (sw is None or ix.coef is not None) and _kernels.use_fill(ix.indices.shape[0],
+                                                                              FILL_MIN_ENTRIES):
         from fabric import fillkernel  # imports numba
 
         fk = fillkernel.load()

@@ -120,3 +120,27 @@ def test_cli_moe_json_byte_identical(monkeypatch):
     assert a.output == b.output
     assert json.loads(a.output)
     assert calls
+
+
+def test_auto_fills_compiled_from_the_lower_threshold_once_the_fill_is_loaded(monkeypatch):
+    """Under ``auto`` a fill below ``maxmin.FILL_MIN_ENTRIES`` runs compiled once the compiled fill has run in
+    this process (:func:`fabric.kernels.use_fill`), and gives the numpy fill's bits (the 16k case's NVLink
+    stage after its network stage)."""
+    from fabric import kernels
+
+    cap, res = leaf_spine(32, hpl=4, spines=2, seed=5)
+    monkeypatch.setenv("FABRIC_EMU_KERNELS", "numba")
+    maxmin_rates(cap, res)  # loads the compiled fill
+    assert kernels.fill_loaded()
+    monkeypatch.setattr(maxmin, "FILL_MIN_ENTRIES", 1 << 40)
+    monkeypatch.setattr(kernels, "FILL_MIN_ENTRIES_LOADED", res.size)
+    monkeypatch.setenv("FABRIC_EMU_KERNELS", "auto")
+    assert kernels.use_fill(res.size, maxmin.FILL_MIN_ENTRIES) and not kernels.use_fill(res.size - 1, 1 << 40)
+    calls = _count_compiled(monkeypatch)
+    auto = maxmin_rates(cap, res)
+    assert len(calls) == 1
+    monkeypatch.setattr(kernels, "fill_loaded", lambda: False)  # a process that has not filled compiled yet
+    assert not kernels.use_fill(res.size, maxmin.FILL_MIN_ENTRIES)
+    monkeypatch.setenv("FABRIC_EMU_KERNELS", "numpy")
+    _same(auto, maxmin_rates(cap, res))
+    assert len(calls) == 1
