@@ -373,12 +373,15 @@ def ring_window_bytes() -> int:
     return RING_PIPELINE_WINDOW_BYTES
 
 
-#: Protocols whose ring pays the fill of :data:`RING_PIPELINE_WINDOW_BYTES` (round 7): Simple only.
+#: Protocols whose ring pays the fill of :data:`RING_PIPELINE_WINDOW_BYTES` (round 7): Simple and LL128.
 #: Simple forwards a step only when the whole step has arrived (prims_simple.h waits on the step's
-#: flag), LL and LL128 forward every 8-byte / 128-byte line as soon as its flag is seen
-#: (prims_ll.h, prims_ll128.h), so their ring has no step-sized fill beyond the per-hop
-#: ``hwLat`` that NCCL's latency already charges (tuning.cc: ``nsteps x hwLat[NVLINK][Ring][LL]``,
-#: 0.6 us). The same source as the tree fill (``trees.tree_fill_s``: 0 for LL / LL128).
+#: flag); LL forwards every 8-byte line as soon as its flag is seen (prims_ll.h), so its ring has no
+#: step-sized fill beyond the per-hop ``hwLat`` that NCCL's latency already charges (tuning.cc:
+#: ``nsteps x hwLat[NVLINK][Ring][LL]``, 0.6 us), the same source as the tree fill
+#: (``trees.tree_fill_s``: 0 for LL / LL128). LL128 forwards per 128-byte line too (prims_ll128.h) but
+#: keeps the ring fill: the fit rows need it (without it Azure A100 4-16 MiB +39..+55 %, DeepOps 2-node
+#: +20..+37 %, GKE A3 Ultra +22..+63 %; docs/collectives.md, "Round 7 (2026-12-02), NVLink boards mid sizes"), where it
+#: stands in for an LL128 shortfall that is not modelled.
 RING_FILL_PROTOCOLS = ("LL128", "Simple")
 
 
