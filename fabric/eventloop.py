@@ -74,7 +74,7 @@ class _EventLoop(_EpochMixin):
         self.tend = np.full(F, np.nan)
         self.status = np.zeros(F, dtype=np.int8)  # 0 unscheduled, 1 scheduled, 2 active, 3 done
         self.remb = pr.size.copy()
-        if F and np.isfinite(pr.cap).all():  # = _unconstrained(pr): only the rows of padding alone cross nothing
+        if F and pr.res.shape[1] and np.isfinite(pr.cap).all():  # = _unconstrained(pr): only rows of padding alone
             self.unc = pr.res[:, 0] < 0
             for j in range(1, pr.res.shape[1]):
                 self.unc &= pr.res[:, j] < 0

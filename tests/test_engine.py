@@ -454,3 +454,12 @@ def test_one_solve_shortcuts_give_the_entry_passes_bits(monkeypatch):
             assert np.array_equal(getattr(fast, k), getattr(ref, k)), k
         assert fast.lower_bound_s == ref.lower_bound_s and fast.makespan_s == ref.makespan_s
     assert taken["bytes"] >= 10 and taken["busy"] >= 30
+
+
+@pytest.mark.parametrize("mode", ["exact", "epoch", "auto"])
+def test_flows_without_hops_cross_nothing_and_finish_at_once(mode):
+    """A table with no hop column: every flow crosses nothing, so its rate is unbounded and it ends when it
+    starts (plus its latency), in every mode."""
+    r = simulate(FlowProblem(capacity_Bps=np.ones(2), res=np.zeros((3, 0), np.int32),
+                             size_bytes=np.array([1.0, 2.0, 3.0]), latency_s=np.array([0.0, 1e-6, 2e-6])), mode=mode)
+    assert np.array_equal(r.finish_s, np.array([0.0, 1e-6, 2e-6]))
