@@ -59,7 +59,7 @@ from topologies.files import parse_toml, read_text
 
 __all__ = ["ValidationRow", "ErrorSummary", "ValidationReport", "validate", "default_points_path",
            "default_points_paths",
-           "TOLERANCE", "SPLITS", "KINDS", "crossover_bytes"]
+           "TOLERANCE", "SPLITS", "KINDS", "crossover_bytes", "MOE_METRICS", "LATENCY_METRICS"]
 
 #: Relative tolerance per kind of point (issue 4).
 TOLERANCE = {"collective": 0.10, "moe_alltoall": 0.15, "host_copy": 0.10}
