@@ -25,13 +25,7 @@ from fabric import kernels as _kernels
 
 __all__ = ["draw_sorted", "count_rows"]
 
-if _kernels.available():
-    from numba import njit as _njit
-
-    _jit = _njit(cache=True, nogil=True, error_model="numpy")
-else:  # never called without numba; importable for the doctests
-    def _jit(f):
-        return f
+_jit = _kernels.jit  # numba.njit with the kernels' options, or the plain function without numba
 
 
 @_jit

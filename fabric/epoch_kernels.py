@@ -30,13 +30,7 @@ COLD = 0  #: every active flow was filled
 WARM = 1  #: warm start on the full index: the flows ``ri`` were re-filled, the others kept their rates
 WARM_SUB = 2  #: warm start on an index of the flows ``ri`` only (its bottlenecks are by position in ``ri``)
 
-if _kernels.available():
-    from numba import njit as _njit
-
-    _jit = _njit(cache=True, nogil=True, error_model="numpy")
-else:  # never called without numba; importable for the doctests
-    def _jit(f):
-        return f
+_jit = _kernels.jit  # numba.njit with the kernels' options, or the plain function without numba
 
 
 @_jit

@@ -36,13 +36,7 @@ DONE_ = 0  #: no finite share left: the filling is over
 ALGEBRA = 1  #: a window whose candidates share flows: numpy solves its k x k system
 CAPPED = 2  #: (not returned any more: a capped window's candidates are chosen in the kernel)
 
-if _kernels.available():
-    from numba import njit as _njit
-
-    _jit = _njit(cache=True, nogil=True, error_model="numpy")
-else:  # never called without numba (load() returns None); importable for the doctests
-    def _jit(f):
-        return f
+_jit = _kernels.jit  # numba.njit with the kernels' options, or the plain function without numba
 
 
 def load():

@@ -37,7 +37,7 @@ import time
 
 
 __all__ = ["MIN_ENTRIES_INDEX", "MIN_ENTRIES_INDEX_LOADED", "FILL_MIN_ENTRIES_LOADED", "mode", "available",
-           "use_compiled", "use_index", "use_fill", "fill_loaded", "index", "load_seconds", "timed"]
+           "use_compiled", "use_index", "use_fill", "fill_loaded", "index", "load_seconds", "timed", "jit"]
 
 #: Adjacency entries (flows x hops) from which ``auto`` uses the kernels of :mod:`fabric.index_kernels`, when
 #: numba is not loaded yet: numba's import and first (cached) calls cost 0.8-1.0 s of CPU (a quarter of it is
@@ -90,6 +90,16 @@ def available() -> bool:
             _STATE["numba"] = True
         _STATE["load_s"] += time.perf_counter() - t
     return _STATE["numba"]
+
+
+def jit(fn):
+    """``fn`` compiled lazily by ``numba.njit(cache=True, nogil=True, error_model="numpy")`` when numba is
+    installed (the options every serial kernel module uses), else ``fn`` itself (importable for doctests;
+    never called compiled then)."""
+    if not available():
+        return fn
+    from numba import njit
+    return njit(cache=True, nogil=True, error_model="numpy")(fn)
 
 
 def use_compiled(entries: int, min_entries: int | None) -> bool:

@@ -1,4 +1,4 @@
-"""Shared fixtures: the repository root and the shared reference data."""
+"""Shared fixtures: the repository root, the shared reference data, and one-board routers of validation."""
 
 from __future__ import annotations
 
@@ -20,3 +20,17 @@ def shared() -> Path:
     if not SHARED.exists():
         pytest.skip("../shared is not present in this checkout")
     return SHARED
+
+
+@pytest.fixture(scope="session")
+def h100_board():
+    """One HGX H100 board as `fabric-emu validate` builds it (preset ``hgx-h100``, no overrides)."""
+    from collectives.validate import _router
+    return _router("hgx-h100", {})
+
+
+@pytest.fixture(scope="session")
+def b200_board():
+    """One HGX B200 board as `fabric-emu validate` builds it."""
+    from collectives.validate import _router
+    return _router("hgx-b200", {})

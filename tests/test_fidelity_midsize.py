@@ -20,16 +20,6 @@ MIB = 1 << 20
 POINTS = Path(__file__).resolve().parents[1] / "collectives" / "data" / "published_points.toml"
 
 
-@pytest.fixture(scope="module")
-def h100():
-    return _router("hgx-h100", {})
-
-
-@pytest.fixture(scope="module")
-def b200():
-    return _router("hgx-b200", {})
-
-
 def _ring(r, size, coll="all_reduce", **opts):
     return run(r, [Collective(coll, tuple(range(8)), size, "ring", options=opts)])[0]
 
@@ -41,15 +31,15 @@ def _nccl(r, size, algorithm, protocol, version=None):
     return e
 
 
-def test_ring_ll_on_one_hopper_board_takes_nccls_ll_time(h100):
+def test_ring_ll_on_one_hopper_board_takes_nccls_ll_time(h100_board):
     """LL forwards every 8-byte line as soon as its flag arrives (prims_ll.h), so a ring LL all-reduce has
     no step-sized pipeline fill beyond the per-hop latency NCCL's model already charges
     (``nsteps x hwLat[NVLINK][Ring][LL]``): at 512 KiB and 1 MiB on 8 x H100 the run takes NCCL's
     ``latency + S / bandwidth`` (the DGX Cloud sweep measures 20.7 / 27.4 us there against NCCL's 21.5 / 28.0).
     Round 2's ring fill doubled the data term (1 MiB: 41 us, busbw -33 %)."""
     for size in (512 << 10, MIB):
-        res = _ring(h100, size)
-        e = _nccl(h100, size, "Ring", "LL")
+        res = _ring(h100_board, size)
+        e = _nccl(h100_board, size, "Ring", "LL")
         assert res.protocol == "LL"
         assert res.time_s == pytest.approx(e.latency_s + size / e.bandwidth_Bps, rel=0.05)
 
@@ -60,11 +50,11 @@ def test_ring_fill_is_kept_for_step_forwarding_protocols_only():
     assert ring_fill_s(MIB, 1e11, "LL") == 0.0 < ring_fill_s(MIB, 1e11, "Simple")
 
 
-def test_nccl_before_2_21_rates_ring_ll_at_a_quarter_of_the_bus_and_hopper_at_amperes_cap(h100):
+def test_nccl_before_2_21_rates_ring_ll_at_a_quarter_of_the_bus_and_hopper_at_amperes_cap(h100_board):
     """tuning.cc @ v2.18.5-1 .. v2.20.5-1: ``busBw = min(llMaxBw, busBw / 4)`` for all-reduce and Hopper's
     single-node llMaxBw 87.7; from v2.21.5: ``min(llMaxBw, busBw / 2)``, Hopper 141."""
-    new, old = _nccl(h100, MIB, "Ring", "LL", "2.21.5"), _nccl(h100, MIB, "Ring", "LL", "2.20.5")
-    simple = _nccl(h100, MIB, "Ring", "Simple", "2.21.5")  # the graph's bus bandwidth, x nRanks/nsteps
+    new, old = _nccl(h100_board, MIB, "Ring", "LL", "2.21.5"), _nccl(h100_board, MIB, "Ring", "LL", "2.20.5")
+    simple = _nccl(h100_board, MIB, "Ring", "Simple", "2.21.5")  # the graph's bus bandwidth, x nRanks/nsteps
     bus = simple.bandwidth_Bps / 1e9 * 14 / 8
     assert new.bandwidth_Bps / 1e9 == pytest.approx(min(141.0, bus / 2) * 8 / 14, rel=1e-9)
     assert old.bandwidth_Bps / 1e9 == pytest.approx(min(87.7, bus / 4) * 8 / 14, rel=1e-9)
@@ -80,12 +70,12 @@ def test_a100_with_nccl_2_18_leaves_ll_for_ll128_by_2_mib():
     assert nm.choose(system(tuple(range(8)), nccl_version="2.27.7"), "all_reduce", 2 * MIB).protocol == "LL"
 
 
-def test_blackwell_ring_ll_is_not_faster_than_hoppers(h100, b200):
+def test_blackwell_ring_ll_is_not_faster_than_hoppers(h100_board, b200_board):
     """NCCL's Blackwell LL cap is Hopper's doubled (``2*141``, tuning.cc); the fit B200 board measures its
     1-2 MiB Ring/LL at Hopper's rate (round 7 fit: kernel efficiency 0.5). Same latency, same cap: the
     B200 ring at 1 MiB is no faster than the H100 ring (before round 7 it was 1.46x faster)."""
-    assert _ring(b200, MIB).protocol == _ring(h100, MIB).protocol == "LL"
-    assert _ring(b200, MIB).time_s >= 0.98 * _ring(h100, MIB).time_s
+    assert _ring(b200_board, MIB).protocol == _ring(h100_board, MIB).protocol == "LL"
+    assert _ring(b200_board, MIB).time_s >= 0.98 * _ring(h100_board, MIB).time_s
 
 
 def test_azure_nd_h100_h200_v5_tables_are_the_forced_nvls_runs():

@@ -16,16 +16,6 @@ from topologies.errors import SpecError
 MIB, GIB = 1 << 20, 1 << 30
 
 
-@pytest.fixture(scope="module")
-def h100():
-    return _router("hgx-h100", {})
-
-
-@pytest.fixture(scope="module")
-def b200():
-    return _router("hgx-b200", {})
-
-
 def _busbw(r, size, algo="auto", **opts):
     return run(r, [Collective("all_reduce", tuple(range(8)), size, algo, options=opts)])[0].busbw_Bps
 
@@ -46,26 +36,26 @@ def test_nvls_chunk_thresholds_are_nccls():
     assert nm.nvls_heads(8) == 8 and nm.nvls_heads(72) == nm.NCCL_MAX_NVLS_ARITY == 32
 
 
-def test_h100_nvls_busbw_steps_up_where_the_chunk_reaches_128kib(h100):
+def test_h100_nvls_busbw_steps_up_where_the_chunk_reaches_128kib(h100_board):
     """NCCL's chunk grows 64 -> 128 KiB at 64 x 128 x 128 KiB = 1 GiB on 8 x H100: measured busbw steps
     436.8 -> 466.3 (DGX Cloud, +6.8 %), 438.5 -> 466.4 (Azure ND H100 v5, +6.4 %), 442.7 -> 467.6 (ND H200 v5)
     from 512 MiB to 1 GiB, against +1.5 % from 256 to 512 MiB. A size-smooth NVLS model has no step."""
-    lo, mid, hi = (_busbw(h100, s, "nvls") for s in (256 * MIB, 512 * MIB, GIB))
+    lo, mid, hi = (_busbw(h100_board, s, "nvls") for s in (256 * MIB, 512 * MIB, GIB))
     assert hi / mid > 1.04
     assert hi / mid > (mid / lo) + 0.02
 
 
-def test_p6b200_jump_between_4_and_8_gib_is_the_plugins_nvls_chunk(b200):
+def test_p6b200_jump_between_4_and_8_gib_is_the_plugins_nvls_chunk(b200_board):
     """ml-engineering's p6-b200 sweep (NVLS throughout, NCCL 2.27.7, AWS's plugin sets
     NCCL_NVLS_CHUNKSIZE=524288) measures 740.6 GB/s at 4 GiB and 839.1 at 8 GiB (+13 %): with 24 channels x 8
     heads the chunk is 64 KiB below 64 x 192 x 512 KiB = 6 GiB and 512 KiB above. With NCCL's default 128 KiB
     the step is at 1.5 GiB instead, and 4 -> 8 GiB is flat."""
     aws = {"nvls_chunk_bytes": 512 << 10, "nccl_version": "2.27.7"}
-    four, eight = _busbw(b200, 4 * GIB, "nvls", **aws), _busbw(b200, 8 * GIB, "nvls", **aws)
+    four, eight = _busbw(b200_board, 4 * GIB, "nvls", **aws), _busbw(b200_board, 8 * GIB, "nvls", **aws)
     assert eight / four > 1.05
-    d4, d8 = _busbw(b200, 4 * GIB, "nvls"), _busbw(b200, 8 * GIB, "nvls")
+    d4, d8 = _busbw(b200_board, 4 * GIB, "nvls"), _busbw(b200_board, 8 * GIB, "nvls")
     assert d8 / d4 < 1.01
-    one, two = _busbw(b200, GIB, "nvls"), _busbw(b200, 2 * GIB, "nvls")
+    one, two = _busbw(b200_board, GIB, "nvls"), _busbw(b200_board, 2 * GIB, "nvls")
     assert two / one > 1.03
 
 
@@ -95,13 +85,13 @@ def test_one_call_timing_carries_the_host_overhead():
     assert dgx.predicted * 1e9 == pytest.approx(_busbw(h, 2 * MIB), rel=1e-12)
 
 
-def test_auto_is_the_fastest_on_one_h100_board(h100):
+def test_auto_is_the_fastest_on_one_h100_board(h100_board):
     """Item 5: on 8 x H100 NCCL switches Ring/LL -> NVLS between 1 and 2 MiB (measured, NCCL_DEBUG TUNING);
     the flow model now agrees: at every size `auto`'s time is within 2 % of the fastest forced algorithm
     (before round 6 the flow model had NVLS faster than Ring/LL from 0.55 MiB). Round 7: 2 MiB is checked
     apart (next test)."""
     for size in (256 << 10, 512 << 10, MIB, 4 * MIB, 16 * MIB, 256 * MIB):
-        t = {a: run(h100, [Collective("all_reduce", tuple(range(8)), size, a)])[0].time_s
+        t = {a: run(h100_board, [Collective("all_reduce", tuple(range(8)), size, a)])[0].time_s
              for a in ("auto", "ring", "nvls", "tree")}
         assert t["auto"] <= 1.02 * min(t[a] for a in ("ring", "nvls", "tree")), (size, t)
 
@@ -110,45 +100,45 @@ def test_auto_is_the_fastest_on_one_h100_board(h100):
                    "estimate), the flow model's NVLS at 2 MiB is still ~51 us where nccl-tests measure 41-42 us "
                    "(the 16 KiB-chunk regime, docs/collectives.md 'Round 7, NVLink boards mid sizes'); even the "
                    "best-fitting NVLS form tried ('Round 7, NVLS one-loop regime': 42.4 us) leaves Ring/LL ahead")
-def test_auto_is_the_fastest_on_one_h100_board_at_2_mib(h100):
+def test_auto_is_the_fastest_on_one_h100_board_at_2_mib(h100_board):
     """NCCL picks NVLS at 2 MiB (measured); the flow model should agree that it is the fastest there."""
-    t = {a: run(h100, [Collective("all_reduce", tuple(range(8)), 2 * MIB, a)])[0].time_s
+    t = {a: run(h100_board, [Collective("all_reduce", tuple(range(8)), 2 * MIB, a)])[0].time_s
          for a in ("auto", "ring", "nvls", "tree")}
     assert t["auto"] <= 1.02 * min(t[a] for a in ("ring", "nvls", "tree")), t
 
 
-def test_a_partial_last_nvls_loop_pays_the_whole_loop_cost(h100):
+def test_a_partial_last_nvls_loop_pays_the_whole_loop_cost(h100_board):
     """Round 7, NVLS one-loop regime: NCCL's single-node NVLS kernel walks ``ceil(count / (nHeads x chunk))``
     loops per channel, the last one with a smaller ``lastChunkSize`` but still one step of each warp group
     (src/device/all_reduce.h ``oneNode``). On 8 x H100 (16 channels x 8 heads, 16 KiB chunks below 8 MiB:
     2 MiB loops) 2 MiB is one loop, 3 MiB two (the second half full) and 4 MiB two: going from 2 to 3 MiB
     adds a loop cost that 3 -> 4 MiB does not (equal data steps; before: one rate, equal time steps)."""
     from collectives.calibration import NVLS_LOOP_S
-    t = {s: run(h100, [Collective("all_reduce", tuple(range(8)), s, "nvls")])[0].time_s
+    t = {s: run(h100_board, [Collective("all_reduce", tuple(range(8)), s, "nvls")])[0].time_s
          for s in (2 * MIB, 3 * MIB, 4 * MIB)}
     extra = (t[3 * MIB] - t[2 * MIB]) - (t[4 * MIB] - t[3 * MIB])
     assert 0.5 * NVLS_LOOP_S < extra < 1.01 * NVLS_LOOP_S, (extra, t)
 
 
-def test_forced_tree_has_no_doubling_at_the_ll_to_ll128_switch(h100):
+def test_forced_tree_has_no_doubling_at_the_ll_to_ll128_switch(h100_board):
     """Item 5 (closed in round 1 by NCCL's kernel limits, kept here): a forced tree on one board no longer
     doubles its time from 128 to 256 KiB; time grows less than the size at every step of the LL -> LL128
     switch."""
     sizes = (64 << 10, 128 << 10, 256 << 10, 512 << 10, MIB)
-    t = [run(h100, [Collective("all_reduce", tuple(range(8)), s, "tree")])[0].time_s for s in sizes]
+    t = [run(h100_board, [Collective("all_reduce", tuple(range(8)), s, "tree")])[0].time_s for s in sizes]
     assert all(b < 1.5 * a for a, b in zip(t, t[1:]))
 
 
-def test_nvls_chunk_option_is_checked(h100):
+def test_nvls_chunk_option_is_checked(h100_board):
     with pytest.raises(SpecError, match="nvls_chunk_bytes"):
-        _busbw(h100, GIB, "nvls", nvls_chunk_bytes=1000)
+        _busbw(h100_board, GIB, "nvls", nvls_chunk_bytes=1000)
 
 
-def test_planner_nvls_chunk_is_capped_by_the_simple_step(h100):
+def test_planner_nvls_chunk_is_capped_by_the_simple_step(h100_board):
     """enqueue.cc starts the NVLS chunk at ``min(NCCL_BUFFSIZE / NCCL_STEPS, NCCL_NVLS_CHUNKSIZE)``: with
     NCCL_BUFFSIZE 1 MiB a 512 KiB NVLS chunk setting runs 128 KiB chunks (8 x H100, 64 GiB: no size floor)."""
     from collectives.runner import planner_for
-    pl = planner_for(h100)
+    pl = planner_for(h100_board)
     op = Collective("all_reduce", tuple(range(8)), 64 * GIB, "nvls",
                     options={"nvls_chunk_bytes": 512 << 10, "nccl_buffsize": 1 << 20})
     assert pl.nvls_chunk(op, 64 * GIB) == (1 << 20) // nm.NCCL_STEPS == 128 << 10
