@@ -48,7 +48,7 @@ from collectives.moe import plan_moe
 from collectives.ops import Collective
 from collectives.p2p import _PointToPointMixin
 from collectives.trees import (check_buffsize, nccl_btree_parent, nccl_dtree_parents, tree_channels,
-                               tree_correction_factor, tree_fill_s)
+                               nvlstree_fill_s, tree_correction_factor, tree_fill_s)
 from fabric import Router, route_kernels
 from fabric.flowset import FlowSet, concat
 from topologies import catalog
@@ -406,6 +406,23 @@ class Planner(_PointToPointMixin):
                             "[16384, 16777216] (NCCL_NVLS_CHUNKSIZE)")
         return v
 
+    def nvlstree_fill(self, op: Collective, size: float, est: nm.AlgoEstimate, groups) -> float:
+        """Round 8: the fill of NVLSTree's network hops (trees.nvlstree_fill_s) at NCCL's NVLSTree chunk of the
+        size and release (nccl_model.nvlstree_chunk_bytes; options ``nccl_buffsize``, ``nvls_chunk_bytes``,
+        ``nvlstree_max_chunk_bytes`` = ``NCCL_NVLSTREE_MAX_CHUNKSIZE``)."""
+        version = nm.parse_nccl_version(op.options.get("nccl_version"))
+        ppn, nnodes = len(groups[0]), len(groups)
+        ch = nm.nvls_channels(self.gpu.sm, nnodes < 2, version)
+        buff = check_buffsize(op.options.get("nccl_buffsize"))
+        cap = op.options.get("nvlstree_max_chunk_bytes")
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or not (16 << 10) <= cap <= (16 << 20)):
+            raise SpecError(f"options nvlstree_max_chunk_bytes: {cap!r} must be an integer number of bytes in "
+                            "[16384, 16777216] (NCCL_NVLSTREE_MAX_CHUNKSIZE)")
+        chunk = nm.nvlstree_chunk_bytes(max(size, 1), ch, nm.nvls_heads(ppn), nnodes, version=version,
+                                        buffsize_bytes=nm.SIMPLE_BUFFSIZE_DEFAULT if buff is None else buff,
+                                        nvls_chunk_bytes=self.nvls_chunk_option(op), max_chunk_bytes=cap)
+        return nvlstree_fill_s(chunk, ch, nm.nvls_heads(ppn), nnodes, est.bandwidth_Bps)
+
     def nvls_loop_terms(self, op: Collective, size: float) -> tuple[float, float]:
         """(kernel efficiency, pipeline fill in s) of single-domain NVLS at NCCL's chunk for ``size``: the
         loop cost relative to the default chunk (calibration.nvls_chunk_efficiency) and the fill of the
@@ -588,6 +605,8 @@ class Planner(_PointToPointMixin):
                                      collnet=collnet or inter == "sharp")
             if nccl_name in ("NVLSTree", "NVLS", "CollNetDirect"):
                 est = replace(est, protocol="Simple")  # NCCL runs these with the Simple protocol only
+            if nccl_name == "NVLSTree" and coll == "all_reduce":  # its network hops' store-and-forward (round 8)
+                est = replace(est, latency_s=est.latency_s + self.nvlstree_fill(op, size, est, groups))
             fs, name = self.hier(op, size, est, intra=intra, inter=inter)
             floor = 0.0
             if nccl_name == "NVLSTree" and coll == "all_reduce":

@@ -260,3 +260,41 @@ def tree_window_bytes(size_bytes: float, nchannels: int, buffsize_bytes: int | N
 
 
 __all__ += ["tree_window_bytes", "tree_correction_factor", "fill_hop_rate"]
+
+
+# ---- Round 8 (issue 8, AWS EFA): NVLSTree's network store-and-forward. Kept apart from the tree/Simple fill above
+# so that branches merge (docs/collectives.md, "Round 8 (2026-12-02), AWS EFA").
+
+def nvlstree_fill_s(chunk_bytes: int, nchannels: int, nheads: int, nnodes: int, bandwidth_Bps: float) -> float:
+    """Pipeline fill of NCCL's NVLSTree all-reduce across nodes, seconds: its network hops' store-and-forward.
+
+    NVLSTree runs Simple only (prims_simple.h): a head receives a whole step before its warps reduce it or send it on,
+    so the first chunk of a channel crosses every network level of the inter-node tree up and back down
+    (``2 log2i(nNodes)`` hops, NCCL's double binary tree over nodes) before the chunks stream; the NVLS stages inside a
+    node move a chunk at NVLink speed and are left out. A hop moves one chunk per channel and head at the channel's
+    steady rate: a head's network direction carries its ``nChannels`` channels at ``B_head = bandwidth_Bps / nHeads``
+    (NCCL's algorithm bandwidth of the size; each of a domain's ``nHeads`` heads, ``nccl_model.nvls_heads``, sends
+    ``S / nHeads`` a direction), so the hop takes ``nChannels x chunk / B_head``. As in :func:`tree_fill_s`, every
+    hop but the slowest is fill (a pipeline of ``k`` stages adds ``k - 1`` stage times to the stream)::
+
+        fill = (2 log2i(nNodes) - 1) x nChannels x chunk x nHeads / bandwidth_Bps
+
+    ``chunk_bytes`` is NCCL's NVLSTree chunk of the size (``nccl_model.nvlstree_chunk_bytes``, by release). Time the
+    run takes, not a term of NCCL's choice (NCCL's model leaves chunks out, tuning.cc).
+
+    Examples
+    --------
+    >>> round(nvlstree_fill_s(128 << 10, 16, 8, 2, 250e9) * 1e6, 1)  # 2 nodes: one hop of 16 x 128 KiB at 31 GB/s
+    67.1
+    >>> round(nvlstree_fill_s(64 << 10, 16, 8, 4, 250e9) * 1e6, 1)  # 4 nodes: three hops
+    100.7
+    >>> nvlstree_fill_s(128 << 10, 16, 8, 1, 250e9), nvlstree_fill_s(128 << 10, 16, 8, 2, 0.0)
+    (0.0, 0.0)
+    """
+    if int(nnodes) < 2 or bandwidth_Bps <= 0:
+        return 0.0
+    hops = 2 * _log2i(int(nnodes)) - 1
+    return hops * max(int(nchannels), 1) * float(chunk_bytes) * max(int(nheads), 1) / float(bandwidth_Bps)
+
+
+__all__ += ["nvlstree_fill_s"]

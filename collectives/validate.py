@@ -340,6 +340,8 @@ def _collective_options(p) -> dict:
         opts["collnet"] = True  # the source enabled CollNet (SHARP); without it NCCL's default, off
     if (chunk := _setting_bytes(p, "NCCL_NVLS_CHUNKSIZE")) is not None:  # e.g. set by AWS's net plugin
         opts["nvls_chunk_bytes"] = chunk  # (docs/validation-data.md)
+    if (cap := _setting_bytes(p, "NCCL_NVLSTREE_MAX_CHUNKSIZE")) is not None:  # AWS's net plugin from v1.8.0
+        opts["nvlstree_max_chunk_bytes"] = cap  # NVLSTree's chunk cap (round 8, nccl_model.nvlstree_chunk_bytes)
     return opts
 
 

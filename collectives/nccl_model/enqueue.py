@@ -34,7 +34,8 @@ from __future__ import annotations
 from collectives.nccl_model.constants import NCCL_MAX_NVLS_ARITY, NVLS_NCHANNELS
 
 __all__ = ["NVLS_CHUNK_BYTES_DEFAULT", "SIMPLE_BUFFSIZE_DEFAULT", "NCCL_STEPS", "NVLS_CHUNK_FLOORS",
-           "nvls_chunk_bytes", "nvls_channels", "nvls_heads"]
+           "nvls_chunk_bytes", "nvls_channels", "nvls_heads", "NVLSTREE_CHUNK_FLOORS", "NVLSTREE_CHUNK_HISTORY",
+           "nvlstree_chunk_bytes"]
 
 #: ``NCCL_NVLS_CHUNKSIZE`` default (nvls.cc, v2.21.5 .. v2.30.7; enqueue.cc's literal before).
 NVLS_CHUNK_BYTES_DEFAULT = 128 << 10
@@ -75,3 +76,60 @@ def nvls_channels(sm: int, single_domain: bool = True, version: tuple[int, int, 
 def nvls_heads(gpus_in_domain: int) -> int:
     """NVLS heads of one NVLink domain: every GPU, at most ``NCCL_MAX_NVLS_ARITY``."""
     return max(1, min(int(gpus_in_domain), NCCL_MAX_NVLS_ARITY))
+
+
+# ---- Round 8 (issue 8, AWS EFA): NVLSTree's chunk by release. Kept apart from the NVLS rule above so that
+# branches merge (docs/collectives.md, "Round 8 (2026-12-02), AWS EFA").
+
+#: (multiple of ``ops x chunk`` below which, chunk ceiling) of enqueue.cc's NVLSTree rule, in order; the same four
+#: lines in every release from v2.18.5-1 (``computeColl``) to v2.30.7-1 (``computeCollChunkInfo`` /
+#: ``getAlgoInfo``), ``ops = nChannels x nHeads``.
+NVLSTREE_CHUNK_FLOORS: tuple[tuple[int, int], ...] = ((32, 256 << 10), (16, 128 << 10), (4, 64 << 10), (1, 32 << 10))
+
+#: Where NVLSTree's chunk starts from, by first release (NVIDIA/nccl src/enqueue.cc, src/transport/nvls.cc at each tag):
+#: ``"step"``: one Simple step, ``NCCL_BUFFSIZE / NCCL_STEPS`` (v2.18.5-1 .. v2.20.5-1: the NVLS buffers are the Simple
+#: ones); ``"nvls"``: ``NCCL_NVLS_CHUNKSIZE`` (128 KiB by default; v2.21.5-1 .. v2.30.7-1, the NVLS buffers' own step).
+#: ``cap4``: 64 KiB on 4 nodes or more (v2.19.3-1: ``if (nNodes >= 4) chunkSize = 65536``; from v2.20.3-1 the default of
+#: ``NCCL_NVLSTREE_MAX_CHUNKSIZE``, -2 = "64 KiB from 4 nodes, else no cap"; v2.30.7 keeps it in ``ncclNvlsTuning``);
+#: ``param``: whether ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` exists (from v2.20.3-1; aws-ofi-nccl sets 524288 from v1.8.0,
+#: src/platform-aws.c "Setting NCCL_NVLSTREE_MAX_CHUNKSIZE to 512KiB"). Not modelled: Blackwell's own multi-node
+#: NVLSTree tuning of v2.30 (``ncclNvlsTreeSm100Tuning``: chunk, cap and channels by NIC speed and GPUs per node).
+NVLSTREE_CHUNK_HISTORY: tuple[tuple[tuple[int, int, int], str, bool, bool], ...] = (
+    ((2, 0, 0), "step", False, False),
+    ((2, 19, 3), "step", True, False),
+    ((2, 20, 3), "step", True, True),
+    ((2, 21, 0), "nvls", True, True),
+)
+
+
+def nvlstree_chunk_bytes(size_bytes: float, n_channels: int, n_heads: int, n_nodes: int, *,
+                         version: tuple[int, int, int] | None = None,
+                         buffsize_bytes: int = SIMPLE_BUFFSIZE_DEFAULT,
+                         nvls_chunk_bytes: int = NVLS_CHUNK_BYTES_DEFAULT,
+                         max_chunk_bytes: int | None = None) -> int:
+    """The chunk each NVLSTree channel and head moves per step for an all-reduce of ``size_bytes``
+    (:data:`NVLSTREE_CHUNK_HISTORY`, :data:`NVLSTREE_CHUNK_FLOORS`; ``version`` None: the newest row).
+    ``max_chunk_bytes`` is ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` (None: NCCL's default, ignored before v2.20.3).
+
+    Examples
+    --------
+    >>> [nvlstree_chunk_bytes(s, 16, 8, 2, version=(2, 18, 5)) >> 10 for s in (64 << 20, 512 << 20, 2 << 30)]
+    [128, 256, 512]
+    >>> nvlstree_chunk_bytes(8 << 30, 16, 8, 2, version=(2, 20, 3), buffsize_bytes=8 << 20,
+    ...                      max_chunk_bytes=512 << 10) >> 10  # AWS's plugin cap on a 1 MiB step
+    512
+    >>> nvlstree_chunk_bytes(8 << 30, 16, 8, 4) >> 10, nvlstree_chunk_bytes(8 << 30, 16, 8, 2) >> 10
+    (64, 128)
+    """
+    v = version or NVLSTREE_CHUNK_HISTORY[-1][0]
+    _, base, cap4, param = next(row for row in reversed(NVLSTREE_CHUNK_HISTORY) if v >= row[0])
+    chunk = int(nvls_chunk_bytes) if base == "nvls" else int(buffsize_bytes) // NCCL_STEPS
+    if param and max_chunk_bytes is not None:
+        chunk = min(chunk, int(max_chunk_bytes))
+    elif cap4 and int(n_nodes) >= 4:
+        chunk = min(chunk, 64 << 10)
+    ops = int(n_channels) * int(n_heads)
+    for mult, ceiling in NVLSTREE_CHUNK_FLOORS:
+        if size_bytes < mult * ops * chunk and chunk > ceiling:
+            chunk = ceiling
+    return chunk
