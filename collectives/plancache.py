@@ -83,6 +83,7 @@ class PlanCache:
         # kernel limits of the NCCL algorithms this op can run on (the chosen one for auto)
         uses = {chosen} if op.algorithm == "auto" else {a for a, (ours, _) in NCCL_TO_OURS.items()
                                                           if ours == op.algorithm or op.algorithm in ("nvls", "sharp")}
+        groups = self.planner.groups_by_domain(np.asarray(op.ranks))
         fill = (min(size, NVLS_PIPELINE_WINDOW_BYTES) if uses & {"NVLS", "NVLSTree"} else None,
                 # the ring pipeline fill: flat rings only (forced, or auto's choice)
                 min(size, ring_window_bytes()) if "ring" in (op.algorithm, str(chosen).lower()) else None,
@@ -96,7 +97,10 @@ class PlanCache:
                                          tree_depth(system.gpus_per_node, system.nnodes), system.nccl_version),
                        tree_correction_factor(e.protocol, size))
                       for e in ests if e.algorithm == "Tree" and e.protocol == "Simple")
-                if "tree" in (op.algorithm, str(chosen).lower()) else None)
+                if "tree" in (op.algorithm, str(chosen).lower()) else None,
+                # round 8: NVLSTree's network-hop fill at its chunk of the size (Planner.nvlstree_fill)
+                tuple(self.planner.nvlstree_fill(op, size, e, groups) for e in ests if e.algorithm == "NVLSTree")
+                if "NVLSTree" in uses and len(groups) > 1 else None)
         return chosen, tuple(sorted((a, v[0], v[2] if a in uses else None) for a, v in best.items())), lat, fill
 
     def plan(self, op: Collective) -> Plan:

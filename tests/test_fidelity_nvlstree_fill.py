@@ -112,3 +112,17 @@ def test_the_data_file_carries_the_plugin_cap():
     assert len(rows) == 2, [r.id for r in rows]
     for p in rows:
         assert _collective_options(p)["nvlstree_max_chunk_bytes"] == 512 << 10
+
+
+def test_plan_cache_keeps_the_nvlstree_fill_of_each_size():
+    """The NVLSTree chunk (and so its fill) changes with the size at 512 MiB and 2 GiB on 2 x p5 (2.18.5 rule): a cached
+    plan is not rescaled across those steps, and every size gives what planning it afresh gives. Without the fill in
+    the cache's key, 1 GiB and 2 GiB reused the 256 MiB plan's 128 KiB-chunk fill."""
+    from collectives.plancache import PlanCache
+    pl = _p5()
+    cache = PlanCache(pl)
+    for size in (256 << 20, 1 << 30, 2 << 30):
+        op = Collective("all_reduce", RANKS, size, options={"nccl_version": "2.18.5"})
+        got, fresh = cache.plan(op), _p5().plan(op)
+        assert fresh.nccl_algorithm == "NVLSTree"
+        assert abs(got.latency_s - fresh.latency_s) <= 1e-12 * fresh.latency_s, size
