@@ -176,8 +176,12 @@ class _PointToPointMixin:
         """
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
-        # the net plugin's latencyInter belongs to NCCL's proxy path; MoE kernels carry their own fits
-        lat_inter, lat_intra = self.p2p_latency_s(True, plugin=kernel == "nccl"), self.p2p_latency_s(False)
+        # the net plugin's latencyInter belongs to NCCL's proxy path; MoE kernels carry their own fits. Round 8: the
+        # rendezvous only where the first network message (one connection's bytes, at most NCCL's p2p net chunk) is
+        # above the plugin's eager limit (calibration.net_rendezvous_s); the largest flow decides for all
+        msg = float(np.max(sizes, initial=0.0)) / max(int(connections_per_flow), 1)
+        lat_inter = self.p2p_latency_s(True, plugin=kernel == "nccl", message_bytes=msg)
+        lat_intra = self.p2p_latency_s(False)
         if kernel == "nccl":  # round 5: NCCL's p2p rounds (one per peer) and its net transport's many-peer drop
             c = nccl_p2p_per_peer_s(self.calib.nic)
             if c > 0:  # on the flows that cross the network only

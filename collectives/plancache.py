@@ -12,7 +12,7 @@ import numpy as np
 
 from collectives import nccl_model as nm
 from collectives.algorithms import NCCL_TO_OURS, Plan, Planner
-from collectives.calibration import NVLS_PIPELINE_WINDOW_BYTES, ring_window_bytes
+from collectives.calibration import NVLS_PIPELINE_WINDOW_BYTES, net_eager_max_bytes, net_rendezvous_s, ring_window_bytes
 from collectives.trees import check_buffsize, tree_channels, tree_correction_factor, tree_depth, tree_window_bytes
 from collectives.ops import Collective
 from fabric.flowset import FlowSet
@@ -60,6 +60,8 @@ class PlanCache:
         return (op.collective, op.ranks, op.algorithm, op.options, p.policy, p.seed)
 
     def _decisions(self, op: Collective) -> tuple:
+        if op.collective in ("all_to_all", "send_recv"):  # round 8: the rendezvous of the first network message
+            return (self._above_eager(op.size_bytes / (op.n if op.collective == "all_to_all" else 1)),)
         if op.collective not in nm.MODELED_COLLECTIVES:
             return ()
         size = max(op.size_bytes, 1)
@@ -132,23 +134,30 @@ class PlanCache:
         """Plans of many one-way sends ``(src, dst, size_bytes, label)``; new pairs are routed in one batch.
 
         Each pair is routed once (with the same per-flow hash as alone, so the
-        route is the one a single send gets) as a one-byte base plan; sizes rescale
-        it exactly (one flow of ``size`` bytes, latency independent of the size).
+        route is the one a single send gets) as a one-byte base plan, and once more
+        for sizes above the net plugin's eager limit (a base of limit + 1 bytes: their
+        first message waits for the receiver, round 8); sizes rescale it exactly (one
+        flow of ``size`` bytes, latency independent of the size on each side of the limit).
         """
         pol, seed = self.planner.policy, self.planner.seed
-        keys = [("send", int(s), int(d), pol, seed) for s, d, _, _ in items]
-        new = sorted({k[1:3] for k in keys if k not in self._shape})
-        if new:
-            self.misses += len(new)
-            src = np.array([x[0] for x in new], np.int64)
-            dst = np.array([x[1] for x in new], np.int64)
-            op = Collective("send_recv", (int(src[0]), int(dst[0])), 1, label="send")
+        # round 8: a send above the net plugin's eager limit waits for the receiver (its own base plan)
+        keys = [("send", int(s), int(d), pol, seed, self._above_eager(size)) for s, d, size, _ in items]
+        new = sorted({k[1:3] + k[5:] for k in keys if k not in self._shape})
+        self.misses += len(new)
+        for above in (False, True):
+            group = [x for x in new if x[2] == above]
+            if not group:
+                continue
+            base = self._eager_limit() + 1 if above else 1  # a size on the same side of the limit
+            src = np.array([x[0] for x in group], np.int64)
+            dst = np.array([x[1] for x in group], np.int64)
+            op = Collective("send_recv", (int(src[0]), int(dst[0])), base, label="send")
             # routed together for speed only: the pairs are not concurrent connections of one NIC
-            fs = self.planner.direct(op, src, dst, np.ones(len(new)), pxn=False, connections_per_flow=0)
-            for j, (s_, d_) in enumerate(new):
+            fs = self.planner.direct(op, src, dst, np.full(len(group), float(base)), pxn=False, connections_per_flow=0)
+            for j, (s_, d_, _) in enumerate(group):
                 one = _flow_rows(fs, j)
-                self._shape[("send", s_, d_, pol, seed)] = Plan(
-                    Collective("send_recv", (s_, d_), 1, label="send"), one, "direct", "Simple", None,
+                self._shape[("send", s_, d_, pol, seed, above)] = Plan(
+                    Collective("send_recv", (s_, d_), base, label="send"), one, "direct", "Simple", None,
                     float(one.latency_s[0]))
         out = []
         for key, (_, _, size, label) in zip(keys, items):
@@ -159,6 +168,14 @@ class PlanCache:
             out.append(replace(hit, op=replace(hit.op, label=label)))
         self.hits -= len(new)          # the first use of a new pair was a miss, counted above
         return out
+
+
+    def _eager_limit(self) -> int:
+        return net_eager_max_bytes(self.planner.calib.nic) or 0
+
+    def _above_eager(self, message_bytes: float) -> bool:
+        """Whether a first network message of ``message_bytes`` waits for the receiver (round 8)."""
+        return net_rendezvous_s(self.planner.calib.nic, message_bytes, 1.0) > 0
 
 
 _PER_FLOW = ("res", "weight", "size_bytes", "src", "dst", "latency_s", "release_s", "phase", "group")
