@@ -85,7 +85,7 @@ class PlanCache:
         # kernel limits of the NCCL algorithms this op can run on (the chosen one for auto)
         uses = {chosen} if op.algorithm == "auto" else {a for a, (ours, _) in NCCL_TO_OURS.items()
                                                           if ours == op.algorithm or op.algorithm in ("nvls", "sharp")}
-        groups = self.planner.groups_by_domain(np.asarray(op.ranks))
+        groups = self.planner.groups_by_domain(np.asarray(op.ranks)) if "NVLSTree" in uses else ()
         fill = (min(size, NVLS_PIPELINE_WINDOW_BYTES) if uses & {"NVLS", "NVLSTree"} else None,
                 # the ring pipeline fill: flat rings only (forced, or auto's choice)
                 min(size, ring_window_bytes()) if "ring" in (op.algorithm, str(chosen).lower()) else None,
