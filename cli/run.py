@@ -22,8 +22,6 @@ __all__ = ["run_cmd", "run_command", "make_groups", "check_applicable", "nccl_ve
 
 #: Options that only MoE dispatch/combine use.
 MOE_OPTIONS = ("tokens", "hidden", "experts", "topk", "moe_routing")
-#: Collectives whose flows take PXN forwarding as an option.
-_PXN = ("all_to_all", "send_recv", "moe_dispatch", "moe_combine")
 #: Largest message size: 1 PiB, far beyond any GPU's memory (288 GB HBM on B300); above it the
 #: times overflow to meaningless values.
 MAX_SIZE_BYTES = 1 << 50
@@ -88,6 +86,7 @@ def check_applicable(collective: str, given: set[str], *, routing: str, groups: 
                      nvls: bool | None = None, collnet: bool | None = None) -> None:
     """Refuse options the user gave that this collective would ignore."""
     from collectives.ops import NCCL_SWITCH_COLLECTIVES as switch  # what NVLS / CollNet can run
+    from collectives.ops import PXN_COLLECTIVES
     from topologies.errors import SpecError
 
     moe = collective.startswith("moe")
@@ -120,8 +119,9 @@ def check_applicable(collective: str, given: set[str], *, routing: str, groups: 
         if name in given and moe:
             raise SpecError(f"{_flag(name)}: does not apply to {collective}: the token routing gives the bytes "
                             f"(use --tokens, --hidden, --topk)")
-    if "pxn" in given and collective not in _PXN:
-        raise SpecError(f"--pxn/--no-pxn: applies to {', '.join(_PXN)}; {collective} picks its own forwarding")
+    if "pxn" in given and collective not in PXN_COLLECTIVES:
+        raise SpecError(f"--pxn/--no-pxn: applies to {', '.join(PXN_COLLECTIVES)}; {collective} picks its own "
+                        f"forwarding")
     if "layout" in given and groups == 1:
         raise SpecError("--layout: applies only with --groups > 1")
     if "seed" in given and routing not in ("ecmp", "auto") and not moe:  # auto: once the fabric is built
@@ -135,6 +135,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
                 plot=None, nccl_version=None, nvls=None, dispatch_dtype="fp8", collnet=None, nccl_buffsize=None,
                 nvls_chunksize=None) -> None:
     from collectives import COLLECTIVES, TokenRouting, planner_for, sweep
+    from collectives.moe import UNSEEDED_KINDS
     from collectives.runner import resolve_policy
     from collectives.budget import check_collective, fabric_tiers, hops_bound
     from fabric import Router, compile_with_failures
@@ -147,6 +148,11 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
     if collective not in COLLECTIVES:
         raise SpecError(f"COLLECTIVE: {brief(collective)} is not one of {', '.join(COLLECTIVES)}")
     memory_limit_bytes(memory_limit)  # a malformed --memory-limit fails first
+    from cli.plot import check_plot_path
+
+    check_plot_path(plot)  # before any work: a bad path is refused at once and nothing is written
+    if "top" in given and not report:
+        raise SpecError("--top: sizes the congestion report; add --report (without it no link is listed)")
     if size is not None and sizes is not None:
         raise SpecError("--size and --sizes: give one of them")
     check_applicable(collective, given, routing=routing, groups=groups, algo=algo, nvls=nvls, collnet=collnet)
@@ -215,6 +221,10 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
             raise SpecError("--moe-routing node_limited: limits each token to a few nodes; these ranks are on one "
                             "node (use uniform, skewed or deepseek)")
         kind = moe_routing or ("node_limited" if n_domains > 1 else "uniform")
+        if "seed" in given and kind in UNSEEDED_KINDS and not (policy == "ecmp" and fabric_tiers(cf)):
+            raise SpecError(f"--seed: --moe-routing {kind} draws no tokens (its counts are fixed), and "
+                            + (f"{clean(cf.name)} has no scale-out network to hash flows over" if not fabric_tiers(cf)
+                               else f"routing {policy} does not hash flows") + "; the seed would change nothing")
         options["moe"] = TokenRouting(kind, tokens_per_rank=tokens, hidden=hidden, experts=experts, topk=topk,
                                       seed=seed, dispatch_dtype=dispatch_dtype)
     planner = planner_for(router, policy=policy, seed=seed)

@@ -223,9 +223,19 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
     from workloads import Layout, estimate_step, get_model
     from workloads.trace import write_trace
 
+    from cli.options import given_options
+    from cli.plot import check_plot_path
+    from workloads.trace import check_trace_path
+
     for name, value in (("--trace", trace), ("--plot", plot)):
         if value is not None and not value.strip():
             raise SpecError(f"{name}: empty file name")
+    if plot is not None and not report:
+        raise SpecError("--plot: on step it draws the congestion of the step's traffic; add --report")
+    check_plot_path(plot)  # every output is checked before the work: nothing is written on a refusal
+    if trace is not None:
+        check_trace_path(trace)
+    given = given_options(click.get_current_context())
     err = _progress()
     spec = get_model(model)
     _check_seed_used(spec, ep=ep, moe_routing=moe_routing, routing=routing)
@@ -238,9 +248,16 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
                         attention_precision=attention_precision, report=report,
                         check_memory=not no_memory_check,
                         progress=lambda msg: err.print(msg, highlight=False))
+    if "routing" in given and res.placement.get("domains", 1) == 1:
+        raise SpecError(f"--routing: the job fits in one NVLink domain of {_clean(system)}, with no scale-out "
+                        f"network; the routing policy only picks paths through network switches")
     if routing == "auto":  # one NVLink domain: no scale-out switch hashes anything
         _check_seed_used(spec, ep=ep, moe_routing=moe_routing, routing=routing,
                          resolved=res.policy if res.placement.get("domains", 1) > 1 else "none")
+    if "moe_routing" in given and not (spec.is_moe and ep > 1):  # after the --seed checks, which name both
+        raise SpecError(f"--moe-routing: routes the tokens of the EP all-to-alls; "
+                        + (f"{_clean(spec.name)} is dense (no experts)" if not spec.is_moe else
+                           "with --ep 1 every token stays on its GPU") + ", so it would change nothing")
     if plot:
         from cli.plot import step_figure
 

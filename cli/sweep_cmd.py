@@ -97,6 +97,11 @@ def _sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs,
     from workloads.sweep import Store, default_jobs, load_sweep_file, make_executor, parse_grid, plan_sweep
 
     _check_db(db)
+    for name, value in list(opts.items()) + [("scheduler", scheduler), ("file", sweep_file)]:
+        if isinstance(value, str) and not value.strip():  # the converters read "" as "the default"
+            raise SpecError(f"--{name.replace('_', '-')}: empty; give a value or leave the option out")
+    if scheduler is not None and jobs is not None:
+        raise SpecError("--jobs and --scheduler: the scheduler's workers run the points; give one of them")
     base: dict = {k: v for k, v in opts.items() if v is not None}
     if pxn is not None:
         base["pxn"] = pxn
@@ -123,10 +128,14 @@ def _sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs,
     err = _progress()
     err.print(f"planning the sweep of {op} ...")
     plan = plan_sweep(op, base, axes, zip_axes, zipped=zipped)
-    store = Store.open(db)
+    ex, workers, close = make_executor(jobs or default_jobs(), scheduler)  # before the --db is created
+    try:
+        store = Store.open(db)
+    except BaseException:
+        close(now=True)
+        raise
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        ex, workers, close = make_executor(jobs or default_jobs(), scheduler)
         outcome = None
         try:
             outcome = _with_progress(plan, store, ex, workers, retry_failed)

@@ -68,9 +68,11 @@ from topologies.errors import SpecError
 from collectives.token_routing import COMPILED_MIN_SELECTIONS, alias_table, sample_distinct  # the uniform / skewed draw
 from fabric import kernels as _kernels
 
-__all__ = ["ROUTING_KINDS", "DISPATCH_DTYPES", "FORMS", "METRICS", "LL_HEADER_BYTES", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
+__all__ = ["ROUTING_KINDS", "UNSEEDED_KINDS", "DISPATCH_DTYPES", "FORMS", "METRICS", "LL_HEADER_BYTES", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
 
 ROUTING_KINDS = ("uniform", "skewed", "node_limited", "deepseek", "balanced", "perfect")
+#: Routing kinds that draw nothing (fixed counts): the seed does not change their traffic.
+UNSEEDED_KINDS = ("balanced", "perfect")
 #: Dispatch payload types: DeepEP's FP8 with per-128-channel scales, or BF16 (HybridEP's BF16 tables).
 DISPATCH_DTYPES = ("fp8", "bf16")
 #: Traffic forms: ``direct`` (per (token, rank) copy), ``hier`` (one network copy per (token, node),

@@ -37,7 +37,8 @@ from pathlib import Path
 from topologies.errors import SpecError, brief
 from topologies.limits import MAX_INPUT_ENV, max_input_bytes
 
-__all__ = ["read_text", "read_bytes", "parse_toml", "parse_json", "check_depth", "write_atomic", "MAX_DEPTH"]
+__all__ = ["read_text", "read_bytes", "parse_toml", "parse_json", "check_depth", "check_target", "write_atomic",
+           "MAX_DEPTH"]
 
 #: Deepest nesting accepted in TOML/JSON input (spec files are 2-3 levels deep).
 MAX_DEPTH = 32
@@ -163,15 +164,24 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: str | Path, data: bytes | None = None, *, writer=None, what: str = "output") -> Path:
-    """Write ``data`` (or call ``writer(binary_file)``) to ``path`` atomically; return the file written.
+def check_target(path: str | Path, *, what: str = "output") -> tuple[Path, int]:
+    """Check that ``path`` may be written by :func:`write_atomic`, before any work is done; return
+    ``(target, mode)``: the regular file to replace (a symbolic link's target) and its permissions.
 
-    Refuses to replace anything that is not a regular file; a symbolic link is
-    written through (its target, which must be a regular file, is replaced; the
-    link stays). Nothing is left behind on failure.
+    A command that writes several files, or computes for a while first, checks every output with this
+    up front, so that a bad second path does not leave the first file written and exit status 2.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> check_target(tempfile.mkdtemp() + "/new.json")[0].name
+    'new.json'
+    >>> try:
+    ...     check_target("/no/such/folder/x.json", what="--trace")
+    ... except SpecError as e:
+    ...     print(e)
+    --trace '/no/such/folder/x.json': directory '/no/such/folder' does not exist
     """
-    if (data is None) == (writer is None):
-        raise TypeError("write_atomic: give data or writer")
     if isinstance(path, str) and not path.strip():
         raise SpecError(f"{what}: empty file name")
     where = f"{what} {_label(path)}"
@@ -203,8 +213,22 @@ def write_atomic(path: str | Path, data: bytes | None = None, *, writer=None, wh
     parent = target.parent
     if not parent.is_dir():
         raise SpecError(f"{where}: directory {_label(parent)} does not exist")
-    if mode is None:
-        mode = 0o666 & ~_umask()
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise SpecError(f"{where}: cannot write in {_label(parent)} (permission denied)")
+    return target, (0o666 & ~_umask()) if mode is None else mode
+
+
+def write_atomic(path: str | Path, data: bytes | None = None, *, writer=None, what: str = "output") -> Path:
+    """Write ``data`` (or call ``writer(binary_file)``) to ``path`` atomically; return the file written.
+
+    Refuses to replace anything that is not a regular file; a symbolic link is
+    written through (its target, which must be a regular file, is replaced; the
+    link stays). Nothing is left behind on failure (nor on Ctrl-C).
+    """
+    if (data is None) == (writer is None):
+        raise TypeError("write_atomic: give data or writer")
+    target, mode = check_target(path, what=what)
+    where, parent = f"{what} {_label(path)}", target.parent
     import tempfile  # here, not at the top: most runs write no file
 
     try:

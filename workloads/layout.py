@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from topologies import catalog
-from topologies.errors import SpecError
+from topologies.errors import SpecError, brief
 
 __all__ = ["PRECISIONS", "RECOMPUTE", "SCHEDULES", "OPTIMIZERS", "PLACEMENTS", "REFERENCE_SCALEOUT", "GROUP_KINDS",
            "LAYER_KINDS", "virtual_stages", "stage_of_virtual",
@@ -360,7 +360,8 @@ def cluster_for(system: str, pl: Placement, sets: dict | None = None) -> tuple[s
     out: dict = {"domains": pl.domains}
     if "gpus_per_domain" in names:
         out["gpus_per_domain"] = pl.gpus_per_domain
-    elif pl.gpus_per_domain != catalog.gpu(gpu_name).domain_gpus and pl.domains > 1:
+    elif pl.gpus_per_domain > catalog.gpu(gpu_name).domain_gpus or (
+            pl.gpus_per_domain != catalog.gpu(gpu_name).domain_gpus and pl.domains > 1):
         raise SpecError(f"--gpus-per-domain {pl.gpus_per_domain}: {system} domains have "
                         f"{catalog.gpu(gpu_name).domain_gpus} GPUs")
     if pl.domains > 1:
@@ -437,6 +438,9 @@ def virtual_stages(moe_pattern, mtp_layers: int, lay: Layout, pp_layout: str | N
     n_layers = len(moe_pattern)
     kinds = ["moe" if m else "dense" for m in moe_pattern]
     n_virtual = lay.pp * lay.chunks
+    if pp_layout is not None and (not isinstance(pp_layout, str) or not pp_layout.strip()):
+        raise SpecError(f"--pp-layout: {brief(pp_layout)} is empty; give a layout such as 'Et*4|(t*4|)*14tmL' "
+                        f"or leave the option out (layers split evenly)")
     if pp_layout:
         parts = _expand(pp_layout.replace(" ", "")).split("|")
         if len(parts) != n_virtual:

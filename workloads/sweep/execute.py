@@ -128,7 +128,10 @@ def _seed_unused_because(p, tiers: dict) -> str:
         return seed_unused_because(get_model(x["model"]), ep=x["ep"], moe_routing=x["moe_routing"],
                                    policy=x["routing"])
     if p.op.startswith("moe"):
-        return ""
+        from collectives.moe import UNSEEDED_KINDS
+
+        if x["moe_routing"] not in UNSEEDED_KINDS:  # None: node_limited or uniform, both drawn
+            return ""
     if x["routing"] not in ("ecmp", "auto"):
         return f"routing {x['routing']} does not hash flows"
     from collectives.budget import fabric_tiers

@@ -1,0 +1,277 @@
+"""Bad input, round 4: a fuzz driver over every option of every command, and the defects it and a
+hand-made sweep of hostile input found (each row of the tables below failed on the code before).
+
+The driver (:func:`test_fuzz_every_option`) takes one cheap valid invocation per command, reads the
+command's options from click itself (so an option added later is fuzzed too), and appends each
+option with values a hostile but realistic user types: wrong units and spellings, NaN, infinity,
+huge, negative and empty values, escapes, paths that cannot be written. Each case is run in-process
+(click's CliRunner) in an empty directory and must end in exit status 0 or 2, never an uncaught
+exception; on 2 with exactly one ``error:`` line on stderr, nothing on stdout and no file written;
+on 0 with ``--json`` output whose numbers are finite and whose times, sizes and bandwidths are not
+negative. The cases are drawn from a fixed seed and bounded (a few seconds on two cores).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import re
+import subprocess
+import sys
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from cli.app import cli
+from tests.test_bad_input import ESC, RLO, TINY, _unsafe, check, refused
+
+STEP = ("step", "--model", "llama3-8b", "--system", "hgx-h100", "--gpus", "8", "--global-batch", "8",
+        "--micro-batch", "1", "--seq-len", "1024", "--precision", "bf16")
+MOE_STEP = ("step", "--model", "qwen3-30b-a3b", "--system", "hgx-h100", "--gpus", "16", "--ep", "16",
+            "--global-batch", "64", "--micro-batch", "1", "--seq-len", "1024", "--precision", "bf16")
+
+# ---------------------------------------------------------------- the fuzz driver
+
+#: What a hostile but realistic user types into an option.
+HOSTILE = ("", " ", "0", "-1", "1", "2", "3", "1e400", "nan", "inf", "-inf", "1e-300", "1PiB", "1000000000",
+           "9" * 40, "400Gb/s", "400 Gbps", "50GB/s", "1MiB", "64", "0.5", "\u00b2", "\u0663", "1_0", "true",
+           "all", "auto", "none", "x", "a=b", "1,2", "spine 0", "gpu 1=50%", ESC + "[2J", RLO + "abc", "[red]x",
+           "/dev/null", "/nonexistent-dir/x.json", "out.txt", "out.json", "out.png", "-")
+
+#: One cheap valid invocation per command (``{db}``: a stored sweep outside the working directory).
+BASES = {
+    "run": ("run", "all_reduce", *TINY, "--size", "1MiB", "--json"),
+    "run-moe": ("run", "moe_dispatch", *TINY, "--tokens", "64", "--experts", "16", "--topk", "2", "--json"),
+    "run-net": ("run", "all_to_all", "--topo", "fat-tree", "--set", "hosts=16", "--set", "radix=8", "--size",
+                "64KiB", "--json"),
+    "step": (*STEP, "--json"),
+    "models": ("models", "--model", "llama3-8b", "--json"),
+    "validate": ("validate", "--id", "h100x8-allreduce-ring", "--json"),
+    "topo show": ("topo", "show", "nvl", "--set", "n=4", "--json"),
+    "topo export": ("topo", "export", "nvl", "--set", "n=4", "--format", "json", "-o", "g.json"),
+    "bisect": ("bisect", "nvl", "--set", "n=4", "--json"),
+    "sweep run": ("sweep", "run", "all_reduce", "--topo", "nvl", "--set", "n=4", "--grid", "size=1KiB,2KiB",
+                  "--db", "s.sqlite", "--jobs", "1", "--json"),
+    "sweep show": ("sweep", "show", "--db", "{db}", "--json"),
+    "sweep export": ("sweep", "export", "--db", "{db}", "--format", "json"),
+}
+#: Options left out: the Dask scheduler would try to connect to a host.
+SKIP = {"--scheduler"}
+#: Values per option, and the seed that draws them.
+PER_OPTION, SEED = 3, 20261202
+_NON_NEGATIVE = re.compile(r"(_s|_us|_ms|_GBps|_Bps|_bytes|_GiB|_GB|_tflops|_per_s)$")
+
+
+def _command(path: tuple[str, ...]) -> click.Command:
+    ctx, cmd = click.Context(cli), cli
+    for name in path:
+        cmd = cmd.get_command(ctx, name)
+    return cmd
+
+
+def _cases() -> list[tuple[str, tuple[str, ...]]]:
+    rng = random.Random(SEED)
+    out = []
+    for name, base in BASES.items():
+        path = tuple(name.split("-")[0].split())
+        for p in _command(path).params:
+            if not isinstance(p, click.Option) or p.hidden or p.opts[0] in SKIP or "--help" in p.opts:
+                continue
+            if p.is_flag:
+                for flag in p.opts + p.secondary_opts:
+                    out.append((name, base + (flag,)))
+                continue
+            for value in rng.sample(HOSTILE, PER_OPTION):
+                out.append((name, base + (p.opts[-1], value)))
+    return out
+
+
+def _numbers_ok(obj, key: str = "") -> list[str]:
+    """Non-finite numbers anywhere, and negative times/sizes/bandwidths (by their unit suffix)."""
+    bad = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            bad += _numbers_ok(v, str(k))
+    elif isinstance(obj, list):
+        for v in obj:
+            bad += _numbers_ok(v, key)
+    elif isinstance(obj, float) and not math.isfinite(obj):
+        bad.append(f"{key}={obj}")
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool) and obj < 0 and _NON_NEGATIVE.search(key):
+        bad.append(f"{key}={obj}")
+    return bad
+
+
+def contract(args, *, cwd: str) -> object:
+    """Run ``args`` in the empty folder ``cwd`` and check the contract; the folder is empty again after."""
+    r = CliRunner().invoke(cli, list(args))
+    made = sorted(os.listdir(cwd))
+    for f in made:
+        os.unlink(os.path.join(cwd, f))
+    assert r.exit_code in (0, 2), (args, r.exit_code, r.output[-300:], repr(r.exception))
+    assert r.exception is None or isinstance(r.exception, SystemExit), (args, repr(r.exception))
+    assert "Traceback" not in r.stdout + r.stderr, args
+    assert not _unsafe(r.stdout) and not _unsafe(r.stderr), (args, r.stderr[:200])
+    if r.exit_code == 2:
+        lines = [x for x in r.stderr.splitlines() if x.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error: "), (args, r.stderr)
+        assert r.stdout == "", (args, r.stdout[:200])
+        assert made == [], (args, made)  # nothing written on a refusal
+    elif "--json" in args and r.stdout.strip():
+        assert not _numbers_ok(json.loads(r.stdout)), (args, _numbers_ok(json.loads(r.stdout))[:5])
+    return r
+
+
+@pytest.fixture(scope="module")
+def stored_sweep(tmp_path_factory):
+    db = tmp_path_factory.mktemp("stored") / "s.sqlite"
+    check("sweep", "run", "all_reduce", *TINY, "--grid", "size=1KiB,2KiB", "--db", db, "--jobs", "1", ok=(0,))
+    return str(db)
+
+
+def test_fuzz_driver_reaches_every_option():
+    cases = _cases()
+    for name in BASES:
+        fuzzed = {a for n, args in cases if n == name for a in args[len(BASES[name]):]}
+        for p in _command(tuple(name.split("-")[0].split())).params:
+            if isinstance(p, click.Option) and "--help" not in p.opts and p.opts[0] not in SKIP:
+                assert set(p.opts + p.secondary_opts) & fuzzed, (name, p.opts)
+    assert 250 <= len(cases) <= 800
+
+
+def test_fuzz_every_option(tmp_path, stored_sweep, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name, args in _cases():
+        contract(tuple(a.replace("{db}", stored_sweep) for a in args), cwd=str(tmp_path))
+
+
+# ---------------------------------------------------------------- defects found this round, one row each
+
+@pytest.mark.parametrize("args, needle", [
+    # options silently ignored
+    (("run", "all_reduce", *TINY, "--plot", ""), "--plot: empty"),                    # was: no plot, exit 0
+    (("run", "all_reduce", *TINY, "--top", "5"), "add --report"),                     # was: ignored
+    (("run", "moe_dispatch", *TINY, "--moe-routing", "balanced", "--seed", "3"), "--seed"),   # drew nothing
+    (("run", "moe_dispatch", *TINY, "--moe-routing", "perfect", "--seed", "3"), "--seed"),
+    (("run", "moe_dispatch", "--topo", "fat-tree", "--set", "hosts=16", "--set", "radix=8", "--experts", "16",
+      "--tokens", "64", "--moe-routing", "balanced", "--routing", "spray", "--seed", "3"), "does not hash"),
+    ((*STEP, "--pp-layout", ""), "--pp-layout"),                                      # was: the even split
+    ((*STEP, "--moe-routing", "skewed"), "dense"),                                    # was: ignored
+    ((*MOE_STEP, "--ep", "1", "--no-memory-check", "--moe-routing", "skewed"), "--ep 1"),
+    ((*STEP, "--routing", "spray"), "one NVLink domain"),                             # run refuses it too
+    ((*STEP, "--gpus-per-domain", "9"), "domains have 8 GPUs"),                       # 9 of an 8-GPU board
+    (("validate", "--id", "no-such-point"), "--id"),                                  # was: 0 points, 0 % error
+    (("validate", "--id", ""), "--id"),
+    (("validate", "--id", "h100x8-allreduce-ring", "--split", "heldout"), "selects no point"),
+    (("sweep", "run", "all_reduce", *TINY, "--grid", "size=1KiB,2KiB", "--db", "x.sqlite", "--nccl-version", ""),
+     "--nccl-version: empty"),                                                         # was: the default release
+    (("sweep", "run", "all_reduce", *TINY, "--grid", "size=1KiB,2KiB", "--db", "x.sqlite", "--pxn"), "pxn"),
+    (("sweep", "run", "moe_dispatch", *TINY, "--moe-routing", "balanced", "--grid", "seed=1,2", "--db",
+      "x.sqlite"), "grid seed"),
+    (("sweep", "run", "all_reduce", *TINY, "--db", "x.sqlite", "--jobs", "2", "--scheduler", "tcp://h:1"),
+     "give one of them"),
+    (("sweep", "run", "all_reduce", *TINY, "--db", "x.sqlite", "--file", ""), "--file: empty"),   # was: ignored
+    (("sweep", "run", "all_reduce", *TINY, "--db", "x.sqlite", "--degrade", "  "), "empty selector"),  # dropped
+    # a malformed degradation was stored as one error per point, exit 0; it is checked once, before any point
+    (("sweep", "run", "all_reduce", *TINY, "--db", "x.sqlite", "--grid", "size=1KiB,2KiB", "--degrade",
+      "gpu 0 nvlink"), "SELECTOR=VALUE"),
+    (("sweep", "run", "all_reduce", *TINY, "--db", "x.sqlite", "--grid", "degrade=gpu 0 nvlink=50%,gpu 1=150%"),
+     "between 0 and 1"),
+    # a trace named anything but .json (the docs said so; only six suffixes were refused)
+    ((*STEP, "--trace", "step.txt"), ".json"),
+    ((*STEP, "--trace", "trace"), ".json"),
+])
+def test_round4_defects_are_refused(args, needle, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    refused(*args, needle=needle)
+    assert os.listdir(tmp_path) == []
+
+
+def test_sweep_vocabularies_are_the_commands(tmp_path):
+    """recompute mla_up_proj (a step option) was refused by sweep: its choice lists were copies."""
+    from workloads.layout import OPTIMIZERS, PLACEMENTS, PRECISIONS, RECOMPUTE, SCHEDULES
+    from workloads.step import ATTENTION_PRECISIONS
+    from workloads.sweep.params import STEP_KEYS, normalise
+
+    base = {"op": "step", "model": "llama3-8b", "system": "hgx-h100", "gpus": 8, "global_batch": 8}
+    for key, vocab in (("recompute", RECOMPUTE), ("precision", PRECISIONS), ("schedule", SCHEDULES),
+                       ("optimizer", OPTIMIZERS), ("placement", PLACEMENTS),
+                       ("attention_precision", ATTENTION_PRECISIONS)):
+        assert key in STEP_KEYS
+        for v in vocab:
+            assert normalise({**base, key: v}).inputs[key] == v
+    db = tmp_path / "r.sqlite"
+    check("sweep", "run", "step", "--model", "llama3-8b", "--system", "hgx-h100", "--gpus", "8", "--global-batch",
+          "8", "--seq-len", "1024", "--grid", "recompute=none,mla_up_proj", "--db", db, "--jobs", "1", ok=(0,))
+
+
+def test_a_refused_second_output_writes_no_first_one(tmp_path):
+    """step --plot OK.png --trace BAD: the plot was written, then exit 2 (outputs are checked first now)."""
+    plot = tmp_path / "ok.png"
+    refused(*MOE_STEP, "--report", "--plot", plot, "--trace", tmp_path / "missing" / "t.json", needle="trace")
+    assert not plot.exists()
+    refused("run", "all_reduce", *TINY, "--plot", tmp_path / "missing" / "p.png", needle="does not exist")
+
+
+def test_sweep_that_cannot_start_creates_no_database(tmp_path):
+    """--scheduler without the Dask extra (or unreachable) failed after the --db was created."""
+    pytest.importorskip("sqlite3")
+    db = tmp_path / "s.sqlite"
+    try:
+        import distributed  # noqa: F401
+        pytest.skip("the Dask extra is installed: the scheduler would be contacted")
+    except ImportError:
+        pass
+    refused("sweep", "run", "all_reduce", *TINY, "--grid", "size=1KiB,2KiB", "--db", db, "--scheduler",
+            "tcp://127.0.0.1:1", needle="--scheduler")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_target_is_what_write_atomic_checks(tmp_path):
+    from topologies.errors import SpecError
+    from topologies.files import check_target, write_atomic
+
+    for bad in ("", str(tmp_path) + "/", str(tmp_path / "no" / "x.json"), "/dev/null"):
+        with pytest.raises(SpecError) as a:
+            check_target(bad, what="out")
+        with pytest.raises(SpecError) as b:
+            write_atomic(bad, b"x", what="out")
+        assert str(a.value) == str(b.value)
+    assert write_atomic(tmp_path / "x.json", b"{}") == check_target(tmp_path / "x.json")[0]
+
+
+# ---------------------------------------------------------------- Ctrl-C
+
+def test_ctrl_c_is_one_line_and_exit_130(monkeypatch):
+    """click turns KeyboardInterrupt into Abort: the CLI printed 'aborted' with status 1 (its own
+    'interrupted', 130 branch was never reached)."""
+    import topologies
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(topologies, "load_topology", interrupted)
+    r = CliRunner().invoke(cli, ["run", "all_reduce", *TINY])
+    assert r.exit_code == 130
+    assert [x for x in r.stderr.splitlines() if x.strip()] == ["error: interrupted (Ctrl-C)"]
+    assert r.stdout == ""
+
+
+def test_a_real_sigint_through_the_entry_point(tmp_path):
+    """The real signal, through ``cli.main.main``: status 130, one line, no trace file left behind."""
+    code = ("import os, signal, time, topologies\n"
+            "def slow(*a, **k):\n"
+            "    os.kill(os.getpid(), signal.SIGINT)\n"
+            "    time.sleep(30)\n"
+            "topologies.load_topology = slow\n"
+            "from cli.main import main\n"
+            "main(['run', 'all_reduce', '--topo', 'nvl', '--set', 'n=4', '--plot', 'p.png'])\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": root})
+    assert r.returncode == 130, (r.returncode, r.stderr[-500:])
+    assert [x for x in r.stderr.splitlines() if x.strip()] == ["error: interrupted (Ctrl-C)"]
+    assert r.stdout == "" and list(tmp_path.iterdir()) == []
