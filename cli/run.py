@@ -16,6 +16,7 @@ import click
 from cli.options import AsciiInt, VocabularyChoice, failure_options, given_options, json_option, memory_option, \
     parse_sets
 from cli.output import clean, echo_json, handles_errors, progress_console, stdout_console
+from topologies.limits import MAX_HIDDEN, MAX_SEED as _MAX_SEED
 
 __all__ = ["run_cmd", "run_command", "make_groups", "check_applicable", "nccl_version_option", "nccl_size_options",
            "MOE_OPTIONS", "MAX_SEED", "MAX_SIZE_BYTES"]
@@ -25,8 +26,8 @@ MOE_OPTIONS = ("tokens", "hidden", "experts", "topk", "moe_routing")
 #: Largest message size: 1 PiB, far beyond any GPU's memory (288 GB HBM on B300); above it the
 #: times overflow to meaningless values.
 MAX_SIZE_BYTES = 1 << 50
-#: Seeds are 64-bit hash salts.
-MAX_SEED = 2**63 - 1
+#: Seeds are 64-bit hash salts (the one bound: topologies.limits.MAX_SEED).
+MAX_SEED = _MAX_SEED
 _RANKS_RE = re.compile(r"[0-9]{1,12}")
 
 
@@ -314,7 +315,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
 @click.option("--moe-routing", "moe_routing", default=None, type=VocabularyChoice("collectives.ROUTING_KINDS"),
               help="MoE token routing (default: node_limited across domains, uniform inside one).")
 @click.option("--tokens", "tokens", default=4096, show_default=True, type=AsciiInt(min=1), help="MoE tokens per rank.")
-@click.option("--hidden", "hidden", default=7168, show_default=True, type=AsciiInt(min=1, max=1 << 24),
+@click.option("--hidden", "hidden", default=7168, show_default=True, type=AsciiInt(min=1, max=MAX_HIDDEN),
               help="MoE hidden size.")
 @click.option("--experts", "experts", default=256, show_default=True, type=AsciiInt(min=1), help="MoE routed experts.")
 @click.option("--topk", "topk", default=8, show_default=True, type=AsciiInt(min=1), help="MoE experts per token.")

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only; rich is imported where
 
 from cli.options import AsciiInt, VocabularyChoice
 from cli.output import handles_errors
+from topologies.limits import MAX_SEED
 
 __all__ = ["step_cmd", "step_summary", "breakdown_table", "placement_table", "hottest_table", "training_table",
            "BREAKDOWN_STYLE"]
@@ -200,7 +201,7 @@ def _check_seed_used(spec, *, ep: int, moe_routing: str, routing: str, resolved:
               help="auto: FP8 for MLA models with MXFP8 on GB300/B300 (NVIDIA's DeepSeek-V3 recipes), else BF16.")
 @click.option("--no-memory-check", "no_memory_check", is_flag=True,
               help="Estimate even when the memory estimate exceeds HBM (it is printed beside the result).")
-@click.option("--seed", "seed", default=0, show_default=True, type=AsciiInt(min=0, max=2**63 - 1))
+@click.option("--seed", "seed", default=0, show_default=True, type=AsciiInt(min=0, max=MAX_SEED))
 @click.option("--fail", "fail", multiple=True, metavar="SELECTOR", help="Fail cables, e.g. 'spine 3'.")
 @click.option("--degrade", "degrade", multiple=True, metavar="SELECTOR=VALUE", help="Reduce capacity, e.g. 'spine 3=50%'.")
 @click.option("--report", "report", is_flag=True, help="Breakdown bar, placement and the congestion of the step's traffic.")

@@ -190,6 +190,44 @@ def test_round4_defects_are_refused(args, needle, tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("grid", [
+    "seed=0,9223372036854775808",          # 2^63: run and step refuse it, the sweep crashed in SQLite
+    "tokens=1,1000000000000000000000",     # any integer over 64 bits: OverflowError, exit 1, half a sweep stored
+    "experts=16,1000000000000000000000",
+    "hidden=1,1000000000000",              # run --hidden stops at 16 Mi; the sweep evaluated it
+])
+def test_sweep_integers_are_bounded_before_any_point(grid, tmp_path):
+    db = tmp_path / "s.sqlite"
+    refused("sweep", "run", "moe_dispatch", *TINY, "--tokens" if not grid.startswith("tokens") else "--topk", "2",
+            "--grid", grid, "--db", db, "--jobs", "1", needle=grid.split("=")[0])
+    assert not db.exists()
+
+
+def test_sweep_stores_a_preset_value_over_64_bits_as_text(tmp_path):
+    """hosts = 10^21 is a --set value (bounded by its point's estimate, stored as an error): the store
+    crashed on the integer; it keeps its exact text now."""
+    db = tmp_path / "s.sqlite"
+    check("sweep", "run", "all_to_all", "--topo", "fat-tree", "--set", "radix=8", "--size", "1MiB", "--grid",
+          "hosts=16,1000000000000000000000", "--db", db, "--jobs", "1", ok=(0,))
+    r = check("sweep", "export", "--db", db, "--format", "json", ok=(0,))
+    rows = {str(x["hosts"]): x for x in json.loads(r.stdout)}
+    assert set(rows) == {"16", "1000000000000000000000"}
+
+
+def test_step_seq_len_is_bounded_as_models_is():
+    refused(*STEP, "--seq-len", "1" + "0" * 21, "--no-memory-check", needle="--seq-len")
+
+
+def test_library_token_routing_bounds():
+    from collectives.moe import TokenRouting
+    from topologies.errors import SpecError
+
+    with pytest.raises(SpecError, match="hidden"):
+        TokenRouting("uniform", hidden=10**12)
+    with pytest.raises(SpecError, match="seed"):
+        TokenRouting("uniform", seed=2**63)
+
+
 def test_sweep_vocabularies_are_the_commands(tmp_path):
     """recompute mla_up_proj (a step option) was refused by sweep: its choice lists were copies."""
     from workloads.layout import OPTIMIZERS, PLACEMENTS, PRECISIONS, RECOMPUTE, SCHEDULES

@@ -41,6 +41,7 @@ import numpy as np
 
 from topologies import catalog
 from topologies.errors import SpecError, brief
+from workloads.models import MAX_SEQ_LEN
 
 __all__ = ["PRECISIONS", "RECOMPUTE", "SCHEDULES", "OPTIMIZERS", "PLACEMENTS", "REFERENCE_SCALEOUT", "GROUP_KINDS",
            "LAYER_KINDS", "virtual_stages", "stage_of_virtual",
@@ -134,6 +135,9 @@ class Layout:
         if self.global_batch % (self.micro_batch * self.dp):
             raise SpecError(f"--global-batch {self.global_batch}: not divisible by micro-batch x dp = "
                             f"{self.micro_batch} x {self.dp} = {self.micro_batch * self.dp}")
+        if self.seq_len > MAX_SEQ_LEN:  # as fabric-emu models; 10^21 failed deep inside the compute model
+            raise SpecError(f"--seq-len {self.seq_len}: longer than {MAX_SEQ_LEN:,} tokens (16 Mi; published "
+                            f"contexts reach 10 M)")
         if self.seq_len % (self.cp * (2 if self.cp > 1 else 1)):
             raise SpecError(f"--seq-len {self.seq_len}: not divisible by 2 x cp = {2 * self.cp} "
                             f"(load-balanced context parallelism)")

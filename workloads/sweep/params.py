@@ -34,7 +34,7 @@ from fabric.failures import parse_degradation
 from fabric.routing import POLICIES
 from topologies.errors import SpecError, brief
 from topologies.presets import preset
-from topologies.limits import MAX_MESSAGE_BYTES
+from topologies.limits import MAX_HIDDEN, MAX_MESSAGE_BYTES, MAX_SEED
 from topologies.units import parse_size
 from workloads.layout import OPTIMIZERS, PLACEMENTS, PRECISIONS, RECOMPUTE, SCHEDULES
 from workloads.step import ATTENTION_PRECISIONS
@@ -66,14 +66,16 @@ def _optional_choice(allowed):
     return lambda key, v: None if v in (None, "", "none", "auto") else inner(key, v)
 
 
-def _int(lo: int):
+def _int(lo: int, hi: int = MAX_SEED):  # at most a signed 64-bit integer: what the store (SQLite) holds
+    span = f"between {lo} and {hi:,}"
+
     def conv(key, v):
         if isinstance(v, bool):
-            raise SpecError(f"{key}: {brief(v)} must be an integer >= {lo}")
+            raise SpecError(f"{key}: {brief(v)} must be an integer {span}")
         if isinstance(v, str) and v.strip().isascii() and v.strip().isdigit():
             v = int(v.strip())
-        if not isinstance(v, int) or v < lo:
-            raise SpecError(f"{key}: {brief(v)} must be an integer >= {lo}")
+        if not isinstance(v, int) or not lo <= v <= hi:
+            raise SpecError(f"{key}: {brief(v)} must be an integer {span}")
         return v
     return conv
 
@@ -135,7 +137,7 @@ RUN_KEYS = {
     "nccl_version": (None, lambda k, v: None if v in (None, "", "none") else check_nccl_version(v, field=k)),
     "moe_routing": (None, _optional_choice(ROUTING_KINDS)),
     "tokens": (4096, _int(1)),
-    "hidden": (7168, _int(1)),
+    "hidden": (7168, _int(1, MAX_HIDDEN)),
     "experts": (256, _int(1)),
     "topk": (8, _int(1)),
     "dispatch_dtype": ("fp8", _choice(DISPATCH_DTYPES)),

@@ -65,7 +65,14 @@ def _affinity(value) -> str:
     return "TEXT"
 
 
+#: SQLite INTEGER is a signed 64-bit integer; a larger Python int (a grid value such as hosts = 10^21,
+#: refused by its point's evaluation) is stored as its exact text instead of crashing the store.
+_SQL_INT_RANGE = (-(2**63), 2**63 - 1)
+
+
 def _sql_value(v):
+    if isinstance(v, int) and not isinstance(v, bool) and not _SQL_INT_RANGE[0] <= v <= _SQL_INT_RANGE[1]:
+        return str(v)
     if v is None or isinstance(v, (int, float, str)):
         return v
     if isinstance(v, (list, tuple, dict)):
