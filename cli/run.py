@@ -243,7 +243,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
             err.print(f"[{k}/{n}] {s:,} bytes")
 
     rows = sweep(router, collective, rank_groups, size_list, algorithm=algo, report=report, options=options,
-                 planner=planner, progress=progress, memory_limit=memory_limit)
+                 planner=planner, progress=progress, memory_limit=memory_limit, top=top)
     last = rows[-len(rank_groups)].report if report else None
     if plot:
         import numpy as np

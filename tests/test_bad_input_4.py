@@ -214,6 +214,14 @@ def test_sweep_stores_a_preset_value_over_64_bits_as_text(tmp_path):
     assert set(rows) == {"16", "1000000000000000000000"}
 
 
+@pytest.mark.parametrize("top", [3, 30])
+def test_run_top_sizes_the_report_it_names(top):
+    """--top over 10 was cut to 10: the report kept the 10 hottest links whatever --top asked."""
+    r = check("run", "all_to_all", "--topo", "fat-tree", "--set", "hosts=64", "--set", "radix=16", "--size", "1MiB",
+              "--report", "--top", top, "--json", ok=(0,))
+    assert len(json.loads(r.stdout)[0]["congestion"]["hottest"]) == top
+
+
 def test_step_seq_len_is_bounded_as_models_is():
     refused(*STEP, "--seq-len", "1" + "0" * 21, "--no-memory-check", needle="--seq-len")
 
