@@ -205,13 +205,15 @@ def test_sweep_integers_are_bounded_before_any_point(grid, tmp_path):
 
 def test_sweep_stores_a_preset_value_over_64_bits_as_text(tmp_path):
     """hosts = 10^21 is a --set value (bounded by its point's estimate, stored as an error): the store
-    crashed on the integer; it keeps its exact text now."""
+    crashed on the integer (OverflowError, exit 1); it is stored now (SQLite's numeric column reads
+    the text back as 1e+21)."""
     db = tmp_path / "s.sqlite"
     check("sweep", "run", "all_to_all", "--topo", "fat-tree", "--set", "radix=8", "--size", "1MiB", "--grid",
           "hosts=16,1000000000000000000000", "--db", db, "--jobs", "1", ok=(0,))
     r = check("sweep", "export", "--db", db, "--format", "json", ok=(0,))
     rows = {str(x["hosts"]): x for x in json.loads(r.stdout)}
-    assert set(rows) == {"16", "1000000000000000000000"}
+    assert set(rows) == {"16", "1e+21"}
+    assert rows["16"]["status"] == "ok" and rows["1e+21"]["status"] == "error"
 
 
 @pytest.mark.parametrize("top", [3, 30])
@@ -274,6 +276,44 @@ def test_sweep_that_cannot_start_creates_no_database(tmp_path):
     refused("sweep", "run", "all_reduce", *TINY, "--grid", "size=1KiB,2KiB", "--db", db, "--scheduler",
             "tcp://127.0.0.1:1", needle="--scheduler")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_outputs_never_replace_a_sweep_database_or_its_journal(tmp_path, stored_sweep):
+    """sweep export -o x.sqlite-wal (tab completion offers it next to x.sqlite) replaced SQLite's
+    write-ahead log with CSV; topo export --format json -o x.sqlite replaced the database."""
+    import shutil
+
+    db = tmp_path / "s.sqlite"
+    shutil.copy(stored_sweep, db)
+    wal = tmp_path / "s.sqlite-wal"
+    wal.write_bytes(b"WAL")  # stands for the live journal of a sweep being written
+    refused("sweep", "export", "--db", db, "--format", "csv", "-o", wal, needle="journal")
+    refused("topo", "export", "nvl", "--set", "n=4", "--format", "json", "-o", wal, needle="journal")
+    refused("topo", "export", "nvl", "--set", "n=4", "--format", "json", "-o", db, needle="sweep database")
+    link = tmp_path / "wal.csv"
+    link.symlink_to(wal)
+    refused("sweep", "export", "--db", db, "--format", "csv", "-o", link, needle="--db itself")
+    spec = tmp_path / "spec.toml"
+    spec.write_text('preset = "nvl"\n')
+    refused("sweep", "run", "all_reduce", *TINY, "--db", spec, "--jobs", "1", needle="sweep database")
+    assert wal.read_bytes() == b"WAL" and spec.read_text() == 'preset = "nvl"\n'
+    assert db.read_bytes() == open(stored_sweep, "rb").read()
+
+
+def test_sweep_export_dash_is_standard_output(tmp_path, stored_sweep, monkeypatch):
+    """-o - wrote a file named '-' (topo export -o - writes standard output)."""
+    monkeypatch.chdir(tmp_path)
+    r = check("sweep", "export", "--db", stored_sweep, "--format", "csv", "-o", "-", ok=(0,))
+    assert r.stdout.startswith("point_id,") and os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (("--x", "size"), "--x"),              # plot axes without --plot: ignored
+    (("--y", "busbw_GBps"), "--y"),
+    (("--columns", "size,size"), "twice"),
+])
+def test_sweep_show_options_that_did_nothing(extra, needle, stored_sweep):
+    refused("sweep", "show", "--db", stored_sweep, *extra, needle=needle)
 
 
 def test_check_target_is_what_write_atomic_checks(tmp_path):

@@ -37,8 +37,8 @@ from pathlib import Path
 from topologies.errors import SpecError, brief
 from topologies.limits import MAX_INPUT_ENV, max_input_bytes
 
-__all__ = ["read_text", "read_bytes", "parse_toml", "parse_json", "check_depth", "check_target", "write_atomic",
-           "MAX_DEPTH"]
+__all__ = ["read_text", "read_bytes", "parse_toml", "parse_json", "check_depth", "check_target", "check_output_name",
+           "write_atomic", "MAX_DEPTH", "FILE_KINDS", "SQLITE_SIDECARS"]
 
 #: Deepest nesting accepted in TOML/JSON input (spec files are 2-3 levels deep).
 MAX_DEPTH = 32
@@ -162,6 +162,47 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+#: File suffixes fabric-emu reads or writes, and what such a file holds: an output is never written under
+#: the name of another kind (JSON over a .toml spec, CSV over a sweep database).
+FILE_KINDS = {".toml": "a topology spec, model, validation or sweep file (TOML)", ".json": "JSON",
+              ".graphml": "GraphML", ".xml": "GraphML", ".csv": "CSV", ".png": "a PNG plot", ".svg": "an SVG plot",
+              ".sqlite": "a sweep database (SQLite)", ".sqlite3": "a sweep database (SQLite)",
+              ".db": "a sweep database (SQLite)"}
+#: What SQLite keeps beside a database (write-ahead log, its index, the rollback journal): replacing one
+#: loses or corrupts the sweep's points (tab completion offers ``x.sqlite-wal`` next to ``x.sqlite``).
+SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
+
+
+def check_output_name(path: str | Path, suffixes: tuple[str, ...], *, what: str, kind: str, hint: str = "") -> None:
+    """Refuse an output name that says it holds another kind of file than this output (``kind``).
+
+    A name ending in one of ``suffixes`` (the output's own, lower case) or in a suffix fabric-emu does not
+    know (``out``, ``x.txt``) passes; one of :data:`FILE_KINDS` that is not the output's, or a SQLite
+    sidecar, is refused with ``hint`` appended.
+
+    Examples
+    --------
+    >>> check_output_name("g.json", (".json",), what="output", kind="--format json")
+    >>> try:
+    ...     check_output_name("sweep.sqlite-wal", (".csv",), what="-o", kind="--format csv")
+    ... except SpecError as e:
+    ...     print(str(e)[:60])
+    -o 'sweep.sqlite-wal': is the journal of the SQLite database
+    """
+    name = os.path.basename(str(path))
+    low = name.lower()
+    side = next((x for x in SQLITE_SIDECARS if low.endswith(x)), None)
+    if side:
+        raise SpecError(f"{what} {_label(path)}: is the journal of the SQLite database {name[:-len(side)]!r} "
+                        f"({side[1:]}); replacing it would lose the sweep's points")
+    suffix = Path(low).suffix
+    if suffix in suffixes or suffix not in FILE_KINDS:
+        return
+    stem = Path(name).stem
+    raise SpecError(f"{what} {_label(path)}: a {suffix} file holds {FILE_KINDS[suffix]}; {kind} goes in a "
+                    f"{suffixes[0]} file (name it {stem}{suffixes[0]}){hint}")
 
 
 def check_target(path: str | Path, *, what: str = "output") -> tuple[Path, int]:

@@ -66,7 +66,8 @@ def _affinity(value) -> str:
 
 
 #: SQLite INTEGER is a signed 64-bit integer; a larger Python int (a grid value such as hosts = 10^21,
-#: refused by its point's evaluation) is stored as its exact text instead of crashing the store.
+#: refused by its point's evaluation) is passed as text instead of crashing the store (a numeric column
+#: keeps it as a REAL, 1e+21; inputs_json keeps every digit).
 _SQL_INT_RANGE = (-(2**63), 2**63 - 1)
 
 
