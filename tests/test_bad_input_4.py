@@ -224,6 +224,14 @@ def test_run_top_sizes_the_report_it_names(top):
     assert len(json.loads(r.stdout)[0]["congestion"]["hottest"]) == top
 
 
+def test_no_nan_in_the_tables_when_no_byte_crosses_the_fabric():
+    """perfect routing with top-1 of 4 experts on 4 ranks keeps every token on its GPU: the bound
+    columns printed 'nan'."""
+    r = check("run", "moe_combine", *TINY, "--tokens", "1", "--experts", "4", "--topk", "1", "--moe-routing",
+              "perfect", "--report", ok=(0,))
+    assert "nan" not in r.stdout.lower() and "no traffic crossed" in r.stdout
+
+
 def test_step_seq_len_is_bounded_as_models_is():
     refused(*STEP, "--seq-len", "1" + "0" * 21, "--no-memory-check", needle="--seq-len")
 
