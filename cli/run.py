@@ -29,6 +29,14 @@ MAX_SIZE_BYTES = 1 << 50
 #: Seeds are 64-bit hash salts (the one bound: topologies.limits.MAX_SEED).
 MAX_SEED = _MAX_SEED
 _RANKS_RE = re.compile(r"[0-9]{1,12}")
+#: Forced algorithms that an option does not change (measured: byte-identical results with and without it
+#: on 1 and 4 HGX H100 nodes over Quantum-2, 64 KiB .. 1 GiB): NVLS on/off and CollNet only enter NCCL's
+#: choice (auto; CollNet also the multi-node NVLS of --algo nvls); the NVLS chunk size only NVLS steps; the
+#: buffer size only tree and NVLS pipelines.
+_NO_NVLS_CHOICE = ("ring", "tree", "sharp", "hier")
+_NO_COLLNET_CHOICE = ("ring", "tree", "hier")
+_NO_NVLS_CHUNKS = ("ring", "tree", "sharp")
+_NO_BUFFSIZE = ("ring", "sharp")
 
 
 def _flag(name: str) -> str:
@@ -109,6 +117,15 @@ def check_applicable(collective: str, given: set[str], *, routing: str, groups: 
                             f"{collective} does not use it")
     if "nvls" in given and collective not in switch:
         raise SpecError(f"--nvls/--no-nvls: applies to {', '.join(switch)}; NCCL runs {collective} without NVLS")
+    # a forced algorithm bypasses NCCL's choice: what only that choice (or another algorithm) reads is ignored
+    for name, flag, algos, what in (
+            ("nvls", "--nvls/--no-nvls", _NO_NVLS_CHOICE, "NCCL's choice of NVLS"),
+            ("collnet", "--collnet/--no-collnet", _NO_COLLNET_CHOICE, "NCCL's choice of CollNet / multi-node NVLS"),
+            ("nvls_chunksize", "--nvls-chunksize", _NO_NVLS_CHUNKS, "the NVLS chunks"),
+            ("nccl_buffsize", "--nccl-buffsize", _NO_BUFFSIZE, "the tree and NVLS pipelines' chunks")):
+        if name in given and algo in algos:
+            raise SpecError(f"{flag}: sets {what}; --algo {algo} does not use it (give --algo auto to let NCCL "
+                            f"choose)")
     if nvls is False and algo == "nvls":
         raise SpecError("--no-nvls: turns NVLS off (NCCL_NVLS_ENABLE=0); it cannot go with --algo nvls")
     if "collnet" in given and collective not in switch:

@@ -33,6 +33,8 @@ STEP = ("step", "--model", "llama3-8b", "--system", "hgx-h100", "--gpus", "8", "
 MOE_STEP = ("step", "--model", "qwen3-30b-a3b", "--system", "hgx-h100", "--gpus", "16", "--ep", "16",
             "--global-batch", "64", "--micro-batch", "1", "--seq-len", "1024", "--precision", "bf16")
 
+_TWO_NODES = ("--topo", "hgx-h100", "--set", "domains=2", "--set", "scaleout=quantum-2", "--size", "1MiB")
+
 # ---------------------------------------------------------------- the fuzz driver
 
 #: What a hostile but realistic user types into an option.
@@ -180,6 +182,12 @@ def test_fuzz_every_option(tmp_path, stored_sweep, monkeypatch):
       "gpu 0 nvlink"), "SELECTOR=VALUE"),
     (("sweep", "run", "all_reduce", *TINY, "--db", "x.sqlite", "--grid", "degrade=gpu 0 nvlink=50%,gpu 1=150%"),
      "between 0 and 1"),
+    # a forced algorithm bypasses NCCL's choice: these options gave byte-identical results
+    (("run", "all_reduce", *_TWO_NODES, "--algo", "ring", "--collnet"), "--algo ring does not use it"),
+    (("run", "all_reduce", *_TWO_NODES, "--algo", "tree", "--no-nvls"), "--algo tree does not use it"),
+    (("run", "all_reduce", *_TWO_NODES, "--algo", "hier", "--no-nvls"), "--algo hier does not use it"),
+    (("run", "all_reduce", *_TWO_NODES, "--algo", "ring", "--nvls-chunksize", "1MiB"), "NVLS chunks"),
+    (("run", "all_reduce", *_TWO_NODES, "--algo", "sharp", "--nccl-buffsize", "1MiB"), "--algo sharp"),
     # a trace named anything but .json (the docs said so; only six suffixes were refused)
     ((*STEP, "--trace", "step.txt"), ".json"),
     ((*STEP, "--trace", "trace"), ".json"),
@@ -188,6 +196,12 @@ def test_round4_defects_are_refused(args, needle, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     refused(*args, needle=needle)
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("extra", [("--algo", "nvls", "--collnet"), ("--algo", "auto", "--no-nvls"),
+                                   ("--algo", "sharp", "--collnet"), ("--algo", "tree", "--nccl-buffsize", "1MiB")])
+def test_options_the_forced_algorithm_uses_still_run(extra):
+    check("run", "all_reduce", *_TWO_NODES, *extra, "--json", ok=(0,))
 
 
 @pytest.mark.parametrize("grid", [
