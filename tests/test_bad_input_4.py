@@ -260,6 +260,21 @@ def test_library_token_routing_bounds():
         TokenRouting("uniform", seed=2**63)
 
 
+def test_a_model_file_cannot_take_a_built_in_name(tmp_path):
+    """A file named 'llama3-8b' with DeepSeek-V2-Lite's sizes ran as 'step of llama3-8b' and was listed
+    next to the real one under the same name; a verbatim copy of a built-in is still accepted."""
+    from importlib import resources
+
+    text = (resources.files("workloads") / "data" / "models" / "deepseek-v2-lite.toml").read_text()
+    clash = tmp_path / "clash.toml"
+    clash.write_text(text.replace('name = "deepseek-v2-lite"', 'name = "llama3-8b"'))
+    refused("models", "--model", clash, needle="built-in model")
+    refused(*STEP[:2], clash, *STEP[3:], needle="built-in model")
+    copy = tmp_path / "copy.toml"
+    copy.write_text(text)
+    check("models", "--model", copy, ok=(0,))
+
+
 def test_sweep_vocabularies_are_the_commands(tmp_path):
     """recompute mla_up_proj (a step option) was refused by sweep: its choice lists were copies."""
     from workloads.layout import OPTIMIZERS, PLACEMENTS, PRECISIONS, RECOMPUTE, SCHEDULES
