@@ -275,6 +275,16 @@ def test_a_model_file_cannot_take_a_built_in_name(tmp_path):
     check("models", "--model", copy, ok=(0,))
 
 
+def test_a_spec_cannot_take_another_fabrics_preset_name(tmp_path):
+    """name = "hgx-h100" on a GB200 NVLink domain printed 'all_reduce on hgx-h100' with GB200 numbers."""
+    other = tmp_path / "other.toml"
+    other.write_text('preset = "nvl"\nname = "hgx-h100"\n')
+    refused("run", "all_reduce", "--topo", other, "--size", "1MiB", needle="preset's name")
+    same = tmp_path / "same.toml"
+    same.write_text('preset = "hgx-h100"\nname = "hgx-h100"\n')
+    check("topo", "show", same, ok=(0,))
+
+
 def test_sweep_vocabularies_are_the_commands(tmp_path):
     """recompute mla_up_proj (a step option) was refused by sweep: its choice lists were copies."""
     from workloads.layout import OPTIMIZERS, PLACEMENTS, PRECISIONS, RECOMPUTE, SCHEDULES
