@@ -150,6 +150,33 @@ def test_fuzz_every_option(tmp_path, stored_sweep, monkeypatch):
         contract(tuple(a.replace("{db}", stored_sweep) for a in args), cwd=str(tmp_path))
 
 
+def _combinations(per_base: int = 25) -> list[tuple[str, tuple[str, ...]]]:
+    """Three options at once per case (contradictions), each a valid value (a choice or the default)
+    four times in five, else a hostile one."""
+    rng = random.Random(SEED + 1)
+    out = []
+    for name, base in BASES.items():
+        params = [p for p in _command(tuple(name.split("-")[0].split())).params
+                  if isinstance(p, click.Option) and p.opts[0] not in SKIP and "--help" not in p.opts]
+        for _ in range(per_base):
+            args = list(base)
+            for p in rng.sample(params, min(3, len(params))):
+                if p.is_flag:
+                    args.append(rng.choice(p.opts + p.secondary_opts))
+                    continue
+                good = list(getattr(p.type, "choices", None) or []) or (
+                    [str(p.default)] if p.default not in (None, (), False) else [])
+                args += [p.opts[-1], rng.choice(good) if good and rng.random() < 0.8 else rng.choice(HOSTILE)]
+            out.append((name, tuple(args)))
+    return out
+
+
+def test_fuzz_option_combinations(tmp_path, stored_sweep, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name, args in _combinations():
+        contract(tuple(a.replace("{db}", stored_sweep) for a in args), cwd=str(tmp_path))
+
+
 # ---------------------------------------------------------------- defects found this round, one row each
 
 @pytest.mark.parametrize("args, needle", [
