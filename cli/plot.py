@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 
-__all__ = ["require_matplotlib", "check_plot_path", "sweep_plot", "busbw_plot", "utilisation_heatmap", "run_figure", "step_figure", "FORMATS"]
+__all__ = ["require_matplotlib", "check_plot_path", "sweep_plot", "busbw_plot", "utilisation_heatmap", "run_figure",
+           "step_figure", "FORMATS"]
 
 #: File types a plot may be written as.
 FORMATS = (".png", ".svg")

@@ -30,9 +30,9 @@ MAX_SIZE_BYTES = 1 << 50
 MAX_SEED = _MAX_SEED
 _RANKS_RE = re.compile(r"[0-9]{1,12}")
 #: Forced algorithms that an option does not change (measured: byte-identical results with and without it
-#: on 1, 2 and 4 HGX H100 nodes over Quantum-2 and one GB200 NVL72, 64 KiB .. 1 GiB): NVLS on/off and CollNet only enter NCCL's
-#: choice (auto; CollNet also the multi-node NVLS of --algo nvls); the NVLS chunk size only NVLS steps; the
-#: buffer size only tree and NVLS pipelines.
+#: on 1, 2 and 4 HGX H100 nodes over Quantum-2 and one GB200 NVL72, 64 KiB .. 1 GiB): NVLS on/off and
+#: CollNet only enter NCCL's choice (auto; CollNet also the multi-node NVLS of --algo nvls); the NVLS chunk
+#: size only NVLS steps; the buffer size only tree and NVLS pipelines.
 _NO_NVLS_CHOICE = ("ring", "tree", "sharp", "hier")
 _NO_COLLNET_CHOICE = ("ring", "tree", "hier")
 _NO_NVLS_CHUNKS = ("ring", "tree", "sharp")

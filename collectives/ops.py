@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from topologies.errors import SpecError, brief
 
-__all__ = ["COLLECTIVES", "ALGORITHMS", "NCCL_SWITCH_COLLECTIVES", "PXN_COLLECTIVES", "OLDEST_NCCL", "Collective", "Options", "busbw_factor",
+__all__ = ["COLLECTIVES", "ALGORITHMS", "NCCL_SWITCH_COLLECTIVES", "PXN_COLLECTIVES", "OLDEST_NCCL", "Collective",
+           "Options", "busbw_factor",
            "check_nccl_version"]
 
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "moe_dispatch", "moe_combine",

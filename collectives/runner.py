@@ -135,7 +135,8 @@ def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: in
         memory_limit=None, top: int = 10) -> list[CollectiveResult]:
     """Simulate ``ops`` together on ``router``'s fabric and return one result per op.
 
-    With ``report``, the congestion report lists the ``top`` hottest links. Ops whose estimated memory (:mod:`collectives.budget`) exceeds ``memory_limit`` (default
+    With ``report``, the congestion report lists the ``top`` hottest links. Ops whose estimated memory
+    (:mod:`collectives.budget`) exceeds ``memory_limit`` (default
     ``$FABRIC_EMU_MEMORY_LIMIT`` or 8 GiB) are refused before planning.
     """
     if not ops:
