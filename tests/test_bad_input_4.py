@@ -338,6 +338,17 @@ def test_a_refused_second_output_writes_no_first_one(tmp_path):
     refused("run", "all_reduce", *TINY, "--plot", tmp_path / "missing" / "p.png", needle="does not exist")
 
 
+def test_a_plot_without_matplotlib_is_refused_before_the_run(monkeypatch, tmp_path):
+    import importlib.util
+
+    import topologies
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    monkeypatch.setattr(topologies, "load_topology", lambda *a, **k: pytest.fail("built before the refusal"))
+    refused("run", "all_reduce", *TINY, "--plot", tmp_path / "p.png", needle="matplotlib")
+
+
 def test_sweep_that_cannot_start_creates_no_database(tmp_path):
     """--scheduler without the Dask extra (or unreachable) failed after the --db was created."""
     pytest.importorskip("sqlite3")
