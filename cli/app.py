@@ -27,7 +27,7 @@ from cli.options import (
 from cli.output import clean, echo_json, fail, handles_errors, progress_console, stdout_console
 from topologies.errors import brief
 
-__all__ = ["cli", "COMMANDS", "OneLineGroup"]
+__all__ = ["cli", "COMMANDS", "OneLineGroup", "Terminated"]
 
 #: Commands defined in their own modules, one line each: name -> ("module:attribute", short help).
 COMMANDS = {
@@ -39,6 +39,11 @@ COMMANDS = {
     "sweep": ("cli.sweep_cmd:sweep_group",
               "Sweep any parameter of `run` or `step`; rank single failures; results stored in SQLite."),
 }
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``), raised by the entry point's handler: unwinds like Ctrl-C, so
+    atomic writes remove their temporary files, and ends with status 143 (128 + SIGTERM)."""
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -98,6 +103,8 @@ class OneLineGroup(click.Group):
         except click.ClickException as exc:
             fail(" ".join(exc.format_message().split()), 2)
         except click.Abort as exc:  # click turns Ctrl-C (KeyboardInterrupt) into Abort: 128 + SIGINT, as shells
+            if isinstance(exc.__cause__, Terminated):
+                fail("terminated (SIGTERM)", 143)
             if isinstance(exc.__cause__, KeyboardInterrupt):
                 fail("interrupted (Ctrl-C)", 130)
             fail("aborted", 1)

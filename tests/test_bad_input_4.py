@@ -446,3 +446,22 @@ def test_a_real_sigint_through_the_entry_point(tmp_path):
     assert r.returncode == 130, (r.returncode, r.stderr[-500:])
     assert [x for x in r.stderr.splitlines() if x.strip()] == ["error: interrupted (Ctrl-C)"]
     assert r.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+def test_sigterm_mid_write_leaves_no_file(tmp_path):
+    """SIGTERM (kill, timeout) killed the process at once: a write in progress left its temporary file.
+    The entry point unwinds on it now (status 143, one line), and the atomic write removes its temporary."""
+    code = ("import os, signal, time\n"
+            "import topologies.files as f\n"
+            "def slow(fd):\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    time.sleep(30)\n"
+            "f.os.fsync = slow\n"
+            "from cli.main import main\n"
+            "main(['topo', 'export', 'nvl', '--set', 'n=4', '--format', 'json', '-o', 'g.json'])\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": root})
+    assert r.returncode == 143, (r.returncode, r.stderr[-500:])
+    assert [x for x in r.stderr.splitlines() if x.strip()] == ["error: terminated (SIGTERM)"]
+    assert list(tmp_path.iterdir()) == []
