@@ -240,6 +240,12 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
     err = _progress()
     spec = get_model(model)
     _check_seed_used(spec, ep=ep, moe_routing=moe_routing, routing=routing)
+    if "overlap" in given and schedule == "dualpipe" and spec.is_moe and ep > 1:
+        from workloads.step import parse_overlap
+
+        if overlap.strip().lower() != "auto" and not parse_overlap(overlap, moe=True).ep:
+            raise SpecError(f"--overlap {_clean(overlap)}: DualPipe overlaps the EP all-to-alls by construction; "
+                            f"add ep to the list (or choose another --schedule)")
     lay = Layout(gpus=gpus, tp=tp, pp=pp, vpp=vpp, ep=ep, etp=etp, cp=cp, global_batch=global_batch,
                  micro_batch=micro_batch, seq_len=seq_len, precision=precision, recompute=recompute,
                  schedule=schedule or "", optimizer=optimizer)

@@ -191,6 +191,8 @@ def test_fuzz_option_combinations(tmp_path, stored_sweep, monkeypatch):
     ((*STEP, "--moe-routing", "skewed"), "dense"),                                    # was: ignored
     ((*MOE_STEP, "--ep", "1", "--no-memory-check", "--moe-routing", "skewed"), "--ep 1"),
     ((*STEP, "--routing", "spray"), "one NVLink domain"),                             # run refuses it too
+    ((*MOE_STEP, "--ep", "8", "--pp", "2", "--schedule", "dualpipe", "--overlap", "none"), "DualPipe"),  # ep added
+    ((*MOE_STEP, "--ep", "8", "--pp", "2", "--schedule", "dualpipe", "--overlap", "dp-grad,tp"), "add ep"),
     ((*STEP, "--gpus-per-domain", "9"), "domains have 8 GPUs"),                       # 9 of an 8-GPU board
     (("validate", "--id", "no-such-point"), "--id"),                                  # was: 0 points, 0 % error
     (("validate", "--id", ""), "--id"),
