@@ -98,12 +98,12 @@ def plan_sweep(op: str, base: dict, grid, zip_axes=(), *, zipped: bool = False) 
             seen.add(p.point_id)
             points.append(p)
     swept = [k for k, _ in list(grid) + list(zip_axes)]
-    if "seed" in swept:
-        _check_seed_used(points)
+    if "seed" in swept or "seed" in base:  # a fixed seed too: run and step refuse one that nothing draws from
+        _check_seed_used(points, "grid seed" if "seed" in swept else "seed")
     return SweepPlan(op=op, points=tuple(points), swept_keys=swept)
 
 
-def _check_seed_used(points) -> None:
+def _check_seed_used(points, what: str = "grid seed") -> None:
     """Refuse a swept ``seed`` when no point draws from it (``run``/``step`` refuse ``--seed`` there
     too): the seed drives ECMP hashing on a scale-out network and sampled MoE token routing.
     A grid that crosses seeds with, e.g., ``routing=ecmp,spray`` is kept (its spray points repeat)."""
@@ -114,8 +114,9 @@ def _check_seed_used(points) -> None:
             return
         first = first or why
     if points:
-        raise SpecError(f"grid seed: {points[0].op} draws nothing from the seed ({first}); sweep seed with "
-                        f"ECMP routing over a scale-out network or with sampled MoE token routing")
+        raise SpecError(f"{what}: {points[0].op} draws nothing from the seed ({first}); "
+                        + ("sweep seed" if what == "grid seed" else "give a seed") + " with ECMP routing over a "
+                        "scale-out network or with sampled MoE token routing")
 
 
 def _seed_unused_because(p, tiers: dict) -> str:
