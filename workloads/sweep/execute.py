@@ -100,6 +100,9 @@ def plan_sweep(op: str, base: dict, grid, zip_axes=(), *, zipped: bool = False) 
     swept = [k for k, _ in list(grid) + list(zip_axes)]
     if "seed" in swept or "seed" in base:  # a fixed seed too: run and step refuse one that nothing draws from
         _check_seed_used(points, "grid seed" if "seed" in swept else "seed")
+    if ("layout" in swept or "layout" in base) and points and points[0].kind == "collective" \
+            and all(p.inputs.get("groups", 1) == 1 for p in points):  # as run --layout without --groups
+        raise SpecError("layout: splits the ranks of --groups > 1; no point of this sweep has more than one group")
     return SweepPlan(op=op, points=tuple(points), swept_keys=swept)
 
 
