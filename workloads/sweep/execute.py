@@ -100,6 +100,8 @@ def plan_sweep(op: str, base: dict, grid, zip_axes=(), *, zipped: bool = False) 
     swept = [k for k, _ in list(grid) + list(zip_axes)]
     if "seed" in swept or "seed" in base:  # a fixed seed too: run and step refuse one that nothing draws from
         _check_seed_used(points, "grid seed" if "seed" in swept else "seed")
+    if "routing" in swept or "routing" in base:
+        _check_routing_used(points)
     if ("layout" in swept or "layout" in base) and points and points[0].kind == "collective" \
             and all(p.inputs.get("groups", 1) == 1 for p in points):  # as run --layout without --groups
         raise SpecError("layout: splits the ranks of --groups > 1; no point of this sweep has more than one group")
@@ -122,6 +124,27 @@ def _check_seed_used(points, what: str = "grid seed") -> None:
                         "scale-out network or with sampled MoE token routing")
 
 
+def _tiers_and_policy(p, cache: dict) -> tuple[int, str]:
+    """Scale-out tiers and own routing policy of a collective point's fabric (built once per topology)."""
+    from collectives.budget import fabric_tiers
+    from collectives.runner import fabric_policy
+
+    key = (p.topo, repr(sorted(p.sets.items())))
+    if key not in cache:
+        cf = base_fabric(p.topo, p.sets)[1]
+        cache[key] = (fabric_tiers(cf), fabric_policy(cf))
+    return cache[key]
+
+
+def _check_routing_used(points) -> None:
+    """Refuse a fixed or swept ``routing`` when no collective point has a scale-out network (as run does)."""
+    cache: dict = {}
+    if points and all(p.kind == "collective" for p in points) and \
+            not any(_tiers_and_policy(p, cache)[0] for p in points):
+        raise SpecError(f"routing: {points[0].topo} has no scale-out network; the routing policy only picks paths "
+                        f"through network switches")
+
+
 def _seed_unused_because(p, tiers: dict) -> str:
     """Why point ``p`` draws nothing from its seed ("" when it does)."""
     x = p.inputs
@@ -138,14 +161,7 @@ def _seed_unused_because(p, tiers: dict) -> str:
             return ""
     if x["routing"] not in ("ecmp", "auto"):
         return f"routing {x['routing']} does not hash flows"
-    from collectives.budget import fabric_tiers
-    from collectives.runner import fabric_policy
-
-    key = (p.topo, repr(sorted(p.sets.items())))
-    if key not in tiers:
-        cf = base_fabric(p.topo, p.sets)[1]
-        tiers[key] = (fabric_tiers(cf), fabric_policy(cf))
-    n_tiers, policy = tiers[key]
+    n_tiers, policy = _tiers_and_policy(p, tiers)
     if not n_tiers:
         return f"{p.topo} has no scale-out network to hash flows over"
     return "" if x["routing"] == "ecmp" or policy == "ecmp" else \
