@@ -208,6 +208,8 @@ def test_fuzz_option_combinations(tmp_path, stored_sweep, monkeypatch):
      "no point of this sweep"),                                                        # as run --layout alone
     (("sweep", "run", "all_reduce", "--topo", "nvl", "--grid", "n=2,4", "--grid", "routing=ecmp,spray", "--db",
       "x.sqlite"), "no scale-out network"),                                            # as run --routing
+    (("sweep", "run", "all_to_all", *TINY, "--grid", "size=1KiB,2KiB", "--db", "x.sqlite", "--pxn"),
+     "PXN forwards"),
     (("sweep", "run", "all_reduce", *TINY, "--db", "x.sqlite", "--jobs", "2", "--scheduler", "tcp://h:1"),
      "give one of them"),
     (("sweep", "run", "all_reduce", *TINY, "--db", "x.sqlite", "--file", ""), "--file: empty"),   # was: ignored

@@ -100,8 +100,9 @@ def plan_sweep(op: str, base: dict, grid, zip_axes=(), *, zipped: bool = False) 
     swept = [k for k, _ in list(grid) + list(zip_axes)]
     if "seed" in swept or "seed" in base:  # a fixed seed too: run and step refuse one that nothing draws from
         _check_seed_used(points, "grid seed" if "seed" in swept else "seed")
-    if "routing" in swept or "routing" in base:
-        _check_routing_used(points)
+    for key in _SCALEOUT_ONLY:
+        if key in swept or key in base:
+            _check_scaleout_used(points, key)
     if ("layout" in swept or "layout" in base) and points and points[0].kind == "collective" \
             and all(p.inputs.get("groups", 1) == 1 for p in points):  # as run --layout without --groups
         raise SpecError("layout: splits the ranks of --groups > 1; no point of this sweep has more than one group")
@@ -136,13 +137,18 @@ def _tiers_and_policy(p, cache: dict) -> tuple[int, str]:
     return cache[key]
 
 
-def _check_routing_used(points) -> None:
-    """Refuse a fixed or swept ``routing`` when no collective point has a scale-out network (as run does)."""
+#: Keys that only act on a scale-out network, and what they do there (run refuses them without one).
+_SCALEOUT_ONLY = {"routing": "the routing policy only picks paths through network switches",
+                  "pxn": "PXN forwards network traffic over NVLink"}
+
+
+def _check_scaleout_used(points, key: str) -> None:
+    """Refuse a fixed or swept ``key`` of :data:`_SCALEOUT_ONLY` when no collective point has a scale-out
+    network (as run does)."""
     cache: dict = {}
     if points and all(p.kind == "collective" for p in points) and \
             not any(_tiers_and_policy(p, cache)[0] for p in points):
-        raise SpecError(f"routing: {points[0].topo} has no scale-out network; the routing policy only picks paths "
-                        f"through network switches")
+        raise SpecError(f"{key}: {points[0].topo} has no scale-out network; {_SCALEOUT_ONLY[key]}")
 
 
 def _seed_unused_because(p, tiers: dict) -> str:
