@@ -27,7 +27,7 @@ from cli.options import (
 from cli.output import clean, echo_json, fail, handles_errors, progress_console, stdout_console
 from topologies.errors import brief
 
-__all__ = ["cli", "COMMANDS", "OneLineGroup"]
+__all__ = ["cli", "COMMANDS", "OneLineGroup", "Terminated"]
 
 #: Commands defined in their own modules, one line each: name -> ("module:attribute", short help).
 COMMANDS = {
@@ -39,6 +39,11 @@ COMMANDS = {
     "sweep": ("cli.sweep_cmd:sweep_group",
               "Sweep any parameter of `run` or `step`; rank single failures; results stored in SQLite."),
 }
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``), raised by the entry point's handler: unwinds like Ctrl-C, so
+    atomic writes remove their temporary files, and ends with status 143 (128 + SIGTERM)."""
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -97,10 +102,14 @@ class OneLineGroup(click.Group):
             fail(f"{' '.join(exc.format_message().split())} (see '{where} --help')", 2)
         except click.ClickException as exc:
             fail(" ".join(exc.format_message().split()), 2)
-        except click.Abort:
+        except click.Abort as exc:  # click turns Ctrl-C (KeyboardInterrupt) into Abort: 128 + SIGINT, as shells
+            if isinstance(exc.__cause__, Terminated):
+                fail("terminated (SIGTERM)", 143)
+            if isinstance(exc.__cause__, KeyboardInterrupt):
+                fail("interrupted (Ctrl-C)", 130)
             fail("aborted", 1)
-        except KeyboardInterrupt:
-            fail("interrupted", 130)
+        except KeyboardInterrupt:  # pragma: no cover - outside click's own handling
+            fail("interrupted (Ctrl-C)", 130)
         sys.exit(0)
 
 
@@ -233,7 +242,8 @@ def bisect_cmd(topo: str, sets, fail, degrade, memory_limit, as_json: bool) -> N
 def validate_cmd(path, split, ids, as_json) -> None:
     """Predict the published points and compare: fit and held-out errors apart.
 
-    Exits 1 when the file holds no point or tables it does not know.
+    A file that holds no point or tables it does not know, an --id that names no point and an
+    --id/--split that together select nothing are refused (exit status 2).
     """
     from cli.report import validation_table
     from collectives.validate import validate
@@ -241,6 +251,19 @@ def validate_cmd(path, split, ids, as_json) -> None:
 
     if path is not None and not path.strip():
         raise SpecError("--file: empty file name")
+    if ids:  # a misspelt id would select nothing and report a 0 % error over zero points
+        from collectives.validate import point_ids
+
+        known = set(point_ids(path))
+        if path is None:
+            from workloads.training_validate import load_points
+
+            known |= {p["id"] for p in load_points(None)}
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise SpecError(f"--id {brief(unknown[0])}: not the id of any point in "
+                            f"{brief(path) if path else 'the shipped validation files'} "
+                            f"(fabric-emu validate --json lists them)")
     err = progress_console()
     rep = validate(path, progress=lambda pid, k, n: err.print(f"[{k}/{n}] {clean(pid)}"),
                    splits=(split,) if split else None, ids=list(ids) or None)
@@ -258,6 +281,9 @@ def validate_cmd(path, split, ids, as_json) -> None:
                                                           if r.split == split))
         if not train.rows:
             train = None
+    if (ids or split) and not rep.rows and train is None:  # e.g. a held-out id with --split fit
+        raise SpecError(f"--split {split or '(any)'} with --id {', '.join(brief(i) for i in ids) or '(any)'}: "
+                        f"selects no point; drop --split or give ids of that split")
     if as_json:
         echo_json(rep.as_dict() | ({"training": train.as_dict()} if train is not None else {}))
     else:

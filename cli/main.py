@@ -55,9 +55,18 @@ def main(argv: list[str] | None = None) -> None:
     if problem:
         sys.stderr.write(f"error: {problem}\n")
         sys.exit(2)
-    from cli.app import cli
-
     import os
+    import signal
+
+    from cli.app import Terminated, cli
+
+    def terminated(signum, frame):
+        raise Terminated
+
+    try:
+        signal.signal(signal.SIGTERM, terminated)  # unwind (temporary files removed) instead of dying
+    except (ValueError, OSError):  # pragma: no cover - not the main thread
+        pass
 
     try:
         cli.main(args=argv, prog_name="fabric-emu")

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 
-__all__ = ["require_matplotlib", "sweep_plot", "busbw_plot", "utilisation_heatmap", "run_figure", "step_figure", "FORMATS"]
+__all__ = ["require_matplotlib", "check_plot_path", "sweep_plot", "busbw_plot", "utilisation_heatmap", "run_figure",
+           "step_figure", "FORMATS"]
 
 #: File types a plot may be written as.
 FORMATS = (".png", ".svg")
@@ -32,8 +33,27 @@ def require_matplotlib():
 def _check_path(path: str) -> None:
     from topologies.errors import SpecError, brief
 
+    if not str(path).strip():
+        raise SpecError("--plot: empty file name; give FILE.png or FILE.svg")
     if Path(path).suffix.lower() not in FORMATS:
         raise SpecError(f"--plot {brief(path)}: the file name must end in .png or .svg")
+
+
+def check_plot_path(path: str | None) -> None:
+    """Check ``--plot PATH`` before any work: a ``.png``/``.svg`` name that :func:`write_atomic` may
+    write (so a long run never ends in a refusal, and nothing else is written first).
+    ``None`` (no plot asked for) passes."""
+    if path is None:
+        return
+    import importlib.util
+
+    from topologies.errors import SpecError
+    from topologies.files import check_target
+
+    _check_path(path)
+    check_target(path, what="--plot")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise SpecError("--plot: needs matplotlib; install the extra: pip install 'fabric-emu[plot]'")
 
 
 def _save(fig, path: str) -> None:

@@ -32,7 +32,7 @@ def results_table(rows, title: str) -> Table:
         bound = r.time_s / r.lower_bound_s if r.lower_bound_s > 0 else float("nan")
         t.add_row(format_size(r.size_bytes) if r.logical_bytes is None else f"{r.logical_bytes / 1e6:,.1f} MB*",
                   f"{r.time_s * 1e6:,.1f}", f"{r.algbw_Bps / 1e9:,.1f}", f"{r.busbw_Bps / 1e9:,.1f}", clean(r.algorithm),
-                  r.protocol, ana, f"{r.max_link_utilization:.0%}", f"{bound:.2f}")
+                  r.protocol, ana, f"{r.max_link_utilization:.0%}", f"{bound:.2f}" if bound == bound else "-")
     return t
 
 
@@ -82,8 +82,9 @@ def congestion_panel(rep: CongestionReport, top: int = 10, link_tiers=None) -> G
     if rep.failed:
         lines.append(Text("failed links: " + ", ".join(f"{clean(s)} ({n} directed links)" for s, n in rep.failed),
                           style="bold red"))
+    ratio = f"{rep.bound_ratio:.3f}" if rep.bound_ratio == rep.bound_ratio else "- (no link carried bytes)"
     lines.append(Text(f"max-link-load bound {rep.lower_bound_s * 1e6:,.1f} us; simulated/bound = "
-                      f"{rep.bound_ratio:.3f}; utilization max {rep.max_utilization:.0%}, mean "
+                      f"{ratio}; utilization max {rep.max_utilization:.0%}, mean "
                       f"{rep.mean_utilization:.0%}, p50 {rep.p50_utilization:.0%}, p99 {rep.p99_utilization:.0%}"))
     lines.append(Text("bars: green below 70 %, yellow below 90 %, red from 90 % of capacity", style="dim"))
     lines.append(Text("verdict: " + clean(rep.verdict), style="bold"))

@@ -16,20 +16,27 @@ import click
 from cli.options import AsciiInt, VocabularyChoice, failure_options, given_options, json_option, memory_option, \
     parse_sets
 from cli.output import clean, echo_json, handles_errors, progress_console, stdout_console
+from topologies.limits import MAX_HIDDEN, MAX_SEED as _MAX_SEED
 
 __all__ = ["run_cmd", "run_command", "make_groups", "check_applicable", "nccl_version_option", "nccl_size_options",
            "MOE_OPTIONS", "MAX_SEED", "MAX_SIZE_BYTES"]
 
 #: Options that only MoE dispatch/combine use.
 MOE_OPTIONS = ("tokens", "hidden", "experts", "topk", "moe_routing")
-#: Collectives whose flows take PXN forwarding as an option.
-_PXN = ("all_to_all", "send_recv", "moe_dispatch", "moe_combine")
 #: Largest message size: 1 PiB, far beyond any GPU's memory (288 GB HBM on B300); above it the
 #: times overflow to meaningless values.
 MAX_SIZE_BYTES = 1 << 50
-#: Seeds are 64-bit hash salts.
-MAX_SEED = 2**63 - 1
+#: Seeds are 64-bit hash salts (the one bound: topologies.limits.MAX_SEED).
+MAX_SEED = _MAX_SEED
 _RANKS_RE = re.compile(r"[0-9]{1,12}")
+#: Forced algorithms that an option does not change (measured: byte-identical results with and without it
+#: on 1, 2 and 4 HGX H100 nodes over Quantum-2 and one GB200 NVL72, 64 KiB .. 1 GiB): NVLS on/off and
+#: CollNet only enter NCCL's choice (auto; CollNet also the multi-node NVLS of --algo nvls); the NVLS chunk
+#: size only NVLS steps; the buffer size only tree and NVLS pipelines.
+_NO_NVLS_CHOICE = ("ring", "tree", "sharp", "hier")
+_NO_COLLNET_CHOICE = ("ring", "tree", "hier")
+_NO_NVLS_CHUNKS = ("ring", "tree", "sharp")
+_NO_BUFFSIZE = ("ring", "sharp")
 
 
 def _flag(name: str) -> str:
@@ -88,6 +95,7 @@ def check_applicable(collective: str, given: set[str], *, routing: str, groups: 
                      nvls: bool | None = None, collnet: bool | None = None) -> None:
     """Refuse options the user gave that this collective would ignore."""
     from collectives.ops import NCCL_SWITCH_COLLECTIVES as switch  # what NVLS / CollNet can run
+    from collectives.ops import PXN_COLLECTIVES
     from topologies.errors import SpecError
 
     moe = collective.startswith("moe")
@@ -109,6 +117,15 @@ def check_applicable(collective: str, given: set[str], *, routing: str, groups: 
                             f"{collective} does not use it")
     if "nvls" in given and collective not in switch:
         raise SpecError(f"--nvls/--no-nvls: applies to {', '.join(switch)}; NCCL runs {collective} without NVLS")
+    # a forced algorithm bypasses NCCL's choice: what only that choice (or another algorithm) reads is ignored
+    for name, flag, algos, what in (
+            ("nvls", "--nvls/--no-nvls", _NO_NVLS_CHOICE, "NCCL's choice of NVLS"),
+            ("collnet", "--collnet/--no-collnet", _NO_COLLNET_CHOICE, "NCCL's choice of CollNet / multi-node NVLS"),
+            ("nvls_chunksize", "--nvls-chunksize", _NO_NVLS_CHUNKS, "the NVLS chunks"),
+            ("nccl_buffsize", "--nccl-buffsize", _NO_BUFFSIZE, "the tree and NVLS pipelines' chunks")):
+        if name in given and algo in algos:
+            raise SpecError(f"{flag}: sets {what}; --algo {algo} does not use it (give --algo auto to let NCCL "
+                            f"choose)")
     if nvls is False and algo == "nvls":
         raise SpecError("--no-nvls: turns NVLS off (NCCL_NVLS_ENABLE=0); it cannot go with --algo nvls")
     if "collnet" in given and collective not in switch:
@@ -120,8 +137,9 @@ def check_applicable(collective: str, given: set[str], *, routing: str, groups: 
         if name in given and moe:
             raise SpecError(f"{_flag(name)}: does not apply to {collective}: the token routing gives the bytes "
                             f"(use --tokens, --hidden, --topk)")
-    if "pxn" in given and collective not in _PXN:
-        raise SpecError(f"--pxn/--no-pxn: applies to {', '.join(_PXN)}; {collective} picks its own forwarding")
+    if "pxn" in given and collective not in PXN_COLLECTIVES:
+        raise SpecError(f"--pxn/--no-pxn: applies to {', '.join(PXN_COLLECTIVES)}; {collective} picks its own "
+                        f"forwarding")
     if "layout" in given and groups == 1:
         raise SpecError("--layout: applies only with --groups > 1")
     if "seed" in given and routing not in ("ecmp", "auto") and not moe:  # auto: once the fabric is built
@@ -135,6 +153,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
                 plot=None, nccl_version=None, nvls=None, dispatch_dtype="fp8", collnet=None, nccl_buffsize=None,
                 nvls_chunksize=None) -> None:
     from collectives import COLLECTIVES, TokenRouting, planner_for, sweep
+    from collectives.moe import UNSEEDED_KINDS
     from collectives.runner import resolve_policy
     from collectives.budget import check_collective, fabric_tiers, hops_bound
     from fabric import Router, compile_with_failures
@@ -147,6 +166,11 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
     if collective not in COLLECTIVES:
         raise SpecError(f"COLLECTIVE: {brief(collective)} is not one of {', '.join(COLLECTIVES)}")
     memory_limit_bytes(memory_limit)  # a malformed --memory-limit fails first
+    from cli.plot import check_plot_path
+
+    check_plot_path(plot)  # before any work: a bad path is refused at once and nothing is written
+    if "top" in given and not report:
+        raise SpecError("--top: sizes the congestion report; add --report (without it no link is listed)")
     if size is not None and sizes is not None:
         raise SpecError("--size and --sizes: give one of them")
     check_applicable(collective, given, routing=routing, groups=groups, algo=algo, nvls=nvls, collnet=collnet)
@@ -215,6 +239,10 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
             raise SpecError("--moe-routing node_limited: limits each token to a few nodes; these ranks are on one "
                             "node (use uniform, skewed or deepseek)")
         kind = moe_routing or ("node_limited" if n_domains > 1 else "uniform")
+        if "seed" in given and kind in UNSEEDED_KINDS and not (policy == "ecmp" and fabric_tiers(cf)):
+            raise SpecError(f"--seed: --moe-routing {kind} draws no tokens (its counts are fixed), and "
+                            + (f"{clean(cf.name)} has no scale-out network to hash flows over" if not fabric_tiers(cf)
+                               else f"routing {policy} does not hash flows") + "; the seed would change nothing")
         options["moe"] = TokenRouting(kind, tokens_per_rank=tokens, hidden=hidden, experts=experts, topk=topk,
                                       seed=seed, dispatch_dtype=dispatch_dtype)
     planner = planner_for(router, policy=policy, seed=seed)
@@ -232,7 +260,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
             err.print(f"[{k}/{n}] {s:,} bytes")
 
     rows = sweep(router, collective, rank_groups, size_list, algorithm=algo, report=report, options=options,
-                 planner=planner, progress=progress, memory_limit=memory_limit)
+                 planner=planner, progress=progress, memory_limit=memory_limit, top=top)
     last = rows[-len(rank_groups)].report if report else None
     if plot:
         import numpy as np
@@ -304,7 +332,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
 @click.option("--moe-routing", "moe_routing", default=None, type=VocabularyChoice("collectives.ROUTING_KINDS"),
               help="MoE token routing (default: node_limited across domains, uniform inside one).")
 @click.option("--tokens", "tokens", default=4096, show_default=True, type=AsciiInt(min=1), help="MoE tokens per rank.")
-@click.option("--hidden", "hidden", default=7168, show_default=True, type=AsciiInt(min=1, max=1 << 24),
+@click.option("--hidden", "hidden", default=7168, show_default=True, type=AsciiInt(min=1, max=MAX_HIDDEN),
               help="MoE hidden size.")
 @click.option("--experts", "experts", default=256, show_default=True, type=AsciiInt(min=1), help="MoE routed experts.")
 @click.option("--topk", "topk", default=8, show_default=True, type=AsciiInt(min=1), help="MoE experts per token.")

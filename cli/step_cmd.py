@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only; rich is imported where
 
 from cli.options import AsciiInt, VocabularyChoice
 from cli.output import handles_errors
+from topologies.limits import MAX_SEED
 
 __all__ = ["step_cmd", "step_summary", "breakdown_table", "placement_table", "hottest_table", "training_table",
            "BREAKDOWN_STYLE"]
@@ -200,7 +201,7 @@ def _check_seed_used(spec, *, ep: int, moe_routing: str, routing: str, resolved:
               help="auto: FP8 for MLA models with MXFP8 on GB300/B300 (NVIDIA's DeepSeek-V3 recipes), else BF16.")
 @click.option("--no-memory-check", "no_memory_check", is_flag=True,
               help="Estimate even when the memory estimate exceeds HBM (it is printed beside the result).")
-@click.option("--seed", "seed", default=0, show_default=True, type=AsciiInt(min=0, max=2**63 - 1))
+@click.option("--seed", "seed", default=0, show_default=True, type=AsciiInt(min=0, max=MAX_SEED))
 @click.option("--fail", "fail", multiple=True, metavar="SELECTOR", help="Fail cables, e.g. 'spine 3'.")
 @click.option("--degrade", "degrade", multiple=True, metavar="SELECTOR=VALUE", help="Reduce capacity, e.g. 'spine 3=50%'.")
 @click.option("--report", "report", is_flag=True, help="Breakdown bar, placement and the congestion of the step's traffic.")
@@ -223,12 +224,28 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
     from workloads import Layout, estimate_step, get_model
     from workloads.trace import write_trace
 
+    from cli.options import given_options
+    from cli.plot import check_plot_path
+    from workloads.trace import check_trace_path
+
     for name, value in (("--trace", trace), ("--plot", plot)):
         if value is not None and not value.strip():
             raise SpecError(f"{name}: empty file name")
+    if plot is not None and not report:
+        raise SpecError("--plot: on step it draws the congestion of the step's traffic; add --report")
+    check_plot_path(plot)  # every output is checked before the work: nothing is written on a refusal
+    if trace is not None:
+        check_trace_path(trace)
+    given = given_options(click.get_current_context())
     err = _progress()
     spec = get_model(model)
     _check_seed_used(spec, ep=ep, moe_routing=moe_routing, routing=routing)
+    if "overlap" in given and schedule == "dualpipe" and spec.is_moe and ep > 1:
+        from workloads.step import parse_overlap
+
+        if overlap.strip().lower() != "auto" and not parse_overlap(overlap, moe=True).ep:
+            raise SpecError(f"--overlap {_clean(overlap)}: DualPipe overlaps the EP all-to-alls by construction; "
+                            f"add ep to the list (or choose another --schedule)")
     lay = Layout(gpus=gpus, tp=tp, pp=pp, vpp=vpp, ep=ep, etp=etp, cp=cp, global_batch=global_batch,
                  micro_batch=micro_batch, seq_len=seq_len, precision=precision, recompute=recompute,
                  schedule=schedule or "", optimizer=optimizer)
@@ -238,9 +255,16 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
                         attention_precision=attention_precision, report=report,
                         check_memory=not no_memory_check,
                         progress=lambda msg: err.print(msg, highlight=False))
+    if "routing" in given and res.placement.get("domains", 1) == 1:
+        raise SpecError(f"--routing: the job fits in one NVLink domain of {_clean(system)}, with no scale-out "
+                        f"network; the routing policy only picks paths through network switches")
     if routing == "auto":  # one NVLink domain: no scale-out switch hashes anything
         _check_seed_used(spec, ep=ep, moe_routing=moe_routing, routing=routing,
                          resolved=res.policy if res.placement.get("domains", 1) > 1 else "none")
+    if "moe_routing" in given and not (spec.is_moe and ep > 1):  # after the --seed checks, which name both
+        raise SpecError(f"--moe-routing: routes the tokens of the EP all-to-alls; "
+                        + (f"{_clean(spec.name)} is dense (no experts)" if not spec.is_moe else
+                           "with --ep 1 every token stays on its GPU") + ", so it would change nothing")
     if plot:
         from cli.plot import step_figure
 

@@ -97,6 +97,14 @@ def _sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs,
     from workloads.sweep import Store, default_jobs, load_sweep_file, make_executor, parse_grid, plan_sweep
 
     _check_db(db)
+    from topologies.files import check_output_name
+
+    check_output_name(db, (".sqlite", ".sqlite3", ".db"), what="--db", kind="a sweep database")  # not over a spec
+    for name, value in list(opts.items()) + [("scheduler", scheduler), ("file", sweep_file)]:
+        if isinstance(value, str) and not value.strip():  # the converters read "" as "the default"
+            raise SpecError(f"--{name.replace('_', '-')}: empty; give a value or leave the option out")
+    if scheduler is not None and jobs is not None:
+        raise SpecError("--jobs and --scheduler: the scheduler's workers run the points; give one of them")
     base: dict = {k: v for k, v in opts.items() if v is not None}
     if pxn is not None:
         base["pxn"] = pxn
@@ -123,10 +131,14 @@ def _sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs,
     err = _progress()
     err.print(f"planning the sweep of {op} ...")
     plan = plan_sweep(op, base, axes, zip_axes, zipped=zipped)
-    store = Store.open(db)
+    ex, workers, close = make_executor(jobs or default_jobs(), scheduler)  # before the --db is created
+    try:
+        store = Store.open(db)
+    except BaseException:
+        close(now=True)
+        raise
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        ex, workers, close = make_executor(jobs or default_jobs(), scheduler)
         outcome = None
         try:
             outcome = _with_progress(plan, store, ex, workers, retry_failed)
@@ -223,6 +235,17 @@ def _sweep_show(db, sort, reverse, top, columns, plot, x, y, as_json):
     for name, value in (("--plot", plot), ("--sort", sort), ("--columns", columns)):
         if value is not None and not value.strip(" ,"):
             raise SpecError(f"{name}: empty; give a {'file name' if name == '--plot' else 'column'}")
+    for name, value in (("--x", x), ("--y", y)):
+        if value is not None and plot is None:
+            raise SpecError(f"{name}: sets an axis of the plot; add --plot FILE.png (the table does not use it)")
+    from cli.plot import check_plot_path
+
+    check_plot_path(plot)
+    if columns:
+        names = [c.strip() for c in columns.split(",")]
+        twice = next((c for c in names if names.count(c) > 1), None)
+        if twice:
+            raise SpecError(f"--columns {twice!r}: given twice; list each column once")
     rows, swept = _load(db)
     if not rows:
         raise SpecError(f"--db {db}: no points stored yet")
@@ -260,7 +283,7 @@ def _sweep_show(db, sort, reverse, top, columns, plot, x, y, as_json):
 @click.option("--db", "db", required=True, type=click.Path(dir_okay=False), help="SQLite sweep file.")
 @click.option("--format", "fmt", required=True, type=click.Choice(["csv", "json"]), help="Output format.")
 @click.option("-o", "--output", "output", default=None, type=click.Path(dir_okay=False),
-              help="Output file (default: stdout).")
+              help="Output file (default, or -: standard output).")
 def sweep_export(db, fmt, output):
     """Export every stored point, one column per swept key, as CSV or JSON."""
     from cli.output import handles_errors
@@ -280,14 +303,20 @@ def _sweep_export(db, fmt, output):
     if output is not None:
         if not output.strip():
             raise SpecError("-o/--output: empty file name (leave -o out for standard output)")
-        suffix = os.path.splitext(output)[1].lower()
-        if suffix in (".sqlite", ".sqlite3", ".db", ".toml") or (suffix in (".csv", ".json") and suffix != "." + fmt):
-            raise SpecError(f"-o {clean(output)}: a {suffix} file would hold --format {fmt}; name it *.{fmt}")
-        if os.path.exists(output) and os.path.exists(db) and os.path.samefile(output, db):
-            raise SpecError(f"-o {clean(output)}: is the --db itself; the export would destroy the sweep")
+        from topologies.files import check_output_name
+
+        if output != "-":
+            check_output_name(output, ("." + fmt,), what="-o", kind=f"--format {fmt}")
+        from topologies.files import SQLITE_SIDECARS
+
+        for part in ("",) + SQLITE_SIDECARS:  # the database or its journal under another name (a link)
+            if output != "-" and os.path.exists(output) and os.path.exists(db + part) \
+                    and os.path.samefile(output, db + part):
+                raise SpecError(f"-o {clean(output)}: is the --db itself" + (f" (its {part[1:]} journal)" if part
+                                else "") + "; the export would destroy the sweep")
     rows, swept = _load(db)
     text = to_csv(rows, swept) if fmt == "csv" else to_json(rows, swept) + "\n"
-    if output:
+    if output and output != "-":  # "-": standard output, as topo export -o -
         from topologies.files import write_atomic
 
         write_atomic(output, text.encode(), what="-o")

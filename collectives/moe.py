@@ -64,13 +64,17 @@ import numpy as np
 
 from collectives.calibration import DEEPEP_SM_RATE_BPS, LL_FIXED_S, PER_PEER_S, RDMA_PIPELINE_BPS, deepep_sm_time_s
 from topologies.errors import SpecError
+from topologies.limits import MAX_HIDDEN, MAX_SEED
 
 from collectives.token_routing import COMPILED_MIN_SELECTIONS, alias_table, sample_distinct  # the uniform / skewed draw
 from fabric import kernels as _kernels
 
-__all__ = ["ROUTING_KINDS", "DISPATCH_DTYPES", "FORMS", "METRICS", "LL_HEADER_BYTES", "TokenRouting", "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
+__all__ = ["ROUTING_KINDS", "UNSEEDED_KINDS", "DISPATCH_DTYPES", "FORMS", "METRICS", "LL_HEADER_BYTES", "TokenRouting",
+           "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
 
 ROUTING_KINDS = ("uniform", "skewed", "node_limited", "deepseek", "balanced", "perfect")
+#: Routing kinds that draw nothing (fixed counts): the seed does not change their traffic.
+UNSEEDED_KINDS = ("balanced", "perfect")
 #: Dispatch payload types: DeepEP's FP8 with per-128-channel scales, or BF16 (HybridEP's BF16 tables).
 DISPATCH_DTYPES = ("fp8", "bf16")
 #: Traffic forms: ``direct`` (per (token, rank) copy), ``hier`` (one network copy per (token, node),
@@ -106,10 +110,12 @@ class TokenRouting:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise SpecError(f"moe {name}: {v!r} must be an integer >= 1")
+        if self.hidden > MAX_HIDDEN:
+            raise SpecError(f"moe hidden: {self.hidden:,} is over {MAX_HIDDEN:,} channels per token")
         if self.topk > self.experts:
             raise SpecError(f"moe topk: {self.topk} exceeds the {self.experts} experts")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise SpecError(f"seed: {self.seed!r} must be an integer >= 0")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed <= MAX_SEED:
+            raise SpecError(f"seed: {self.seed!r} must be an integer between 0 and {MAX_SEED}")
         if self.dispatch_dtype not in DISPATCH_DTYPES:
             raise SpecError(f"moe dispatch_dtype: {self.dispatch_dtype!r} is not one of {', '.join(DISPATCH_DTYPES)}")
         if not (self.skew_sigma >= 0):

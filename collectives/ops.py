@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from topologies.errors import SpecError, brief
 
-__all__ = ["COLLECTIVES", "ALGORITHMS", "NCCL_SWITCH_COLLECTIVES", "OLDEST_NCCL", "Collective", "Options", "busbw_factor",
+__all__ = ["COLLECTIVES", "ALGORITHMS", "NCCL_SWITCH_COLLECTIVES", "PXN_COLLECTIVES", "OLDEST_NCCL", "Collective",
+           "Options", "busbw_factor",
            "check_nccl_version"]
 
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "moe_dispatch", "moe_combine",
@@ -25,6 +26,9 @@ ALGORITHMS = ("ring", "tree", "nvls", "sharp", "hier", "direct", "auto")
 #: Collectives NCCL can run on NVLS (NVLink SHARP) or CollNet (IB SHARP): what ``NCCL_NVLS_ENABLE`` and
 #: ``NCCL_COLLNET_ENABLE`` (the ``nvls`` / ``collnet`` options) change.
 NCCL_SWITCH_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
+#: Collectives whose point-to-point flows take PXN forwarding as an option (``pxn``); rings, trees and
+#: NVLS pick their own forwarding.
+PXN_COLLECTIVES = ("all_to_all", "send_recv", "moe_dispatch", "moe_combine")
 #: Oldest NCCL release an ``nccl_version`` option takes: the release histories of the tuning tables start there.
 OLDEST_NCCL = (2, 18, 0)
 _NCCL_RE = re.compile(r"v?2\.([0-9]{1,3})(?:\.([0-9]{1,3}))?")

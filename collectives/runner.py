@@ -132,10 +132,11 @@ def planner_for(router: Router, *, policy: str = "ecmp", seed: int = 0, gpu: str
 
 def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: int = 0, report: bool = False,
         mode: str = "auto", epsilon: float = 0.01, planner: Planner | None = None,
-        memory_limit=None) -> list[CollectiveResult]:
+        memory_limit=None, top: int = 10) -> list[CollectiveResult]:
     """Simulate ``ops`` together on ``router``'s fabric and return one result per op.
 
-    Ops whose estimated memory (:mod:`collectives.budget`) exceeds ``memory_limit`` (default
+    With ``report``, the congestion report lists the ``top`` hottest links. Ops whose estimated memory
+    (:mod:`collectives.budget`) exceeds ``memory_limit`` (default
     ``$FABRIC_EMU_MEMORY_LIMIT`` or 8 GiB) are refused before planning.
     """
     if not ops:
@@ -154,7 +155,7 @@ def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: in
         del fs
     result = simulate_split(problem, mode=mode, epsilon=epsilon)
     # the congestion report (hot links and the groups on them) only when asked; the results need one number
-    rep = congestion(router, fs, result, used, policy=planner.policy) if report else None
+    rep = congestion(router, fs, result, used, policy=planner.policy, top=top) if report else None
     max_util = rep.max_utilization if rep is not None else max_link_utilization(router, result, used)
     out = []
     for i, p in enumerate(plans):
@@ -176,12 +177,12 @@ def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: in
 
 def sweep(router: Router, collective: str, groups, sizes, *, algorithm: str = "auto", policy: str = "ecmp",
           seed: int = 0, report: bool = False, options: dict | None = None, planner: Planner | None = None,
-          progress=None, memory_limit=None) -> list[CollectiveResult]:
+          progress=None, memory_limit=None, top: int = 10) -> list[CollectiveResult]:
     """An nccl-tests-style sweep: for every size, ``collective`` on every rank group at the same time.
 
     ``groups`` is a list of rank tuples (one tuple for a single group). Each size is
     simulated on its own; with ``report`` the largest size carries the congestion
-    report. Returns one result per (size, group), sizes in order.
+    report (its ``top`` hottest links). Returns one result per (size, group), sizes in order.
     """
     planner = planner or planner_for(router, policy=policy, seed=seed)
     groups = [tuple(g) for g in groups]
@@ -189,7 +190,8 @@ def sweep(router: Router, collective: str, groups, sizes, *, algorithm: str = "a
     for k, size in enumerate(sizes):
         ops = [Collective(collective, g, int(size), algorithm, label=f"{collective}[{i}]" if len(groups) > 1 else "",
                           options=dict(options or {})) for i, g in enumerate(groups)]
-        out.extend(run(router, ops, report=report and k == len(sizes) - 1, planner=planner, memory_limit=memory_limit))
+        out.extend(run(router, ops, report=report and k == len(sizes) - 1, planner=planner, memory_limit=memory_limit,
+                       top=top))
         if progress:
             progress(k + 1, len(sizes), size)
     return out

@@ -58,7 +58,7 @@ from topologies.errors import FabricEmuError, SpecError, brief
 from topologies.files import parse_toml, read_text
 
 __all__ = ["ValidationRow", "ErrorSummary", "ValidationReport", "validate", "default_points_path",
-           "default_points_paths",
+           "default_points_paths", "point_ids",
            "TOLERANCE", "SPLITS", "KINDS", "crossover_bytes", "MOE_METRICS", "LATENCY_METRICS"]
 
 #: Relative tolerance per kind of point (issue 4).
@@ -570,6 +570,22 @@ def validate(path: str | Path | None = None, *, ids: list[str] | None = None, pr
                             max_abs_error=overall.max_abs_error, source=", ".join(str(p) for p in paths),
                             summaries=summaries, consistency=_summary("consistency", cons) if cons else None,
                             training_points=training, unrecognised=unrecognised)
+
+
+def point_ids(path: str | Path | None = None) -> frozenset:
+    """The ids of every point of the validation file(s) (default: :func:`default_points_paths`), of
+    every table kind, so that an id asked for can be checked before anything is predicted.
+
+    Examples
+    --------
+    >>> "h100x8-allreduce-ring" in point_ids()
+    True
+    """
+    out = set()
+    for one in ([Path(path)] if path else list(default_points_paths())):
+        doc, side = _read(one)
+        out |= {raw.get("id") for _, raw in _items(one, doc, side)}
+    return frozenset(out)
 
 
 def _read(path: Path) -> tuple[dict, dict]:

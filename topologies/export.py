@@ -25,7 +25,7 @@ from pathlib import Path
 
 from topologies.errors import SpecError, brief
 from topologies.fabricgraph import as_networkx
-from topologies.files import parse_json, read_bytes, write_atomic
+from topologies.files import check_output_name, parse_json, read_bytes, write_atomic
 from topologies.graph import ROLES
 from topologies.limits import LINK_RATE_BOUNDS_BPS, MAX_GRAPH_ENV, max_graph_bytes
 
@@ -72,21 +72,19 @@ def write(G, path: str | Path, fmt: str) -> None:
     """
     if fmt not in FORMATS:
         raise SpecError(f"format: {brief(fmt)} is not one of {', '.join(FORMATS)}")
-    suffix = Path(str(path)).suffix.lower()
-    if suffix in _SUFFIX_FORMAT and _SUFFIX_FORMAT[suffix] != fmt:
-        other = _SUFFIX_FORMAT[suffix]
-        raise SpecError(f"output {brief(str(path))}: a {suffix} file " + ("is a topology spec" if other == "toml"
-                        else f"holds {other}") + f", not {fmt}; name it {Path(str(path)).stem}.{fmt}"
-                        + ("" if other == "toml" else f" or give --format {other}"))
+    other = _SUFFIX_FORMAT.get(Path(str(path)).suffix.lower())
+    check_output_name(path, tuple(k for k, v in _SUFFIX_FORMAT.items() if v == fmt), what="output",
+                      kind=f"--format {fmt}", hint=f" or give --format {other}" if other in FORMATS else "")
 
     def writer(fh) -> None:
         fh.write(dumps(G, fmt))
     write_atomic(path, writer=writer, what="output")
 
 
-#: File suffixes that name a format: an export must not put one format under another's name (writing
-#: JSON over a .toml spec or into a .graphml file that `topo show` then cannot read).
-_SUFFIX_FORMAT = {".json": "json", ".graphml": "graphml", ".xml": "graphml", ".toml": "toml"}
+#: File suffixes of the export formats (any other known suffix -- a .toml spec, a sweep database -- is
+#: refused by topologies.files.check_output_name: JSON over a spec, or in a .graphml file that `topo show`
+#: then cannot read).
+_SUFFIX_FORMAT = {".json": "json", ".graphml": "graphml", ".xml": "graphml"}
 
 _KIND_OF_ROLE = {"gpu": "gpu", "nic": "nic", "nvswitch": "switch", "leaf": "switch", "spine": "switch", "core": "switch"}
 

@@ -37,7 +37,8 @@ from pathlib import Path
 from topologies.errors import SpecError, brief
 from topologies.limits import MAX_INPUT_ENV, max_input_bytes
 
-__all__ = ["read_text", "read_bytes", "parse_toml", "parse_json", "check_depth", "write_atomic", "MAX_DEPTH"]
+__all__ = ["read_text", "read_bytes", "parse_toml", "parse_json", "check_depth", "check_target", "check_output_name",
+           "write_atomic", "MAX_DEPTH", "FILE_KINDS", "SQLITE_SIDECARS"]
 
 #: Deepest nesting accepted in TOML/JSON input (spec files are 2-3 levels deep).
 MAX_DEPTH = 32
@@ -163,15 +164,65 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: str | Path, data: bytes | None = None, *, writer=None, what: str = "output") -> Path:
-    """Write ``data`` (or call ``writer(binary_file)``) to ``path`` atomically; return the file written.
+#: File suffixes fabric-emu reads or writes, and what such a file holds: an output is never written under
+#: the name of another kind (JSON over a .toml spec, CSV over a sweep database).
+FILE_KINDS = {".toml": "a topology spec, model, validation or sweep file (TOML)", ".json": "JSON",
+              ".graphml": "GraphML", ".xml": "GraphML", ".csv": "CSV", ".png": "a PNG plot", ".svg": "an SVG plot",
+              ".sqlite": "a sweep database (SQLite)", ".sqlite3": "a sweep database (SQLite)",
+              ".db": "a sweep database (SQLite)"}
+#: What SQLite keeps beside a database (write-ahead log, its index, the rollback journal): replacing one
+#: loses or corrupts the sweep's points (tab completion offers ``x.sqlite-wal`` next to ``x.sqlite``).
+SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
 
-    Refuses to replace anything that is not a regular file; a symbolic link is
-    written through (its target, which must be a regular file, is replaced; the
-    link stays). Nothing is left behind on failure.
+
+def check_output_name(path: str | Path, suffixes: tuple[str, ...], *, what: str, kind: str, hint: str = "") -> None:
+    """Refuse an output name that says it holds another kind of file than this output (``kind``).
+
+    A name ending in one of ``suffixes`` (the output's own, lower case) or in a suffix fabric-emu does not
+    know (``out``, ``x.txt``) passes; one of :data:`FILE_KINDS` that is not the output's, or a SQLite
+    sidecar, is refused with ``hint`` appended.
+
+    Examples
+    --------
+    >>> check_output_name("g.json", (".json",), what="output", kind="--format json")
+    >>> try:
+    ...     check_output_name("sweep.sqlite-wal", (".csv",), what="-o", kind="--format csv")
+    ... except SpecError as e:
+    ...     print(str(e)[:60])
+    -o 'sweep.sqlite-wal': is the journal of the SQLite database
     """
-    if (data is None) == (writer is None):
-        raise TypeError("write_atomic: give data or writer")
+    name = os.path.basename(str(path))
+    low = name.lower()
+    side = next((x for x in SQLITE_SIDECARS if low.endswith(x)), None)
+    if side:
+        raise SpecError(f"{what} {_label(path)}: is the journal of the SQLite database {name[:-len(side)]!r} "
+                        f"({side[1:]}); replacing it would lose the sweep's points")
+    suffix = Path(low).suffix
+    if suffix in suffixes or suffix not in FILE_KINDS:
+        return
+    stem = Path(name).stem
+    raise SpecError(f"{what} {_label(path)}: a {suffix} file holds {FILE_KINDS[suffix]}; {kind} goes in a "
+                    f"{suffixes[0]} file (name it {stem}{suffixes[0]}){hint}")
+
+
+def check_target(path: str | Path, *, what: str = "output") -> tuple[Path, int]:
+    """Check that ``path`` may be written by :func:`write_atomic`, before any work is done; return
+    ``(target, mode)``: the regular file to replace (a symbolic link's target) and its permissions.
+
+    A command that writes several files, or computes for a while first, checks every output with this
+    up front, so that a bad second path does not leave the first file written and exit status 2.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> check_target(tempfile.mkdtemp() + "/new.json")[0].name
+    'new.json'
+    >>> try:
+    ...     check_target("/no/such/folder/x.json", what="--trace")
+    ... except SpecError as e:
+    ...     print(e)
+    --trace '/no/such/folder/x.json': directory '/no/such/folder' does not exist
+    """
     if isinstance(path, str) and not path.strip():
         raise SpecError(f"{what}: empty file name")
     where = f"{what} {_label(path)}"
@@ -203,8 +254,22 @@ def write_atomic(path: str | Path, data: bytes | None = None, *, writer=None, wh
     parent = target.parent
     if not parent.is_dir():
         raise SpecError(f"{where}: directory {_label(parent)} does not exist")
-    if mode is None:
-        mode = 0o666 & ~_umask()
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise SpecError(f"{where}: cannot write in {_label(parent)} (permission denied)")
+    return target, (0o666 & ~_umask()) if mode is None else mode
+
+
+def write_atomic(path: str | Path, data: bytes | None = None, *, writer=None, what: str = "output") -> Path:
+    """Write ``data`` (or call ``writer(binary_file)``) to ``path`` atomically; return the file written.
+
+    Refuses to replace anything that is not a regular file; a symbolic link is
+    written through (its target, which must be a regular file, is replaced; the
+    link stays). Nothing is left behind on failure (nor on Ctrl-C).
+    """
+    if (data is None) == (writer is None):
+        raise TypeError("write_atomic: give data or writer")
+    target, mode = check_target(path, what=what)
+    where, parent = f"{what} {_label(path)}", target.parent
     import tempfile  # here, not at the top: most runs write no file
 
     try:

@@ -36,6 +36,8 @@ __all__ = [
     "MEMORY_LIMIT_ENV",
     "MAX_INPUT_ENV",
     "MAX_GRAPH_ENV",
+    "MAX_SEED",
+    "MAX_HIDDEN",
     "DEFAULT_MEMORY_LIMIT_BYTES",
     "DEFAULT_MAX_INPUT_BYTES",
     "DEFAULT_MAX_GRAPH_BYTES",
@@ -55,6 +57,12 @@ DEFAULT_MEMORY_LIMIT_BYTES = 8 << 30
 #: Largest message size of a collective (1 PiB, far beyond any GPU's memory: 288 GB HBM on B300);
 #: above it the times overflow to meaningless values. `run --size`, sweeps and validation points.
 MAX_MESSAGE_BYTES = 1 << 50
+#: Largest seed (of ECMP hashing and token routing): a signed 64-bit integer, what numpy's generators
+#: and the sweep store (SQLite INTEGER) hold; a sweep grid value above it crashed the store.
+MAX_SEED = 2**63 - 1
+#: Largest MoE hidden size of a token (16 Mi channels; published models reach 18,432): `run --hidden`,
+#: sweeps and the token-routing model itself (a sweep evaluated hidden = 10^12 without a word).
+MAX_HIDDEN = 1 << 24
 #: Port rates accepted for one cable, in bytes/s: 1 Gb/s to 100 Tb/s. AI fabrics use 10 GbE and up and
 #: the fastest shipping ports run 1.6 Tb/s; far outside this range times over- or underflow to
 #: meaningless values (a 1e-300 Gb/s link gave a 0.0 GB/s bisection and 10^10 us all-reduces).

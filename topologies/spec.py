@@ -185,6 +185,12 @@ def loads(text: str, *, source: str = "<spec>", memory_limit=None) -> FabricGrap
     doc = parse_toml(text, source=source)
     name, overrides = resolve(doc, source=source)
     title = _text(doc["name"], "name") if "name" in doc else None
+    if title is not None and (title != name or overrides):
+        from topologies.presets import presets
+
+        if title in {p.name for p in presets()}:  # every result names the fabric: not another one's name
+            raise SpecError(f"name: {title!r} is a preset's name, and this spec builds another fabric "
+                            f"({name}{' with overrides' if overrides else ''}); give it a name of its own")
     fails, degs = _failures(doc)
     G = build(name, overrides, memory_limit=memory_limit)
     if title is not None:

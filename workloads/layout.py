@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from topologies import catalog
-from topologies.errors import SpecError
+from topologies.errors import SpecError, brief
+from workloads.models import MAX_SEQ_LEN
 
 __all__ = ["PRECISIONS", "RECOMPUTE", "SCHEDULES", "OPTIMIZERS", "PLACEMENTS", "REFERENCE_SCALEOUT", "GROUP_KINDS",
            "LAYER_KINDS", "virtual_stages", "stage_of_virtual",
@@ -134,6 +135,9 @@ class Layout:
         if self.global_batch % (self.micro_batch * self.dp):
             raise SpecError(f"--global-batch {self.global_batch}: not divisible by micro-batch x dp = "
                             f"{self.micro_batch} x {self.dp} = {self.micro_batch * self.dp}")
+        if self.seq_len > MAX_SEQ_LEN:  # as fabric-emu models; 10^21 failed deep inside the compute model
+            raise SpecError(f"--seq-len {self.seq_len}: longer than {MAX_SEQ_LEN:,} tokens (16 Mi; published "
+                            f"contexts reach 10 M)")
         if self.seq_len % (self.cp * (2 if self.cp > 1 else 1)):
             raise SpecError(f"--seq-len {self.seq_len}: not divisible by 2 x cp = {2 * self.cp} "
                             f"(load-balanced context parallelism)")
@@ -360,7 +364,8 @@ def cluster_for(system: str, pl: Placement, sets: dict | None = None) -> tuple[s
     out: dict = {"domains": pl.domains}
     if "gpus_per_domain" in names:
         out["gpus_per_domain"] = pl.gpus_per_domain
-    elif pl.gpus_per_domain != catalog.gpu(gpu_name).domain_gpus and pl.domains > 1:
+    elif pl.gpus_per_domain > catalog.gpu(gpu_name).domain_gpus or (
+            pl.gpus_per_domain != catalog.gpu(gpu_name).domain_gpus and pl.domains > 1):
         raise SpecError(f"--gpus-per-domain {pl.gpus_per_domain}: {system} domains have "
                         f"{catalog.gpu(gpu_name).domain_gpus} GPUs")
     if pl.domains > 1:
@@ -437,6 +442,9 @@ def virtual_stages(moe_pattern, mtp_layers: int, lay: Layout, pp_layout: str | N
     n_layers = len(moe_pattern)
     kinds = ["moe" if m else "dense" for m in moe_pattern]
     n_virtual = lay.pp * lay.chunks
+    if pp_layout is not None and (not isinstance(pp_layout, str) or not pp_layout.strip()):
+        raise SpecError(f"--pp-layout: {brief(pp_layout)} is empty; give a layout such as 'Et*4|(t*4|)*14tmL' "
+                        f"or leave the option out (layers split evenly)")
     if pp_layout:
         parts = _expand(pp_layout.replace(" ", "")).split("|")
         if len(parts) != n_virtual:

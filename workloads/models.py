@@ -316,7 +316,13 @@ def load_model(path: str | os.PathLike) -> ModelSpec:
     """
     where = f"model file {brief(str(path))}"
     text = read_text(path, what="model file", max_bytes=MODEL_FILE_MAX_BYTES, limit_env=None)
-    return model_from_dict(parse_toml(text, source=where), where=where)
+    spec = model_from_dict(parse_toml(text, source=where), where=where)
+    built_in = _catalog().get(spec.name)
+    if built_in is not None and dataclasses.replace(spec, source=built_in.source) != built_in:
+        # results, tables and sweep columns name the model: two different models under one name mislead
+        raise SpecError(f"{where}: name {spec.name!r} is a built-in model's, with other sizes; give the file's "
+                        f"model a name of its own")
+    return spec
 
 
 def _catalog_dir():

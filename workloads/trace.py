@@ -27,7 +27,7 @@ import numpy as np
 from topologies.errors import SpecError, brief
 from workloads.pipeline import KINDS, STREAMS, Timeline
 
-__all__ = ["Span", "chrome_trace", "trace_bytes", "write_trace"]
+__all__ = ["Span", "chrome_trace", "trace_bytes", "check_trace_path", "write_trace"]
 
 
 @dataclass(frozen=True)
@@ -136,6 +136,28 @@ def trace_bytes(trace, *, spans=(), stage_names=None, title: str = "pipeline") -
     return (text + "\n").encode()
 
 
+def check_trace_path(path) -> None:
+    """Check ``--trace PATH`` before any work: a name ending in ``.json`` (Perfetto and chrome://tracing
+    read JSON; any other name, ``.txt`` or none, would be mistaken for another kind of file) that
+    :func:`topologies.files.write_atomic` may write.
+
+    Examples
+    --------
+    >>> try:
+    ...     check_trace_path("step.txt")
+    ... except SpecError as e:
+    ...     print(e)
+    trace 'step.txt': a Chrome trace is JSON; name the file .json
+    """
+    from topologies.files import check_target
+
+    if isinstance(path, str) and not path.strip():
+        raise SpecError("--trace: empty file name")
+    if not str(path).lower().endswith(".json"):
+        raise SpecError(f"trace {brief(str(path))}: a Chrome trace is JSON; name the file .json")
+    check_target(path, what="trace")
+
+
 def write_trace(path, trace, **kwargs) -> None:
     """Write ``trace`` (an object or a :class:`Timeline`, see :func:`trace_bytes`) to ``path`` atomically.
 
@@ -145,7 +167,6 @@ def write_trace(path, trace, **kwargs) -> None:
     """
     from topologies.files import write_atomic
 
+    check_trace_path(path)
     data = trace_bytes(trace, **kwargs)
-    if str(path).lower().endswith((".toml", ".graphml", ".xml", ".csv", ".png", ".svg")):
-        raise SpecError(f"trace {brief(str(path))}: a Chrome trace is JSON; name the file .json")
     write_atomic(path, data, what="trace")

@@ -98,12 +98,18 @@ def plan_sweep(op: str, base: dict, grid, zip_axes=(), *, zipped: bool = False) 
             seen.add(p.point_id)
             points.append(p)
     swept = [k for k, _ in list(grid) + list(zip_axes)]
-    if "seed" in swept:
-        _check_seed_used(points)
+    if "seed" in swept or "seed" in base:  # a fixed seed too: run and step refuse one that nothing draws from
+        _check_seed_used(points, "grid seed" if "seed" in swept else "seed")
+    for key in _SCALEOUT_ONLY:
+        if key in swept or key in base:
+            _check_scaleout_used(points, key)
+    if ("layout" in swept or "layout" in base) and points and points[0].kind == "collective" \
+            and all(p.inputs.get("groups", 1) == 1 for p in points):  # as run --layout without --groups
+        raise SpecError("layout: splits the ranks of --groups > 1; no point of this sweep has more than one group")
     return SweepPlan(op=op, points=tuple(points), swept_keys=swept)
 
 
-def _check_seed_used(points) -> None:
+def _check_seed_used(points, what: str = "grid seed") -> None:
     """Refuse a swept ``seed`` when no point draws from it (``run``/``step`` refuse ``--seed`` there
     too): the seed drives ECMP hashing on a scale-out network and sampled MoE token routing.
     A grid that crosses seeds with, e.g., ``routing=ecmp,spray`` is kept (its spray points repeat)."""
@@ -114,8 +120,35 @@ def _check_seed_used(points) -> None:
             return
         first = first or why
     if points:
-        raise SpecError(f"grid seed: {points[0].op} draws nothing from the seed ({first}); sweep seed with "
-                        f"ECMP routing over a scale-out network or with sampled MoE token routing")
+        raise SpecError(f"{what}: {points[0].op} draws nothing from the seed ({first}); "
+                        + ("sweep seed" if what == "grid seed" else "give a seed") + " with ECMP routing over a "
+                        "scale-out network or with sampled MoE token routing")
+
+
+def _tiers_and_policy(p, cache: dict) -> tuple[int, str]:
+    """Scale-out tiers and own routing policy of a collective point's fabric (built once per topology)."""
+    from collectives.budget import fabric_tiers
+    from collectives.runner import fabric_policy
+
+    key = (p.topo, repr(sorted(p.sets.items())))
+    if key not in cache:
+        cf = base_fabric(p.topo, p.sets)[1]
+        cache[key] = (fabric_tiers(cf), fabric_policy(cf))
+    return cache[key]
+
+
+#: Keys that only act on a scale-out network, and what they do there (run refuses them without one).
+_SCALEOUT_ONLY = {"routing": "the routing policy only picks paths through network switches",
+                  "pxn": "PXN forwards network traffic over NVLink"}
+
+
+def _check_scaleout_used(points, key: str) -> None:
+    """Refuse a fixed or swept ``key`` of :data:`_SCALEOUT_ONLY` when no collective point has a scale-out
+    network (as run does)."""
+    cache: dict = {}
+    if points and all(p.kind == "collective" for p in points) and \
+            not any(_tiers_and_policy(p, cache)[0] for p in points):
+        raise SpecError(f"{key}: {points[0].topo} has no scale-out network; {_SCALEOUT_ONLY[key]}")
 
 
 def _seed_unused_because(p, tiers: dict) -> str:
@@ -128,17 +161,13 @@ def _seed_unused_because(p, tiers: dict) -> str:
         return seed_unused_because(get_model(x["model"]), ep=x["ep"], moe_routing=x["moe_routing"],
                                    policy=x["routing"])
     if p.op.startswith("moe"):
-        return ""
+        from collectives.moe import UNSEEDED_KINDS
+
+        if x["moe_routing"] not in UNSEEDED_KINDS:  # None: node_limited or uniform, both drawn
+            return ""
     if x["routing"] not in ("ecmp", "auto"):
         return f"routing {x['routing']} does not hash flows"
-    from collectives.budget import fabric_tiers
-    from collectives.runner import fabric_policy
-
-    key = (p.topo, repr(sorted(p.sets.items())))
-    if key not in tiers:
-        cf = base_fabric(p.topo, p.sets)[1]
-        tiers[key] = (fabric_tiers(cf), fabric_policy(cf))
-    n_tiers, policy = tiers[key]
+    n_tiers, policy = _tiers_and_policy(p, tiers)
     if not n_tiers:
         return f"{p.topo} has no scale-out network to hash flows over"
     return "" if x["routing"] == "ecmp" or policy == "ecmp" else \

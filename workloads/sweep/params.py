@@ -29,13 +29,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from collectives.moe import DISPATCH_DTYPES, ROUTING_KINDS
-from collectives.ops import ALGORITHMS, COLLECTIVES, NCCL_SWITCH_COLLECTIVES, check_nccl_version
+from collectives.ops import ALGORITHMS, COLLECTIVES, NCCL_SWITCH_COLLECTIVES, PXN_COLLECTIVES, check_nccl_version
+from fabric.failures import parse_degradation
 from fabric.routing import POLICIES
 from topologies.errors import SpecError, brief
 from topologies.presets import preset
-from topologies.limits import MAX_MESSAGE_BYTES
+from topologies.limits import MAX_HIDDEN, MAX_MESSAGE_BYTES, MAX_SEED
 from topologies.units import parse_size
+from workloads.layout import OPTIMIZERS, PLACEMENTS, PRECISIONS, RECOMPUTE, SCHEDULES
+from workloads.step import ATTENTION_PRECISIONS
 from workloads.traffic import ROUTINGS as STEP_ROUTINGS
+from collectives.groups import LAYOUTS
 
 __all__ = ["KINDS", "RUN_KEYS", "STEP_KEYS", "LIST_KEYS", "Point", "normalise", "kind_of", "set_keys_of",
            "package_version", "STEP_OP"]
@@ -62,14 +66,16 @@ def _optional_choice(allowed):
     return lambda key, v: None if v in (None, "", "none", "auto") else inner(key, v)
 
 
-def _int(lo: int):
+def _int(lo: int, hi: int = MAX_SEED):  # at most a signed 64-bit integer: what the store (SQLite) holds
+    span = f"between {lo} and {hi:,}"
+
     def conv(key, v):
         if isinstance(v, bool):
-            raise SpecError(f"{key}: {brief(v)} must be an integer >= {lo}")
+            raise SpecError(f"{key}: {brief(v)} must be an integer {span}")
         if isinstance(v, str) and v.strip().isascii() and v.strip().isdigit():
             v = int(v.strip())
-        if not isinstance(v, int) or v < lo:
-            raise SpecError(f"{key}: {brief(v)} must be an integer >= {lo}")
+        if not isinstance(v, int) or not lo <= v <= hi:
+            raise SpecError(f"{key}: {brief(v)} must be an integer {span}")
         return v
     return conv
 
@@ -124,14 +130,14 @@ RUN_KEYS = {
     "routing": ("auto", _choice(("auto",) + POLICIES)),  # auto: the fabric's forwarding (runner.fabric_policy)
     "seed": (0, _int(0)),
     "groups": (1, _int(1)),
-    "layout": ("contiguous", _choice(("contiguous", "strided"))),
+    "layout": ("contiguous", _choice(LAYOUTS)),
     "pxn": (None, _bool),
     "nvls": (None, _bool),                   # NCCL_NVLS_ENABLE (None: NCCL's default, on)
     "collnet": (None, _bool),                # NCCL_COLLNET_ENABLE (None: NCCL's default, off)
     "nccl_version": (None, lambda k, v: None if v in (None, "", "none") else check_nccl_version(v, field=k)),
     "moe_routing": (None, _optional_choice(ROUTING_KINDS)),
     "tokens": (4096, _int(1)),
-    "hidden": (7168, _int(1)),
+    "hidden": (7168, _int(1, MAX_HIDDEN)),
     "experts": (256, _int(1)),
     "topk": (8, _int(1)),
     "dispatch_dtype": ("fp8", _choice(DISPATCH_DTYPES)),
@@ -152,18 +158,18 @@ STEP_KEYS = {
     "global_batch": (None, _int(1)),
     "micro_batch": (1, _int(1)),
     "seq_len": (4096, _int(1)),
-    "precision": ("bf16", _choice(("bf16", "fp8", "mxfp8"))),
-    "recompute": ("none", _choice(("none", "selective", "full"))),
-    "schedule": (None, _optional_choice(("1f1b", "interleaved", "dualpipe"))),
+    "precision": ("bf16", _choice(PRECISIONS)),
+    "recompute": ("none", _choice(RECOMPUTE)),
+    "schedule": (None, _optional_choice(SCHEDULES)),
     "overlap": ("auto", _str),
-    "optimizer": ("zero1", _choice(("zero1", "fsdp", "none"))),
+    "optimizer": ("zero1", _choice(OPTIMIZERS)),
     "gpus_per_domain": (None, _optional_int(1)),
-    "placement": ("megatron", _choice(("megatron", "spread"))),
+    "placement": ("megatron", _choice(PLACEMENTS)),
     "ep_in_domain": (False, lambda k, v: bool(_bool(k, v))),
     "moe_routing": ("balanced", _choice(STEP_ROUTINGS)),
     "routing": ("auto", _choice(("auto",) + POLICIES)),
     "pp_layout": (None, lambda k, v: None if v in (None, "", "auto", "none") else _str(k, v)),
-    "attention_precision": ("auto", _choice(("auto", "bf16", "fp8"))),
+    "attention_precision": ("auto", _choice(ATTENTION_PRECISIONS)),
     "seed": (0, _int(0)),
 }
 
@@ -299,6 +305,10 @@ def normalise(raw: dict) -> Point:
                 if raw.get(key) not in (None, "", "none"):
                     raise SpecError(f"{key}: applies only to {', '.join(ops)}, not to {op}")
                 inputs.pop(key, None)
+        if op not in PXN_COLLECTIVES and raw.get("pxn") not in (None, "", "none", "auto"):
+            # refused, as run --pxn is; the key stays in the inputs (None) so that point ids do not change
+            raise SpecError(f"pxn: applies only to {', '.join(PXN_COLLECTIVES)}, not to {op} (it picks its own "
+                            f"forwarding)")
         if inputs.get("nvls") is False and inputs.get("algo") == "nvls":
             raise SpecError("nvls = false: turns NVLS off (NCCL_NVLS_ENABLE=0); it cannot go with algo nvls")
         if inputs.get("collnet") is False and inputs.get("algo") == "sharp":
@@ -312,8 +322,14 @@ def normalise(raw: dict) -> Point:
             if isinstance(v, str) and (isinstance(sets[k], list) or any(c.isalpha() for c in v)) \
                     and not isinstance(sets[k], (bool, int, str)):
                 labels[k] = v
-    fail = tuple(str(s).strip() for s in raw.get("fail", ()) if str(s).strip() and str(s).strip() != "none")
-    degrade = tuple(str(s).strip() for s in raw.get("degrade", ()) if str(s).strip() and str(s).strip() != "none")
+    for key in LIST_KEYS:  # a blank selector was dropped: the point ran without the failure asked for
+        if any(not str(s).strip() for s in raw.get(key, ())):
+            raise SpecError(f"{key}: an empty selector; give e.g. 'spine 3'" + ("=50%" if key == "degrade" else "")
+                            + " (or 'none')")
+    fail = tuple(str(s).strip() for s in raw.get("fail", ()) if str(s).strip() != "none")
+    degrade = tuple(str(s).strip() for s in raw.get("degrade", ()) if str(s).strip() != "none")
+    for d in degrade:  # its form and value are checked here, once, not as one stored error per point
+        parse_degradation(d)
     p = Point(op=op, inputs=inputs, sets=sets, fail=fail, degrade=degrade, labels=labels)
     return Point(op=op, inputs=inputs, sets=sets, fail=fail, degrade=degrade, labels=labels,
                  point_id=_hash(p.identity()))

@@ -65,7 +65,15 @@ def _affinity(value) -> str:
     return "TEXT"
 
 
+#: SQLite INTEGER is a signed 64-bit integer; a larger Python int (a grid value such as hosts = 10^21,
+#: refused by its point's evaluation) is passed as text instead of crashing the store; its INTEGER column
+#: keeps it as a REAL (1e+21) whichever point is stored first; inputs_json keeps every digit.
+_SQL_INT_RANGE = (-(2**63), 2**63 - 1)
+
+
 def _sql_value(v):
+    if isinstance(v, int) and not isinstance(v, bool) and not _SQL_INT_RANGE[0] <= v <= _SQL_INT_RANGE[1]:
+        return str(v)
     if v is None or isinstance(v, (int, float, str)):
         return v
     if isinstance(v, (list, tuple, dict)):
@@ -202,10 +210,11 @@ class Store:
         from workloads.sweep.params import package_version
 
         out_cols = outputs if status == "ok" else {}
-        row = {k: _sql_value(v) for k, v in {**columns, **out_cols}.items() if k not in FIXED_COLUMNS}
+        raw = {k: v for k, v in {**columns, **out_cols}.items() if k not in FIXED_COLUMNS}
+        row = {k: _sql_value(v) for k, v in raw.items()}
         self.conn.execute("BEGIN IMMEDIATE")
         try:
-            self._ensure_columns(row)
+            self._ensure_columns(raw)  # a column's type from the values as given (an int over 64 bits: INTEGER)
             if seq is None:
                 seq = self.conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM points").fetchone()[0]
             fixed = {"point_id": point_id, "seq": seq, "op": columns.get("op", ""), "status": status,
