@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
        deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
-       nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop]
+       nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -23,14 +23,14 @@ from collectives import validate as v
 cal = sys.modules["collectives.calibration"]
 
 
-def _grid(ids, set_value, values, keep=None):
+def _grid(ids, set_value, values, keep=None, digits=3):
     for x in values:
         set_value(x)
         v._ROUTERS.clear()
         rows = [r for r in v.validate(ids=ids, splits=("fit",)).rows if r.rel_error is not None]
         rows = [r for r in rows if keep is None or keep(r)]
         e = np.abs([r.rel_error for r in rows])
-        print(f"  {x!s:>10}: {len(e)} values, mean |error| {e.mean():.3f}, max {e.max():.3f}")
+        print(f"  {x!s:>10}: {len(e)} values, mean |error| {e.mean():.{digits}f}, max {e.max():.3f}")
 
 
 def nvls_domain() -> None:
@@ -280,13 +280,13 @@ def nvls_latency_overlap() -> None:
     nccl_lat = HW_LATENCIES_US[0][4][2] * 1e-6
     ids = [p["id"] for p in _fit_collective_points() if p.get("category") == "nvlink"]
     orig, old = Planner.nvls_loop_terms, cal.NVLS_LOOP_S
-    forms = {"sum": lambda f: f, "less-x": lambda f: max(0.0, f - cal.NVLS_FILL_LOOPS * cal.NVLS_LOOP_S),
-             "max": lambda f: max(nccl_lat, f) - nccl_lat}
+    forms = {"sum": lambda f, x: f, "less-x": lambda f, x: max(0.0, f - cal.NVLS_FILL_LOOPS * x),
+             "max": lambda f, x: max(nccl_lat, f) - nccl_lat}
     try:
         for name, form in forms.items():
             def terms(self, op, size, form=form):
                 k, f = orig(self, op, size)
-                return k, form(f)
+                return k, form(f, cal.nvls_loop_s(self.gpu.sm))
             Planner.nvls_loop_terms = terms
             print(f"  fill form {name}; x in us:")
             _grid(ids, lambda x: setattr(cal, "NVLS_LOOP_S", x * 1e-6), (4, 6, 8, 10, 12))
@@ -311,8 +311,9 @@ def nvls_one_loop() -> None:
         for fd, fx, dl in forms:
             def terms(self, op, size, fd=fd, fx=fx, dl=dl):
                 k, f = orig(self, op, size)
-                d = f / cal.NVLS_FILL_LOOPS - cal.NVLS_LOOP_S
-                return k, fd * d + fx * cal.NVLS_LOOP_S - dl * 1e-6
+                x = cal.nvls_loop_s(self.gpu.sm)
+                d = f / cal.NVLS_FILL_LOOPS - x
+                return k, fd * d + fx * x - dl * 1e-6
             Planner.nvls_loop_terms = terms
             print(f"  fill {fd} d + {fx} x, latency cut {dl} us:")
             _grid(ids, lambda x: None, ("-",))
@@ -343,6 +344,29 @@ FITS.update({"nvls-loop": nvls_loop, "nvl72-sync": nvl72_sync})  # round 6, NVLi
 FITS.update({"nvls-latency-overlap": nvls_latency_overlap})  # round 6, NVLS latency vs loop fill
 FITS.update({"ring-ll-blackwell": ring_ll_blackwell})  # round 7, NVLink boards mid sizes
 FITS.update({"nvls-one-loop": nvls_one_loop})  # round 7, NVLS one-loop regime
+
+
+def nvls_loop_blackwell() -> None:
+    """Round 8, NVLS small chunks: Blackwell's NVLS loop cost (calibration.NVLS_LOOP_S_BY_ARCH[3]; Hopper's
+    NVLS_LOOP_S fixed) on every fit-split NVLink-board value and the fit-split NVL72 values (each printed
+    apart, then the two Blackwell small-chunk sweeps alone). Kept: 10 us."""
+    nvlink = [p["id"] for p in _fit_collective_points() if p.get("category") == "nvlink"]
+    nvl72 = [p["id"] for p in _fit_collective_points() if p.get("category") == "nvl72"]
+    old = cal.NVLS_LOOP_S_BY_ARCH[3]
+    setx = lambda x: cal.NVLS_LOOP_S_BY_ARCH.__setitem__(3, x * 1e-6)  # noqa: E731
+    grid = (6, 8, 9, 10, 11, 12, 14)
+    try:
+        for name, ids in (("fit NVLink boards", nvlink), ("fit NVL72", nvl72),
+                          ("p6-b200 torch sweep", ["mle-p6b200x8-allreduce-auto-by-size"]),
+                          ("OCI GB300 2 trays", ["oci-gb300-2tray-mnnvl-allreduce-by-size"])):
+            print(f"  {name}; Blackwell x in us:")
+            _grid(ids, setx, grid, digits=4)
+    finally:
+        cal.NVLS_LOOP_S_BY_ARCH[3] = old
+        v._ROUTERS.clear()
+
+
+FITS.update({"nvls-loop-blackwell": nvls_loop_blackwell})  # round 8, NVLS small chunks
 
 #: Round 7 (GCP): the fit A3 Mega source's own small all-reduces, out-of-place us (lessizzmore/create-a3mega-ztan-fork
 #: ztan-NCCL-test-result @ 02dd8f4, 16-256 B; the row itself starts at 1 MiB)

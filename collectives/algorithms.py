@@ -42,7 +42,7 @@ import numpy as np
 
 from collectives import nccl_model as nm
 from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, net_rendezvous_s, nvls_chunk_efficiency,
-                                     nvls_domain_terms, nvls_fill_s, nvls_loop_fill_s, ring_fill_s,
+                                     nvls_domain_terms, nvls_fill_s, nvls_loop_fill_s, nvls_loop_s, ring_fill_s,
                                      ring_nvlink_kernel_efficiency)
 from collectives.moe import plan_moe
 from collectives.ops import Collective
@@ -433,8 +433,9 @@ class Planner(_PointToPointMixin):
         per_byte = 1 + 1 / n if op.collective == "all_reduce" else 1.0
         rate = self.gpu.nvlink_Bps * self.calib.nvlink_nvls * nvls_domain_terms(n)[0]
         chunk = self.nvls_chunk(op, size)
-        return (nvls_chunk_efficiency(chunk, ops, per_byte, rate, size_bytes=size),
-                nvls_loop_fill_s(size, chunk, ops, per_byte, rate))
+        x = nvls_loop_s(self.gpu.sm)  # round 8: the loop cost by architecture
+        return (nvls_chunk_efficiency(chunk, ops, per_byte, rate, size_bytes=size, loop_s=x),
+                nvls_loop_fill_s(size, chunk, ops, per_byte, rate, loop_s=x))
 
     # ------------------------------------------------------------------ sharp
     def sharp(self, op: Collective, size: float, est: nm.AlgoEstimate, *, ranks=None, label=None) -> FlowSet:

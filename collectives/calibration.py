@@ -57,7 +57,7 @@ from topologies import catalog
 from topologies.errors import SpecError
 
 __all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "NVLS_LOOP_S", "nvls_chunk_efficiency", "NVLS_FILL_LOOPS",
-           "nvls_loop_fill_s",
+           "nvls_loop_fill_s", "NVLS_LOOP_S_BY_ARCH", "nvls_loop_s",
            "HOST_CALL_OVERHEAD_S", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes",
            "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2",
            "NVLS_SYNC_S_PER_RANK2_ONE_DOMAIN", "nvls_domain_terms",
@@ -289,8 +289,26 @@ def nvls_fill_s(size_bytes: float, port_bytes: float, port_Bps: float, efficienc
 #: ``(1 + x/d(128 KiB)) / (1 + x/d(c))`` of it (:func:`nvls_chunk_efficiency`). Fitted on the fit rows:
 #: docs/collectives.md, "Round 6, NVLink boards". Round 7 (NVLS one-loop regime): the kernel runs
 #: ``ceil(S / (ops x chunk))`` loops (a partial last loop is one more step of each warp group), and each
-#: pays x; refitted with the fill and the host overhead on the 92 fit NVLink values: unchanged.
+#: pays x; refitted with the fill and the host overhead on the 92 fit NVLink values: unchanged. Round 8: this
+#: is Hopper's (and the default) loop cost; Blackwell's is :data:`NVLS_LOOP_S_BY_ARCH`.
 NVLS_LOOP_S = 6.0e-6
+#: Round 8 (NVLS small chunks): the loop cost by architecture (``nccl_model.arch_index``: 3 Blackwell), where
+#: it differs from :data:`NVLS_LOOP_S`. The same kernel and loop (all_reduce.h ``oneNode`` is one code path on
+#: sm90 and sm100), so the form is kept and only x is fitted apart: two independent Blackwell sweeps with
+#: NVLS at 16-64 KiB chunks (ml-engineering p6-b200, torch; OCI GB300 2 trays, nccl-tests) each put it at
+#: 10 us (grid 6-12 us), Hopper's three sweeps keep 6 us. docs/collectives.md, "Round 8 (2026-12-02), NVLS
+#: small chunks".
+NVLS_LOOP_S_BY_ARCH: dict[int, float] = {3: 10.0e-6}
+
+
+def nvls_loop_s(sm: int) -> float:
+    """The NVLS loop cost x of a GPU of compute capability ``sm`` (:data:`NVLS_LOOP_S_BY_ARCH`).
+
+    >>> nvls_loop_s(90) == NVLS_LOOP_S, nvls_loop_s(100) > nvls_loop_s(90)
+    (True, True)
+    """
+    return NVLS_LOOP_S_BY_ARCH.get(nm.arch_index(sm), NVLS_LOOP_S)
+
 #: Pipeline fill of NCCL's single-node NVLS kernel, in loop times. The kernel runs three warp groups over
 #: the same loops (src/device/all_reduce.h, ``work->oneNode``: scatter, reduce + multicast, gather), so the
 #: time is the slowest stage's ``nLoops`` loop times plus one loop of each other stage: a fill between 0
@@ -302,9 +320,10 @@ NVLS_FILL_LOOPS = 1.0
 
 
 def nvls_loop_fill_s(size_bytes: float, chunk_bytes: float, loop_ops: int, port_per_byte: float,
-                     rate_Bps: float) -> float:
+                     rate_Bps: float, loop_s: float | None = None) -> float:
     """Pipeline fill of single-domain NVLS: ``NVLS_FILL_LOOPS x (d + NVLS_LOOP_S)``, ``d`` the data
-    time of one loop (``loop_ops x chunk`` bytes, or the whole buffer when it is smaller) at ``rate_Bps``.
+    time of one loop (``loop_ops x chunk`` bytes, or the whole buffer when it is smaller) at ``rate_Bps``;
+    ``loop_s`` the loop cost (default :data:`NVLS_LOOP_S`; :func:`nvls_loop_s` by architecture).
 
     >>> f = nvls_loop_fill_s(1 << 30, 128 << 10, 128, 1.125, 315e9)  # one 16 MiB loop on 8 x H100
     >>> abs(f - NVLS_FILL_LOOPS * ((16 << 20) * 1.125 / 315e9 + NVLS_LOOP_S)) < 1e-12
@@ -313,17 +332,19 @@ def nvls_loop_fill_s(size_bytes: float, chunk_bytes: float, loop_ops: int, port_
     if rate_Bps <= 0:
         return 0.0
     loop = min(float(size_bytes), loop_ops * float(chunk_bytes))
-    return NVLS_FILL_LOOPS * (loop * port_per_byte / rate_Bps + NVLS_LOOP_S)
+    return NVLS_FILL_LOOPS * (loop * port_per_byte / rate_Bps + (NVLS_LOOP_S if loop_s is None else loop_s))
 
 
 def nvls_chunk_efficiency(chunk_bytes: float, loop_ops: int, port_per_byte: float, rate_Bps: float,
-                          default_chunk_bytes: float = 128 << 10, size_bytes: float | None = None) -> float:
+                          default_chunk_bytes: float = 128 << 10, size_bytes: float | None = None,
+                          loop_s: float | None = None) -> float:
     """Kernel efficiency of NVLS at chunk ``chunk_bytes`` relative to the default chunk
     (:data:`NVLS_LOOP_S`). ``loop_ops`` = channels x heads, ``port_per_byte`` = port bytes per user byte
     (``1 + 1/n`` for all-reduce), ``rate_Bps`` the port rate the flows run at. With ``size_bytes`` the
     loop cost is paid once per loop the kernel runs, ``ceil(S / (loop_ops x chunk))`` (a partial last loop
     is a whole step of each warp group: src/device/all_reduce.h, NVLS ``oneNode``, ``lastChunkSize``);
-    without it, per ``S / (loop_ops x chunk)`` (the same for a whole number of loops).
+    without it, per ``S / (loop_ops x chunk)`` (the same for a whole number of loops). ``loop_s``: the loop
+    cost (default :data:`NVLS_LOOP_S`; :func:`nvls_loop_s` by architecture).
 
     Examples
     --------
@@ -337,14 +358,15 @@ def nvls_chunk_efficiency(chunk_bytes: float, loop_ops: int, port_per_byte: floa
     >>> nvls_chunk_efficiency(16 << 10, 128, 1.125, 315e9, size_bytes=3 << 20) < whole  # 1.5 loops run as 2
     True
     """
-    if rate_Bps <= 0 or chunk_bytes <= 0 or NVLS_LOOP_S <= 0:
+    x = NVLS_LOOP_S if loop_s is None else loop_s
+    if rate_Bps <= 0 or chunk_bytes <= 0 or x <= 0:
         return 1.0
     per = loop_ops * port_per_byte / rate_Bps  # seconds of data per byte of chunk
-    base = 1.0 + NVLS_LOOP_S / (per * default_chunk_bytes)
+    base = 1.0 + x / (per * default_chunk_bytes)
     if size_bytes is None or size_bytes <= 0:
-        return base / (1.0 + NVLS_LOOP_S / (per * chunk_bytes))
+        return base / (1.0 + x / (per * chunk_bytes))
     loops = float(size_bytes) / (loop_ops * float(chunk_bytes))
-    return base / (1.0 + math.ceil(loops - 1e-9) * NVLS_LOOP_S / (per * chunk_bytes * loops))
+    return base / (1.0 + math.ceil(loops - 1e-9) * x / (per * chunk_bytes * loops))
 
 
 #: Per-call host overhead of a timing that records its start event before the host issues the call

@@ -94,7 +94,9 @@ def test_azure_nd_h100_h200_v5_tables_are_the_forced_nvls_runs():
 @pytest.mark.xfail(strict=True, reason="round 7: with Ring/LL at NCCL's own LL time the flow crossover moved "
                    "from 1.06 to ~3.4 MiB, because the flow NVLS at 2-4 MiB (16 KiB chunks) is still 14-20 % "
                    "slower than measured; the DGX Cloud sweep itself puts the physical crossover at ~2.2 MiB; with the "
-                   "best-fitting NVLS form tried it is 2.94 MiB ('Round 7, NVLS one-loop regime')")
+                   "best-fitting NVLS form tried it is 2.94 MiB ('Round 7, NVLS one-loop regime'); round 8: "
+                   "Hopper's NVLS is unchanged (only Blackwell's loop cost was refitted), see 'Round 8, NVLS small "
+                   "chunks'")
 def test_flow_crossover_ring_to_nvls_on_h100_is_within_nccls_window():
     """NCCL switches Ring/LL -> NVLS between 1 and 2 MiB on 8 x H100 (reference row, consistency)."""
     from collectives.validate import validate
