@@ -3,7 +3,8 @@
 * :func:`_resource_bytes` / :func:`_slot_sum` / :func:`_slot_max`: per-resource
   reductions one hop column at a time (no F x h temporaries);
 * :func:`_reduce_columns`: adjacent hop columns that carry the same flows with the
-  same coefficients are merged (only the smaller capacity can bind), and
+  same coefficients are merged (only the smaller capacity can bind), a column whose
+  constraints another's imply (one weight per resource, :func:`_dominated_column`) is dropped, and
   :func:`_expand` gives the merged resources their statistics back;
 * :func:`_unfold`: bytes in the caller's units after ``resource_weight`` was folded
   into the capacities.
