@@ -364,6 +364,17 @@ def _hier_flows(traffic: TokenTraffic, C: np.ndarray, local_of, bytes_per_token:
     n = len(node)
     n_nodes = int(node.max()) + 1 if n else 0
     local_of = np.asarray(local_of, np.int64)
+    if n_nodes == n and n and (local_of == local_of[0]).all():
+        # one rank per node (e.g. one GPU per host): every flow is the network copy s -> the rank of remote
+        # node N, in the same order (s, then N ascending) and with the same bytes as the grids below, and
+        # there is no fan-out; without the n x (n + nodes) grids
+        rank_of_node = np.empty(n, np.int64)
+        rank_of_node[node] = np.arange(n)
+        N_of = np.broadcast_to(np.arange(n_nodes), (n, n_nodes))
+        remote = N_of != node[:, None]                          # [s, N]
+        s_i = np.broadcast_to(np.arange(n)[:, None], (n, n_nodes))[remote]
+        N_i = N_of[remote]
+        return s_i, rank_of_node[N_i], traffic.node_counts[remote] * bytes_per_token
     same = off & (node[s_idx] == node[d_idx])
     # rail peers: peer[N, l] = the (last) rank of node N with local index l, -1 if none
     peer = np.full((n_nodes, int(local_of.max(initial=0)) + 1), -1, np.int64)

@@ -157,7 +157,10 @@ def simulate(problem: FlowProblem, *, mode: str = "auto", epsilon: float = 0.01,
     prs = pr if red.res is pr.res else pr.reduced(red)
     if chosen == "one-solve" and not time_series:
         return _unfold(_expand(_one_solve(prs, pr.cap, red.rep), pr, red), pr)
-    rbytes, lb = _bytes_and_bound(_resource_bytes(prs), pr.cap, red.rep)
+    if red.weighted:  # a dropped column's own weights: its bytes from the unreduced rows
+        rbytes, lb = _bytes_and_bound(_resource_bytes(pr), pr.cap, np.arange(pr.R))
+    else:
+        rbytes, lb = _bytes_and_bound(_resource_bytes(prs), pr.cap, red.rep)
     sim = _EventLoop(prs, exact=(chosen != "epoch"), epsilon=float(epsilon), time_series=time_series,
                      memory_limit_bytes=memory_limit_bytes, base_bytes=est)
     return _unfold(_expand(sim.run(rbytes, lb), pr, red), pr)

@@ -3,7 +3,8 @@
 * :func:`_resource_bytes` / :func:`_slot_sum` / :func:`_slot_max`: per-resource
   reductions one hop column at a time (no F x h temporaries);
 * :func:`_reduce_columns`: adjacent hop columns that carry the same flows with the
-  same coefficients are merged (only the smaller capacity can bind), and
+  same coefficients are merged (only the smaller capacity can bind), a column whose
+  constraints another's imply (one weight per resource, :func:`_dominated_column`) is dropped, and
   :func:`_expand` gives the merged resources their statistics back;
 * :func:`_unfold`: bytes in the caller's units after ``resource_weight`` was folded
   into the capacities.
@@ -85,12 +86,24 @@ class _Reduced:
     smaller capacity.  Exact (same rates, same events); it removes the host
     link that sits beside every NIC port in the router's six-hop paths.
     ``rep[v] = u`` maps every resource to the one that carries its flows.
+
+    With per-entry weights (epoch mode's unfolded resource weights) two such columns may carry
+    different factors, one per resource: ``w_u`` on ``u`` and ``w_v`` on ``v``.  The constraints are
+    then ``sum_f r_f <= c_u / w_u`` and ``<= c_v / w_v`` over the same flows, so when every pair has
+    ``c_v / w_v > (1 + 1e-6) c_u / w_u`` (or every pair the reverse) the dominated column never binds
+    and is dropped, the other keeping its own capacity and weights (:func:`_dominated_column`).
+    ``wscale[v] = w_v / w_u`` (1 elsewhere) converts the carrier's load into the dropped resource's,
+    ``binding`` is False on the dropped resources (never a bottleneck), and ``weighted`` says such a
+    merge happened (the caller then takes the per-resource bytes from the unreduced problem).
     """
 
-    __slots__ = ("res", "weight", "cap", "rep")
+    __slots__ = ("res", "weight", "cap", "rep", "wscale", "binding", "weighted")
 
-    def __init__(self, res, weight, cap, rep):
+    def __init__(self, res, weight, cap, rep, wscale=None, binding=None):
         self.res, self.weight, self.cap, self.rep = res, weight, cap, rep
+        self.weighted = wscale is not None
+        self.wscale = np.ones(rep.shape[0]) if wscale is None else wscale
+        self.binding = np.ones(rep.shape[0], dtype=np.bool_) if binding is None else binding
 
 
 def _reduce_columns(pr: _Prob) -> _Reduced:
@@ -120,6 +133,9 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
     keep = list(range(h))
     pairs = [(j, j + 1) for j in range(h - 1)]
     cap_eff = None
+    merged: set[int] = set()  # columns in some merge (a dominated-column merge takes none of them)
+    wcols: set[int] = set()  # columns of a dominated-column merge (no later merge takes them)
+    wscale = binding = None
     i = 0
     while i < len(pairs):
         a, b = pairs[i]
@@ -132,6 +148,22 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
             continue
         if (pa & pb).any():
             continue
+        if a in wcols or b in wcols:
+            continue
+        if w is not None and a not in merged and b not in merged:
+            dom = _dominated_column(cols[a], cols[b], w[:, a], w[:, b], cap, R)
+            if dom is not None:
+                drop, u_of, ratio = dom  # drop's resources u_of.nonzero() are carried by u_of[...]
+                if wscale is None:
+                    wscale, binding = np.ones(R), np.ones(R, dtype=np.bool_)
+                d = np.flatnonzero(u_of >= 0)
+                rep[d] = u_of[d]
+                wscale[d] = ratio[d]
+                binding[d] = False
+                keep.remove(a if drop == 0 else b)
+                merged.update((a, b))
+                wcols.update((a, b))
+                continue
         if compiled:  # the same conditions in one pass: padding, weights, a function, one-to-one
             v_of = _kernels.index().column_map(res, a, b, w, R)
             if v_of is None:
@@ -162,6 +194,7 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
         cap_eff[su] = np.minimum(cap_eff[su], cap[v_of[su]])
         rep[v_of[su]] = rep[su]
         keep.remove(b)
+        merged.update((a, b))
         present[a] = pa | pb
         # a chain a, b, c of duplicates: the pair (b, c) becomes (a, c)
         pairs[i:] = [(a, q) if p == b else (p, q) for p, q in pairs[i:]]
@@ -169,7 +202,75 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
         return _Reduced(res, w, cap, rep)
     res2 = _kernels.index().take_columns(res, keep) if compiled else np.take(res, keep, axis=1)
     w2 = None if w is None else np.take(w, keep, axis=1)
-    return _Reduced(res2, w2, cap_eff, rep)
+    return _Reduced(res2, w2, cap if cap_eff is None else cap_eff, rep, wscale, binding)
+
+
+#: a dominated column's capacity per unit of weight exceeds its partner's by more than this, relatively,
+#: on every resource pair (far above rounding: the dropped resource's share is never near the kept one's)
+DOMINANCE_RTOL = 1e-6
+
+
+def _dominated_column(ca: np.ndarray, cb: np.ndarray, wa: np.ndarray, wb: np.ndarray, cap: np.ndarray,
+                      R: int):
+    """``(drop, u_of, ratio)`` when one of two hop columns never binds, else None (:class:`_Reduced`).
+
+    Conditions: the same padding, ``ca -> cb`` one-to-one, one weight per resource in each column
+    (``wa``/``wb``: the columns' per-entry weights), positive, and ``c / w`` of every resource of the
+    dropped column above its partner's by :data:`DOMINANCE_RTOL`.  ``drop`` is the column index
+    (0: ``ca``, 1: ``cb``) mapped to the caller's; ``u_of[x]`` (intp[R], -1 elsewhere) the kept resource
+    carrying the flows of dropped resource ``x``; ``ratio[x] = w_x / w_u``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ca, cb = np.array([0, 1, 0]), np.array([2, 3, 2])
+    >>> w1, w2 = np.ones(3), np.full(3, 1.25)
+    >>> drop, u_of, ratio = _dominated_column(ca, cb, w1, w2, np.full(4, 10.0), 4)
+    >>> drop, u_of.tolist(), ratio.tolist()
+    (0, [2, 3, -1, -1], [0.8, 0.8, 1.0, 1.0])
+    >>> _dominated_column(ca, cb, w1, w1, np.full(4, 10.0), 4) is None  # equal weights: the plain merge
+    True
+    """
+    if not _function_on_prefix(ca, cb, R):
+        return None
+    u, v = ca.astype(np.intp), cb.astype(np.intp)
+    if not np.array_equal(u < 0, v < 0):
+        return None
+    m = u >= 0
+    if not m.all():
+        u, v, wa, wb = u[m], v[m], wa[m], wb[m]
+    if u.shape[0] == 0:
+        return None
+    v_of = np.full(R, -1, dtype=np.intp)
+    v_of[u] = v
+    if not np.array_equal(np.take(v_of, u), v):
+        return None  # not a function u -> v
+    su = np.flatnonzero(v_of >= 0)
+    sv = v_of[su]
+    if sorted_unique(sv).shape[0] != sv.shape[0]:
+        return None  # not one-to-one
+    fa = np.full(R, np.nan)
+    fb = np.full(R, np.nan)
+    fa[u] = wa
+    fb[v] = wb
+    if not (np.array_equal(np.take(fa, u), wa) and np.array_equal(np.take(fb, v), wb)):
+        return None  # not one weight per resource
+    xa, xb = fa[su], fb[sv]
+    if not ((xa > 0) & (xa < _INF) & (xb > 0) & (xb < _INF)).all() or np.array_equal(xa, xb):
+        return None
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        qa, qb = cap[su] / xa, cap[sv] / xb
+    u_of = np.full(R, -1, dtype=np.intp)
+    ratio = np.ones(R)
+    if (qb > qa * (1.0 + DOMINANCE_RTOL)).all():  # b never binds
+        u_of[sv] = su
+        ratio[sv] = xb / xa
+        return 1, u_of, ratio
+    if (qa > qb * (1.0 + DOMINANCE_RTOL)).all():  # a never binds
+        u_of[su] = sv
+        ratio[su] = xa / xb
+        return 0, u_of, ratio
+    return None
 
 
 def _function_on_prefix(ca: np.ndarray, cb: np.ndarray, R: int, k: int = 1 << 14) -> bool:
@@ -205,12 +306,14 @@ def _expand(r: FlowResult, pr: _Prob, red: _Reduced) -> FlowResult:
     if red.res is pr.res:
         return r
     rep = red.rep
-    scale = red.cap[rep] / pr.cap  # utilisation was measured against the merged (smaller) capacity
+    # utilisation was measured against the merged (smaller) capacity, and a dropped column's resource
+    # carries its own weight (wscale) of the carrier's load
+    scale = red.cap[rep] / pr.cap * red.wscale
     scale = np.where(np.isfinite(scale), scale, 0.0)
     kw = dict(resource_busy_s=r.resource_busy_s[rep])
     if r.resource_peak_utilization is not None:
         kw["resource_peak_utilization"] = r.resource_peak_utilization[rep] * scale
     if r.series_utilization is not None:
         kw["series_utilization"] = (r.series_utilization[:, rep] * scale.astype(np.float32)).astype(np.float32)
-        kw["series_saturated"] = r.series_saturated[:, rep] & (pr.cap <= red.cap[rep])[None, :]
+        kw["series_saturated"] = r.series_saturated[:, rep] & ((pr.cap <= red.cap[rep]) & red.binding)[None, :]
     return replace(r, **kw)
