@@ -2,7 +2,8 @@
 
 Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
        deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
-       nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell]
+       nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
+       pull-combine]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -395,6 +396,32 @@ def tcpxo_step() -> None:
 
 
 FITS.update({"tcpxo-step": tcpxo_step})  # round 7, GCP (kept apart: merge-friendly)
+
+
+def pull_combine() -> None:
+    """Round 8: the pull combine's extra fixed time (calibration.PULL_COMBINE_FIXED_S) as the mean over token counts
+    of (measured - modelled combine) - (measured - modelled dispatch) on the fit-split TensorRT-LLM NVLinkOneSided
+    rows (with the barrier set to 0), then the rows' errors with the kept value."""
+    ids = ["flashinfer3697-trtllm-onesided-gb200-ep32-by-tokens"]  # the only fit-split NVLinkOneSided row
+    old = cal.PULL_COMBINE_FIXED_S
+    sys.modules["collectives.moe"].PULL_COMBINE_FIXED_S = 0.0
+    v._ROUTERS.clear()
+    rows = {r.id: r for r in v.validate(ids=ids, splits=("fit",)).rows if r.rel_error is not None}
+    diffs = []
+    for rid, r in rows.items():
+        if rid.endswith(":combine"):
+            d = rows[rid[:-len("combine")] + "dispatch"]
+            diffs.append((r.measured - r.predicted) - (d.measured - d.predicted))
+    print(f"  {len(diffs)} token counts: extra combine time {np.mean(diffs):.2f} us "
+          f"(min {np.min(diffs):.2f}, max {np.max(diffs):.2f})")
+    sys.modules["collectives.moe"].PULL_COMBINE_FIXED_S = old
+    v._ROUTERS.clear()
+    e = np.abs([r.rel_error for r in v.validate(ids=ids, splits=("fit",)).rows if r.rel_error is not None])
+    print(f"  kept {old * 1e6:.1f} us: {len(e)} values, mean |error| {e.mean():.3f}, max {e.max():.3f}")
+
+
+FITS.update({"pull-combine": pull_combine})  # round 8, TensorRT-LLM one-sided combine
+
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(FITS):

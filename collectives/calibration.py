@@ -174,6 +174,24 @@ PER_PEER_S = {"nccl": 0.0, "moe": 1.91e-6, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll"
 #: fixed costs; adding this term moved its fit rows from 10.0 % to 10.2 %).
 LL_FIXED_S = {"moe_ll": 8.3e-6}
 
+#: Extra fixed time of a pull combine (TensorRT-LLM NVLinkOneSided, round 8), seconds per call, on top of
+#: the family's fixed time, which the dispatch alone pays. moeAlltoAllKernels.cu @ 01f0021: the combine's
+#: span holds two per-call costs the dispatch has not: (i) ``moeA2ACombineKernel`` starts with a barrier
+#: in every CTA (block 0 stores the epoch to every peer's flag slot, the first warp of each CTA polls all
+#: ep_size slots, ``fence.acquire.sys``, ``__syncthreads``) before its first remote load, so no byte moves
+#: until every peer has entered the combine, where the dispatch issues its stores at entry and exchanges
+#: flags once, in its last CTA; (ii) when the MoE output is not already in the workspace,
+#: ``moeA2APrepareCombineKernel`` runs one warp per receive slot, ``ep_size x max_tokens_per_rank`` of them
+#: (most exit at once), and copies the received tokens in (``prepare_payload``; the dispatch's prepare
+#: kernel is one CTA). Sized together: least squares (the mean) of (measured - modelled combine) -
+#: (measured - modelled dispatch) at equal tokens over the fit-split rows of group flashinfer3697-gb200-ep32
+#: (TensorRT-LLM 1.3.0rc20 on GB200 NVL72, EP32, 1-16 tokens per rank; ``python
+#: benchmarks/fit_collective_constants.py pull-combine``): 3.9 us (3.1-4.5 us over the 5 token counts). The
+#: setup's own offset (its dispatch is 3-4.5 us above the model) cancels in the difference. Part (ii)
+#: depends on the caller (staging, ``max_tokens_per_rank``), which no row records.
+PULL_COMBINE_FIXED_S = 3.9e-6
+__all__ += ["PULL_COMBINE_FIXED_S"]
+
 
 #: SM budget of DeepEP's normal (high-throughput) kernels (round 3). The kernels copy every token with
 #: their own SMs (a channel per SM pair, ``deep_ep.Config(num_sms, ...)``), so with ``n`` SMs a rank moves

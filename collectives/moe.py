@@ -62,7 +62,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from collectives.calibration import DEEPEP_SM_RATE_BPS, LL_FIXED_S, PER_PEER_S, RDMA_PIPELINE_BPS, deepep_sm_time_s
+from collectives.calibration import (DEEPEP_SM_RATE_BPS, LL_FIXED_S, PER_PEER_S, PULL_COMBINE_FIXED_S,
+                                     RDMA_PIPELINE_BPS, deepep_sm_time_s)
 from topologies.errors import SpecError
 from topologies.limits import MAX_HIDDEN, MAX_SEED
 
@@ -75,8 +76,9 @@ __all__ = ["ROUTING_KINDS", "UNSEEDED_KINDS", "DISPATCH_DTYPES", "FORMS", "METRI
 ROUTING_KINDS = ("uniform", "skewed", "node_limited", "deepseek", "balanced", "perfect")
 #: Routing kinds that draw nothing (fixed counts): the seed does not change their traffic.
 UNSEEDED_KINDS = ("balanced", "perfect")
-#: Dispatch payload types: DeepEP's FP8 with per-128-channel scales, or BF16 (HybridEP's BF16 tables).
-DISPATCH_DTYPES = ("fp8", "bf16")
+#: Dispatch payload types: DeepEP's FP8 with per-128-channel scales, BF16 (HybridEP's BF16 tables), or
+#: NVFP4 (TensorRT-LLM's post-quant dispatch).
+DISPATCH_DTYPES = ("fp8", "bf16", "nvfp4")
 #: Traffic forms: ``direct`` (per (token, rank) copy), ``hier`` (one network copy per (token, node),
 #: NVLink fan-out), ``ll`` (low-latency kernels: per (token, expert) message, straight to the rank).
 FORMS = ("direct", "hier", "ll")
@@ -123,9 +125,13 @@ class TokenRouting:
 
     @property
     def dispatch_bytes_per_token(self) -> float:
-        """FP8: payload plus one float32 scale per 128 channels (DeepEP); BF16: ``2 * hidden``."""
+        """FP8: payload plus one float32 scale per 128 channels (DeepEP); BF16: ``2 * hidden``; NVFP4: two
+        elements per byte plus one 1-byte scale per 16 elements (4,032 B at hidden 7,168, the bytes/token
+        column of TensorRT-LLM's blog 18 "Post-Quant Dispatch" table)."""
         if self.dispatch_dtype == "bf16":
             return 2.0 * self.hidden
+        if self.dispatch_dtype == "nvfp4":
+            return self.hidden / 2 + self.hidden / 16
         return self.hidden + self.hidden / 128 * 4
 
     @property
@@ -447,7 +453,9 @@ def plan_moe(planner, op, plan_type):
     """Plan of a MoE dispatch or combine (``op.options``: ``moe`` TokenRouting, ``form``, ``metric``,
     ``kernel`` family of :data:`collectives.calibration.PER_PEER_S`; ``sms``: the SMs of a DeepEP
     normal kernel inside one NVLink domain (SM-bound floor on the time, ``Plan.min_time_s``);
-    ``bytes_per_token`` overrides the payload per token copy).
+    ``bytes_per_token`` overrides the payload per token copy; ``pull_combine``: the combine pulls the
+    expert outputs with remote loads after a head barrier, TensorRT-LLM's NVLinkOneSided, and pays
+    :data:`collectives.calibration.PULL_COMBINE_FIXED_S` once more).
 
     ``plan_type`` is the :class:`collectives.algorithms.Plan` class (passed in so that this
     module does not import the algorithms module).
@@ -489,6 +497,11 @@ def plan_moe(planner, op, plan_type):
         fs = replace(fs, latency_s=fs.latency_s + PER_PEER_S[family] * (len(ranks) - 1))
     if LL_FIXED_S.get(family, 0.0) > 0:  # low-latency kernels: the count flag behind the data, the copy-out
         fs = replace(fs, latency_s=fs.latency_s + LL_FIXED_S[family])
+    pull = op.options.get("pull_combine", False)
+    if not isinstance(pull, bool):
+        raise SpecError(f"moe pull_combine: {pull!r} must be true or false (a combine that pulls after a barrier)")
+    if pull and combine:  # a barrier in every CTA before the first remote load; the prepare grid (round 8)
+        fs = replace(fs, latency_s=fs.latency_s + PULL_COMBINE_FIXED_S)
     floor = 0.0  # kernel-side pipelines slower than the links (round 3): the op takes the larger time
     sms = op.options.get("sms")
     if sms is not None and (isinstance(sms, bool) or not isinstance(sms, int) or sms < 1):
