@@ -10,11 +10,12 @@ import pytest
 from collectives import Collective, nccl_model as nm
 from collectives.net_plugins import NET_TUNER_PROTOCOLS, net_tuner_protocols
 from collectives.runner import planner_for
-from collectives.validate import _router, validate
+from collectives.validate import _items, _Point, _read, _router, default_points_paths, validate
 from topologies.errors import SpecError
 
 RANKS = tuple(range(16))
 A3ULTRA_ALLGATHER = "gke-a3ultra-2node-allgather-by-size"
+GIB_ROWS = {A3ULTRA_ALLGATHER: "tuner_config_a3u.txtpb", "gke-a4-2node-allgather-by-size": "tuner_config_a4.txtpb"}
 
 
 def _planner(preset: str, scaleout: str):
@@ -72,3 +73,20 @@ def test_tuner_rule_applies_across_nodes_and_to_the_listed_collective_only():
 def test_bad_tuner_rows_are_refused_naming_the_field(bad):
     with pytest.raises(SpecError, match="tuner_protocols"):
         nm.NcclSystem(arch_sm=90, gpus_per_node=8, nnodes=2, nics_per_node=8, nic_Bps=5e10, tuner_protocols=bad)
+
+
+def test_gib_rows_run_on_gcps_fabric_and_name_googles_tuner():
+    """Both gIB rows are on the fabric the tuner row is keyed by, and say which tuner config their environment
+    loaded (set_nccl_env.sh's NCCL_TUNER_CONFIG_PATH); the dstack A4 row ran no gIB, and says so."""
+    found = {}
+    for path in default_points_paths():
+        doc, side = _read(path)
+        for kind, raw in _items(path, doc, side):
+            if raw.get("id") in GIB_ROWS or raw.get("id") == "dstack-a4-2node-allreduce-by-size":
+                found[raw["id"]] = _Point(kind, raw, 0)
+    assert set(found) == set(GIB_ROWS) | {"dstack-a4-2node-allreduce-by-size"}
+    for pid, config in GIB_ROWS.items():
+        p = found[pid]
+        assert p["scaleout"] == "gcp-rdma" and p["collective"] == "all_gather", pid
+        assert config in str(p.get("tuner")) and "gIB" in str(p.get("NCCL_NET")), pid
+    assert "no gIB" in str(found["dstack-a4-2node-allreduce-by-size"].get("net"))
