@@ -149,6 +149,7 @@ class Planner(_PointToPointMixin):
                              nccl_version=version,
                              protocols=self.calib.net_protocols if nnodes > 1 else None,
                              algorithms=self.calib.net_algorithms if nnodes > 1 else None,
+                             tuner_protocols=self.calib.tuner_protocols if nnodes > 1 else None,
                              nic_via_c2c=bool(self.calib.nic_via_c2c and nnodes > 1))
 
     def collnet(self, op: Collective) -> bool:

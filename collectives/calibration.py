@@ -50,9 +50,9 @@ from dataclasses import dataclass
 
 from collectives import nccl_model as nm
 from collectives.net_plugins import (NET_ALGORITHMS, NET_EAGER_MAX_BYTES, NET_LATENCY_US, NET_PROTOCOLS,  # noqa: F401
-                                     NET_STEP_LATENCY_US, NIC_VIA_C2C, net_algorithms, net_eager_max_bytes,
-                                     net_key, net_latency_us, net_protocols, net_rendezvous_s,
-                                     net_step_latency_us)
+                                     NET_STEP_LATENCY_US, NET_TUNER_PROTOCOLS, NIC_VIA_C2C, net_algorithms,
+                                     net_eager_max_bytes, net_key, net_latency_us, net_protocols, net_rendezvous_s,
+                                     net_step_latency_us, net_tuner_protocols)
 from topologies import catalog
 from topologies.errors import SpecError
 
@@ -521,6 +521,8 @@ class Calibration:
     nic_via_c2c: bool = False  #: GPU -> NIC over the CPU's C2C link (:data:`NIC_VIA_C2C`)
     net_step_latency_s: float = 0.0  #: real time of one network step (:data:`NET_STEP_LATENCY_US`)
     net_algorithms: tuple[str, ...] | None = None  #: algorithms the plugin's profile leaves NCCL (:data:`NET_ALGORITHMS`)
+    #: the platform tuner's protocol by collective and size (:data:`~collectives.net_plugins.NET_TUNER_PROTOCOLS`)
+    tuner_protocols: tuple[tuple[str, int, str], ...] | None = None
 
     def efficiency(self, kind: str) -> tuple[float, float, float]:
         """(nvlink, host, network) efficiency for kernel ``kind`` (collective, nvls, p2p)."""
@@ -530,8 +532,8 @@ class Calibration:
         return nv[kind], self.host, self.network
 
 
-def calibration(gpu_name: str, nic_name: str | None = None) -> Calibration:
-    """The calibration for ``gpu_name`` GPUs (and ``nic_name`` NICs)."""
+def calibration(gpu_name: str, nic_name: str | None = None, switch_name: str | None = None) -> Calibration:
+    """The calibration for ``gpu_name`` GPUs (and ``nic_name`` NICs on ``switch_name``'s scale-out fabric)."""
     gpu = catalog.gpu(gpu_name)
     # NCCL's per-link NVLink constant and its SM -> architecture index: one table each, in nccl_model
     coll = nm.nvlink_bw_per_link_GBps(gpu.sm) * 1e9 / gpu.nvlink_link_Bps
@@ -550,7 +552,8 @@ def calibration(gpu_name: str, nic_name: str | None = None) -> Calibration:
                        net_latency_s=net_latency_us(nic_name) * 1e-6, net_protocols=net_protocols(nic_name),
                        nic_via_c2c=bool(nic_name) and (gpu.name, catalog.nic(nic_name).name) in NIC_VIA_C2C,
                        net_step_latency_s=net_step_latency_us(nic_name) * 1e-6,
-                       net_algorithms=net_algorithms(nic_name))
+                       net_algorithms=net_algorithms(nic_name),
+                       tuner_protocols=net_tuner_protocols(switch_name))
 
 
 # ---- Round 5: NCCL all-to-all across NICs (issue 8 items 1-2; docs/collectives.md "Round 5, all-to-all
@@ -610,4 +613,5 @@ def nccl_p2p_per_peer_s(nic_name: str | None) -> float:
 
 # The net-plugin tables live in collectives/net_plugins.py; re-exported here under the names the docs use.
 __all__ += ["NET_PROTOCOLS", "net_protocols", "NIC_VIA_C2C", "NET_STEP_LATENCY_US", "net_step_latency_us",
-            "NET_ALGORITHMS", "net_algorithms", "NET_EAGER_MAX_BYTES", "net_eager_max_bytes", "net_rendezvous_s"]
+            "NET_ALGORITHMS", "net_algorithms", "NET_EAGER_MAX_BYTES", "net_eager_max_bytes", "net_rendezvous_s",
+            "NET_TUNER_PROTOCOLS", "net_tuner_protocols"]

@@ -21,7 +21,8 @@ from topologies import catalog
 
 __all__ = ["NET_LATENCY_US", "net_latency_us", "NET_PROTOCOLS", "net_protocols", "NIC_VIA_C2C",
            "NET_STEP_LATENCY_US", "net_step_latency_us", "NET_ALGORITHMS", "net_algorithms",
-           "NET_EAGER_MAX_BYTES", "net_eager_max_bytes", "net_rendezvous_s", "net_key"]
+           "NET_EAGER_MAX_BYTES", "net_eager_max_bytes", "net_rendezvous_s", "net_key",
+           "NET_TUNER_PROTOCOLS", "net_tuner_protocols"]
 
 
 def net_key(table: dict, nic_name: str | None):
@@ -238,3 +239,40 @@ def net_rendezvous_s(nic_name: str | None, message_bytes: float, step_s: float) 
     """
     limit = net_eager_max_bytes(nic_name)
     return float(step_s) if limit is not None and message_bytes > limit else 0.0
+
+
+# ---- Round 8 (issue 8, GCP gIB): the protocol a platform's NCCL tuner plugin sets by collective and size.
+# Kept apart from the tables above so that branches merge (docs/collectives.md, "Round 8 (2026-12-02), GCP gIB").
+
+#: Protocol that the platform's NCCL tuner plugin runs, by scale-out switch (``cf.meta["switch"]``, the catalog
+#: fabric the GPUs' NICs attach to) and collective: rows ``(collective, from_bytes, protocol)``; from
+#: ``from_bytes`` (nccl-tests size) up the tuner sets ``protocol`` and NCCL's argmin picks the algorithm among
+#: that protocol's pairs; below it (and for collectives not listed) NCCL's own cost table decides. Across nodes
+#: only. Form: NCCL's tuner plugin interface (``NCCL_TUNER_PLUGIN``, from v2.19): ``getCollInfo`` is called
+#: per operation with its collective and ``nBytes`` and picks the pair (in later releases by setting entries
+#: of the call's cost table); NCCL's ext-tuner/example reads such size ranges as
+#: ``collective,minBytes,maxBytes,algorithm,protocol,channels,nNodes,nRanks,...`` rows from
+#: ``NCCL_TUNER_CONFIG_FILE``, a protocol without an algorithm being allowed (-1). GCP's RDMA
+#: fabric (A3 Ultra / A4, gIB): every gIB environment loads Google's tuner (``source
+#: /usr/local/gib/scripts/set_nccl_env.sh`` exports ``NCCL_TUNER_CONFIG_PATH=/usr/local/gib/configs/
+#: tuner_config_a3u.txtpb`` on H200, ``tuner_config_a4.txtpb`` on B200), whose config is not published. Its
+#: all-gather row is read off the fit source (gke-a3ultra-2node-rdma, cluster-toolkit dws-flex-start README
+#: @ 1047080, 2 x 8 H200): the call takes 64.8 us at 512 KiB and 79.7 / 78.4 us at 1 / 2 MiB (a step up where
+#: NCCL's own LL128 estimate grows by 1.6 us), and 1-8 MiB follow NCCL's ring/Simple estimate (72.6 / 75.1 /
+#: 80.2 / 90.5 us) rather than its LL128 one (47.9 / 51.3 / 58.0 / 71.4 us): Simple from 1 MiB.
+NET_TUNER_PROTOCOLS: dict[str, tuple[tuple[str, int, str], ...]] = {
+    "GCP-RDMA-fabric": (("all_gather", 1 << 20, "Simple"),),
+}
+
+
+def net_tuner_protocols(switch_name: str | None) -> tuple[tuple[str, int, str], ...] | None:
+    """:data:`NET_TUNER_PROTOCOLS` of the scale-out switch, or None (NCCL's own choice throughout).
+
+    Examples
+    --------
+    >>> net_tuner_protocols("GCP-RDMA-fabric")
+    (('all_gather', 1048576, 'Simple'),)
+    >>> net_tuner_protocols("QM9700") is None, net_tuner_protocols(None) is None
+    (True, True)
+    """
+    return NET_TUNER_PROTOCOLS.get(switch_name) if switch_name else None

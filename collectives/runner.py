@@ -127,7 +127,8 @@ def planner_for(router: Router, *, policy: str = "ecmp", seed: int = 0, gpu: str
     """
     meta = router.cf.meta
     gpu = gpu or meta.get("gpu") or "H100"
-    return Planner(router, calibration(gpu, meta.get("nic")), policy=resolve_policy(router, policy), seed=seed)
+    return Planner(router, calibration(gpu, meta.get("nic"), meta.get("switch")), policy=resolve_policy(router, policy),
+                   seed=seed)
 
 
 def run(router: Router, ops: list[Collective], *, policy: str = "ecmp", seed: int = 0, report: bool = False,

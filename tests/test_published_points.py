@@ -124,3 +124,21 @@ def test_held_out_set_is_large_and_spans_every_category():
     assert sum(held.values()) >= 30, held
     for cat in MAIN:
         assert held[cat] >= 6 and fit[cat] >= 1, (cat, held, fit)
+
+
+def test_current_counts_table_in_the_docs_matches_the_data_file():
+    """docs/validation-data.md "Current counts" is generated from the data file: it must say what the file holds."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "validation-data.md").read_text()
+    table = text.split("### Current counts", 1)[1].split("###", 1)[0]
+    doc = {}
+    for line in table.splitlines():
+        cells = [c.strip().strip("*") for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[1].isdigit():
+            doc[cells[0]] = (int(cells[1]), int(cells[2]))
+    counts = Counter()
+    for kind, p in POINTS:
+        counts[(p["category"], p["split"])] += len(_values(kind, p))
+    want = {c: (counts[(c, "fit")], counts[(c, "heldout")]) for c in sorted({c for c, _ in counts})}
+    want["all"] = (sum(v for (_, s), v in counts.items() if s == "fit"),
+                   sum(v for (_, s), v in counts.items() if s == "heldout"))
+    assert doc == want

@@ -67,6 +67,10 @@ class NcclSystem:
     algorithms : tuple of str or None
         Algorithms NCCL may use (``NCCL_ALGO``; e.g. ``("Ring", "Tree")`` where the net plugin's
         environment profile sets it); None: all of :data:`ALGORITHMS`.
+    tuner_protocols : tuple of (str, int, str) or None
+        Rows ``(collective, from_bytes, protocol)`` of a tuner plugin's size rule: from ``from_bytes`` up
+        the tuner runs ``protocol`` for that collective and NCCL picks the algorithm among its pairs
+        (``collectives.net_plugins.NET_TUNER_PROTOCOLS``); None: NCCL's own choice throughout.
 
     Examples
     --------
@@ -90,8 +94,17 @@ class NcclSystem:
     protocols: tuple[str, ...] | None = None
     nic_via_c2c: bool = False
     algorithms: tuple[str, ...] | None = None
+    tuner_protocols: tuple[tuple[str, int, str], ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.tuner_protocols is not None and not (
+            isinstance(self.tuner_protocols, tuple) and all(
+                isinstance(r, tuple) and len(r) == 3 and isinstance(r[0], str)
+                and isinstance(r[1], int) and not isinstance(r[1], bool) and r[1] >= 0 and r[2] in PROTOCOLS
+                for r in self.tuner_protocols)
+        ):
+            raise SpecError(f"tuner_protocols must be None or a tuple of (collective, from_bytes >= 0, one of "
+                            f"{', '.join(PROTOCOLS)}) rows, got {self.tuner_protocols!r}")
         if self.algorithms is not None and not (
             isinstance(self.algorithms, tuple) and self.algorithms and set(self.algorithms) <= set(ALGORITHMS)
         ):

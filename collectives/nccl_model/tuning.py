@@ -421,6 +421,15 @@ def algo_times(
     return list(_algo_times(system, name, nbytes, tuple(algos), tuple(protos)))
 
 
+def _tuner_protocol(system: NcclSystem, name: str, nbytes: int) -> tuple[int, str] | None:
+    """(from_bytes, protocol) of the tuner row that applies to ``name`` at ``nbytes`` across nodes (the row
+    with the largest ``from_bytes <= nbytes``), or None: NCCL's own choice."""
+    if system.tuner_protocols is None or system.nnodes < 2:
+        return None
+    rows = [(b, p) for c, b, p in system.tuner_protocols if c == name and b <= nbytes]
+    return max(rows) if rows else None
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _algo_times(system: NcclSystem, name: str, nbytes: int, algos: tuple, protos: tuple) -> tuple:
     """:func:`algo_times` after its checks (memoized: a pure function of its arguments; the
@@ -439,6 +448,7 @@ def _algo_times(system: NcclSystem, name: str, nbytes: int, algos: tuple, protos
                 ))
         return tuple(out)
     m = _tune(system)
+    tuned = _tuner_protocol(system, name, nbytes)
     for a, an in enumerate(ALGORITHMS):
         if an not in algos:
             continue
@@ -446,6 +456,8 @@ def _algo_times(system: NcclSystem, name: str, nbytes: int, algos: tuple, protos
             if pn not in protos:
                 continue
             reason = m.why[coll][a][p]
+            if reason is None and tuned is not None and pn != tuned[1]:
+                reason = f"the platform's tuner plugin runs {tuned[1]} for {name} from {tuned[0]} bytes"
             lt_us = m.lat[coll][a][p]
             if math.isnan(lt_us):
                 out.append(AlgoEstimate(an, pn, math.nan, 0.0, math.inf, 0.0, m.graphs[a].nchannels, False, reason))
