@@ -3,7 +3,7 @@
 Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
        deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
-       pull-combine]
+       pull-combine|ll-nvlink]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -190,6 +190,8 @@ def ll_fixed() -> None:
     path = next(p for p in v.default_points_paths() if p.name == "published_points.toml")
     doc = tomllib.loads(path.read_text())
     pts = {p["id"]: p for p in doc["moe_alltoall"] if p.get("group") == "deepep-v1-ll-h800" and p["split"] == "fit"}
+    # round 8: the one-board rows (EP8, no ``domains``) take calibration.LL_NVLINK_S instead of this term
+    pts = {k: p for k, p in pts.items() if p.get("domains", 1) > 1}
     v._ROUTERS.clear()
     res = []
     for r in v.validate(ids=list(pts), splits=("fit",)).rows:
@@ -421,6 +423,45 @@ def pull_combine() -> None:
 
 
 FITS.update({"pull-combine": pull_combine})  # round 8, TensorRT-LLM one-sided combine
+
+
+def ll_nvlink() -> None:
+    """Round 8: GPU-initiated LL kernels on one NVLink board. Weighted least squares (relative error)
+    of the measured kernel time against ``t0 + X / R`` per phase, ``X`` the bytes of one rank's
+    (token, expert) copies (tokens x top-k x bytes per copy, its own copies included: every copy is a
+    warp store through the P2P pointer, local or not), on the fit-split DeepEP LL token sweeps of one
+    board (the group ``aiconfigurator-deepep-ll-h100-1node``); a third column ``s`` per copy is printed
+    to show the per-message cost the data allow. Then the validate errors of those rows."""
+    import tomllib
+    from collectives.moe import LL_HEADER_BYTES
+    path = next(p for p in v.default_points_paths() if p.name == "published_points.toml")
+    doc = tomllib.loads(path.read_text())
+    pts = [p for p in doc["moe_alltoall"] if p.get("group") == "aiconfigurator-deepep-ll-h100-1node"
+           and p["split"] == "fit"]
+    for col, phase in ((1, "dispatch"), (2, "combine")):
+        X, m, y = [], [], []
+        for p in pts:
+            tr = TokenRouting("uniform", hidden=int(p["hidden"]), experts=int(p["experts"]), topk=int(p["topk"]))
+            per = tr.dispatch_bytes_per_token + LL_HEADER_BYTES if phase == "dispatch" else tr.combine_bytes_per_token
+            for row in p["tokens_dispatch_combine_latency_us"]:
+                m.append(row[0] * tr.topk)
+                X.append(row[0] * tr.topk * per)
+                y.append(row[col] * 1e-6)
+        X, m, y = map(np.asarray, (X, m, y))
+        w = 1 / y
+        for A in (np.c_[np.ones_like(X), X], np.c_[np.ones_like(X), m, X]):
+            c = np.linalg.lstsq(A * w[:, None], y * w, rcond=None)[0]
+            e = np.abs(A @ c - y) / y
+            s = f", s {c[1] * 1e9:.2f} ns per copy" if A.shape[1] == 3 else ""
+            print(f"  {phase}: t0 {c[0] * 1e6:.2f} us{s}, R {1 / c[-1] / 1e9:.0f} GB/s; "
+                  f"{len(y)} values, mean |error| {e.mean():.3f}, max {e.max():.3f}")
+    v._ROUTERS.clear()
+    rows = [r for r in v.validate(ids=[p["id"] for p in pts], splits=("fit",)).rows if r.rel_error is not None]
+    e = np.abs([r.rel_error for r in rows])
+    print(f"  validate (constants as shipped): {len(e)} values, mean |error| {e.mean():.3f}, max {e.max():.3f}")
+
+
+FITS.update({"ll-nvlink": ll_nvlink})  # round 8, LL kernels on one NVLink board (kept apart: merge-friendly)
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ __all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "NVLS_LOOP_S", "nvls_chu
            "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2",
            "NVLS_SYNC_S_PER_RANK2_ONE_DOMAIN", "nvls_domain_terms",
            "RING_NVLINK_KERNEL_EFFICIENCY", "ring_nvlink_kernel_efficiency", "HOST_LINK_MEASURED",
-           "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "LL_FIXED_S", "nic_p2p_factor",
+           "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "LL_FIXED_S", "LL_NVLINK_S", "nic_p2p_factor",
            "DEEPEP_SM_RATE_BPS", "DEEPEP_SM_FIXED_S", "DEEPEP_TEST_SMS", "RDMA_PIPELINE_BPS", "DEEPEP_SM_SWEEP",
            "DEEPEP_SM_FIT_PEERS", "deepep_sm_time_s",
            "Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
@@ -171,8 +171,22 @@ PER_PEER_S = {"nccl": 0.0, "moe": 1.91e-6, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll"
 #: squares (the mean) of measured - modelled kernel time over the 12 fit-split DeepEP LL rows (EP 8-256,
 #: dispatch and combine; ``python benchmarks/fit_collective_constants.py ll-fixed``): 8.3 us; mean |error|
 #: of those rows 5.6 % -> 3.4 %, max 21.7 % -> 7.6 %. ``uccl_ll`` has none (its per-peer fit absorbs its
-#: fixed costs; adding this term moved its fit rows from 10.0 % to 10.2 %).
-LL_FIXED_S = {"moe_ll": 8.3e-6}
+#: fixed costs; adding this term moved its fit rows from 10.0 % to 10.2 %). Round 8: the two one-board (EP8)
+#: rows take :data:`LL_NVLINK_S` instead, so the mean is over the 10 multi-node rows: 8.3 -> 6.6 us.
+LL_FIXED_S = {"moe_ll": 6.6e-6}
+
+#: GPU-initiated LL kernels inside one NVLink domain (round 8): ``(t0_s, rate_Bps)`` by (kernel family,
+#: phase, GPU architecture ``GPU.sm``). On one board every (token, expert) message is a warp copy through
+#: the peer's P2P pointer (DeepEP ``allow_nvlink_for_low_latency_mode``; pplx-kernels / NVSHMEM
+#: ``putmem_signal_nbi_warp`` over P2P), its own rank's copies included, so a call takes ``t0 + X / rate``
+#: with ``X`` the busiest rank's copies x bytes per copy, where the one-step p2p latency and
+#: :data:`LL_FIXED_S` (NCCL's protocol and an RDMA count flag) do not apply; the link model still bounds it
+#: from below. Weighted least squares (relative error) on the fit-split DeepEP LL token sweeps of one
+#: 8 x H100 board (1-1024 tokens, hidden 7168 / 2048; ``python benchmarks/fit_collective_constants.py
+#: ll-nvlink``): dispatch 10.96 us + X / 288 GB/s, combine 11.51 us + X / 253 GB/s (mean |error| 6.7 / 6.4 %);
+#: a per-copy term fitted alongside comes out at -0.5 / -1.8 ns, i.e. no per-message cost. Hopper (90)
+#: only: no other architecture has a fit-split sweep, so other GPUs keep the link model.
+LL_NVLINK_S = {("moe_ll", "moe_dispatch", 90): (10.96e-6, 288e9), ("moe_ll", "moe_combine", 90): (11.51e-6, 253e9)}
 
 #: Extra fixed time of a pull combine (TensorRT-LLM NVLinkOneSided, round 8), seconds per call, on top of
 #: the family's fixed time, which the dispatch alone pays. moeAlltoAllKernels.cu @ 01f0021: the combine's

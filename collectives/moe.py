@@ -62,7 +62,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from collectives.calibration import (DEEPEP_SM_RATE_BPS, LL_FIXED_S, PER_PEER_S, PULL_COMBINE_FIXED_S,
+from collectives.calibration import (DEEPEP_SM_RATE_BPS, LL_FIXED_S, LL_NVLINK_S, PER_PEER_S, PULL_COMBINE_FIXED_S,
                                      RDMA_PIPELINE_BPS, deepep_sm_time_s)
 from topologies.errors import SpecError
 from topologies.limits import MAX_HIDDEN, MAX_SEED
@@ -495,14 +495,19 @@ def plan_moe(planner, op, plan_type):
     fs = planner.direct(op, ranks[s], ranks[d], b, pxn=op.options.get("pxn", form == "direct"), kernel=family)
     if PER_PEER_S[family] > 0:  # the kernel serves the other EP ranks in turn (issue 8 item 2)
         fs = replace(fs, latency_s=fs.latency_s + PER_PEER_S[family] * (len(ranks) - 1))
-    if LL_FIXED_S.get(family, 0.0) > 0:  # low-latency kernels: the count flag behind the data, the copy-out
+    floor = 0.0  # kernel-side pipelines slower than the links (round 3): the op takes the larger time
+    nvl = LL_NVLINK_S.get((family, op.collective, planner.gpu.sm)) if form == "ll" and len(groups) == 1 else None
+    if nvl is not None:  # one NVLink board (round 8): warp copies through P2P pointers, own copies included
+        t0, rate = nvl
+        fs = replace(fs, latency_s=np.full_like(fs.latency_s, t0))
+        floor = t0 + float(traffic.copy_counts.sum(axis=0 if combine else 1).max(initial=0)) * per_token / rate
+    elif LL_FIXED_S.get(family, 0.0) > 0:  # low-latency kernels: the count flag behind the data, the copy-out
         fs = replace(fs, latency_s=fs.latency_s + LL_FIXED_S[family])
     pull = op.options.get("pull_combine", False)
     if not isinstance(pull, bool):
         raise SpecError(f"moe pull_combine: {pull!r} must be true or false (a combine that pulls after a barrier)")
     if pull and combine:  # a barrier in every CTA before the first remote load; the prepare grid (round 8)
         fs = replace(fs, latency_s=fs.latency_s + PULL_COMBINE_FIXED_S)
-    floor = 0.0  # kernel-side pipelines slower than the links (round 3): the op takes the larger time
     sms = op.options.get("sms")
     if sms is not None and (isinstance(sms, bool) or not isinstance(sms, int) or sms < 1):
         raise SpecError(f"moe sms: {sms!r} must be an integer >= 1 (the SMs of a DeepEP normal kernel)")
