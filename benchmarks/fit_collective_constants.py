@@ -3,7 +3,7 @@
 Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
        deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
-       pull-combine|ll-nvlink]
+       pull-combine|ll-nvlink|nvls-heads]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -463,6 +463,43 @@ def ll_nvlink() -> None:
 
 FITS.update({"ll-nvlink": ll_nvlink})  # round 8, LL kernels on one NVLink board (kept apart: merge-friendly)
 
+
+def nvls_heads() -> None:
+    """Round 8 (new out-of-sample points), candidate NOT adopted: single-domain NVLS paying a cost per loop and per
+    head beyond 8 (NCCL's one-node kernel runs one scatter / gather step over ``nHeads`` peers per loop,
+    src/device/all_reduce.h @ v2.28.7-1) instead of the per-operation ``c x (n^2 - 64)``, on every fit-split
+    single-domain NVL72 all-reduce sweep of more than 8 ranks. First the model as it is, then the candidate."""
+    import math
+    from collectives import nccl_model as nm
+    from collectives import algorithms as alg
+    ids = ["gb200-nvl72-allreduce-72-by-size", "cw-gb200-nvl72-1rack-allreduce-by-size",
+           "oci-gb300-16host-allreduce-by-size"]
+    print("  model as it is (per-operation n^2 term):")
+    _grid(ids, lambda _: None, ("-",))
+    orig_terms, orig_loop = alg.nvls_domain_terms, alg.Planner.nvls_loop_terms
+    per_head = {"s": 0.0}
+
+    def terms(n, one_domain=False):
+        k, s = orig_terms(n, one_domain)
+        return k, (0.0 if one_domain else s)
+
+    def loop_terms(self, op, size):
+        k, fill = orig_loop(self, op, size)
+        ch = nm.nvls_channels(self.gpu.sm, True, nm.parse_nccl_version(op.options.get("nccl_version")))
+        heads = nm.nvls_heads(op.n)
+        loops = math.ceil(max(size, 1) / (ch * heads * self.nvls_chunk(op, size)))
+        return k, fill + per_head["s"] * max(0, heads - 8) * loops
+
+    alg.nvls_domain_terms, alg.Planner.nvls_loop_terms = terms, loop_terms
+    try:
+        print("  candidate: cost per loop and head beyond 8, us:")
+        _grid(ids, lambda c: per_head.update(s=c * 1e-6), (0.0, 0.70, 0.80, 0.85, 0.90, 1.0))
+    finally:
+        alg.nvls_domain_terms, alg.Planner.nvls_loop_terms = orig_terms, orig_loop
+        v._ROUTERS.clear()
+
+
+FITS.update({"nvls-heads": nvls_heads})  # round 8, new out-of-sample points (rejected candidate)
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(FITS):
