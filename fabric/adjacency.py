@@ -165,12 +165,14 @@ def _has_duplicates(rows: np.ndarray) -> bool:
 
 
 def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | None, n_res: int,
-                 flows: np.ndarray | None, counts: np.ndarray | None = None, keys: list | None = None) -> _Index:
+                 flows: np.ndarray | None, counts: np.ndarray | None = None, keys: list | None = None,
+                 disjoint: bool = False) -> _Index:
     """Build the adjacency of ``flows`` (None = all rows).
 
     ``counts``: :func:`fabric.reductions.column_counts` of ``res`` (``flows`` None only), when the caller
-    has them: the CSC takes its slot counts from them (and the columns' 16-bit ``keys``), and when no
-    resource appears in two columns no row can repeat one, so the duplicate test is skipped.
+    has them: the CSC takes its slot counts from them (and the columns' 16-bit ``keys``). ``disjoint``: no
+    resource appears in two columns of ``res`` (the caller checked), so no row can repeat one and the
+    duplicate test is skipped; the counts prove it too.
     """
     if flows is not None:
         counts = None
@@ -183,7 +185,9 @@ def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | 
         coef[rows < 0] = 1.0  # padding: any finite value
     else:
         coef = None if m is None else np.array(m, dtype=np.float64)
-    if counts is None or np.count_nonzero(counts[:, 1:], axis=0).max(initial=0) > 1:
+    if counts is not None and not disjoint:
+        disjoint = np.count_nonzero(counts[:, 1:], axis=0).max(initial=0) <= 1
+    if not disjoint:
         if _has_duplicates(rows):
             rows, coef = _merge_duplicates(rows, coef)
             counts = None

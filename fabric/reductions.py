@@ -87,10 +87,12 @@ class _Reduced:
     ``rep[v] = u`` maps every resource to the one that carries its flows.
     """
 
-    __slots__ = ("res", "weight", "cap", "rep", "counts", "keys")
+    __slots__ = ("res", "weight", "cap", "rep", "counts", "keys", "disjoint")
 
-    def __init__(self, res, weight, cap, rep, counts=None, keys=None):
+    def __init__(self, res, weight, cap, rep, counts=None, keys=None, disjoint=False):
         self.res, self.weight, self.cap, self.rep = res, weight, cap, rep
+        #: True when no resource appears in two columns of ``res`` (then no row names one twice)
+        self.disjoint = disjoint
         #: int64[h', R + 1] or None: entries per slot (slot 0: the padding) of every column of ``res``,
         #: counted on the numpy path; ``keys``: per column of ``res``, its uint16 slot ids (``res + 1``)
         #: or None (:func:`column_counts`). The index build reuses both (:func:`fabric.adjacency._csc`).
@@ -187,11 +189,13 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
         pairs[i:] = [(a, q) if p == b else (p, q) for p, q in pairs[i:]]
     kept_counts = None if compiled else counts[keep]
     kept_keys = None if compiled else [keys[j] for j in keep]
+    # the kept columns' own resources (a kept column's ids are its original ones)
+    disjoint = bool(np.count_nonzero(pm[keep, 1:] if compiled else kept_counts[:, 1:], axis=0).max(initial=0) <= 1)
     if len(keep) == h:
-        return _Reduced(res, w, cap, rep, kept_counts, kept_keys)
+        return _Reduced(res, w, cap, rep, kept_counts, kept_keys, disjoint)
     res2 = _kernels.index().take_columns(res, keep) if compiled else np.take(res, keep, axis=1)
     w2 = None if w is None else np.take(w, keep, axis=1)
-    return _Reduced(res2, w2, cap_eff, rep, kept_counts, kept_keys)
+    return _Reduced(res2, w2, cap_eff, rep, kept_counts, kept_keys, disjoint)
 
 
 def column_counts(res: np.ndarray, n_res: int, changes: list | None = None, keys: list | None = None) -> np.ndarray:
