@@ -113,19 +113,26 @@ def test_sorted_twin_columns_merge_as_the_general_test_decides(broken):
     assert np.array_equal(got.counts, reductions.column_counts(got.res, 80))
 
 
-def test_a_fat_tree_all_to_all_solves_to_the_same_bits_with_and_without_the_counts(monkeypatch):
-    from fabric import engine
+def _six_hops(n, seed):
+    """A leaf-spine all-to-all with a NIC port beside each host link (up and down), as the router's paths
+    have: host up, NIC up, leaf -> spine, spine -> leaf, NIC down, host down (no resource in two columns)."""
     from synthetic import leaf_spine
 
-    n = 48
-    cap, res = leaf_spine(n, hpl=8, spines=4, seed=2)
-    R0 = cap.shape[0]  # a NIC port beside each host link (up and down), as the router's paths have
+    cap, res = leaf_spine(n, hpl=8, spines=4, seed=seed)
+    R0 = cap.shape[0]
     inter = res[:, 3] >= 0  # (intra-leaf rows list the down link second)
     down = np.where(inter, res[:, 3], res[:, 1])
     up, across = np.where(inter, res[:, 1], -1), np.where(inter, res[:, 2], -1)
     res = np.stack([res[:, 0], res[:, 0] + R0, up, across, down + R0, down], axis=1)
     cap = np.r_[cap, np.random.default_rng(7).choice([0.5, 1.0, 2.0], 2 * n)]
-    p = FlowProblem(capacity_Bps=cap, res=res.astype(np.int16),
+    return cap, res.astype(np.int16)
+
+
+def test_a_fat_tree_all_to_all_solves_to_the_same_bits_with_and_without_the_counts(monkeypatch):
+    from fabric import engine
+
+    cap, res = _six_hops(48, 2)
+    p = FlowProblem(capacity_Bps=cap, res=res,
                     size_bytes=np.broadcast_to(np.array([3e6]), (res.shape[0],)), latency_s=np.full(res.shape[0], 1e-6))
     assert reductions._reduce_columns(_Prob(p)).res.shape[1] == 4  # both twins merged
     monkeypatch.setenv("FABRIC_EMU_KERNELS", "numpy")
@@ -145,3 +152,32 @@ def test_extremes_read_a_broadcast_value_once():
     lo, hi = extremes(b)
     assert np.isnan(lo) and np.isnan(hi)  # as min / max
     assert [float(v) for v in extremes(np.array([2.0, -1.0, 5.0]))] == [-1.0, 5.0]
+
+
+def test_compiled_path_skips_the_duplicate_test_on_disjoint_columns(monkeypatch):
+    """The compiled column merge's presence bits prove the kept columns disjoint: no duplicate pass, and the
+    same bits as the numpy path."""
+    pytest.importorskip("numba")
+    from fabric import index_kernels, kernels
+
+    cap, res = _six_hops(32, 1)
+    p = FlowProblem(capacity_Bps=cap, res=res, size_bytes=np.full(res.shape[0], 2e6))
+    monkeypatch.setenv("FABRIC_EMU_KERNELS", "numpy")
+    want = simulate(p)
+    monkeypatch.setenv("FABRIC_EMU_KERNELS", "auto")
+    monkeypatch.setattr(kernels, "MIN_ENTRIES_INDEX", 0)
+    monkeypatch.setattr(kernels, "MIN_ENTRIES_INDEX_LOADED", 0)
+    assert reductions._reduce_columns(_Prob(p)).disjoint
+
+    def no_test(rows):
+        raise AssertionError("the duplicate test ran")
+
+    monkeypatch.setattr(index_kernels, "has_duplicates", no_test)
+    got = simulate(p)
+    for f in ("finish_s", "transfer_end_s", "resource_bytes", "resource_busy_s"):
+        assert np.array_equal(getattr(got, f), getattr(want, f))
+    # a row that names one resource twice: not disjoint, the test runs
+    res2 = res.copy()
+    res2[3, 1] = res2[3, 0]
+    assert not reductions._reduce_columns(_Prob(FlowProblem(capacity_Bps=cap, res=res2,
+                                                            size_bytes=np.ones(res.shape[0])))).disjoint
