@@ -63,8 +63,7 @@ class _Index:
 _SMALL_SORT = 1 << 21
 
 
-def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None, counts: np.ndarray | None = None,
-         keys: list | None = None):
+def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None, counts: np.ndarray | None = None):
     """(indptr, indices[, ecoef]) of the slot -> local-flow incidence of ``rows``.
 
     One O(n) counting sort (scipy's CSR -> CSC) per hop column, which keeps
@@ -74,8 +73,7 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None, counts:
     counted by a bincount.  Each column's runs are written straight to their
     place in the output.  Within a slot, entries are ordered by column, then by flow.  With ``coef2d`` (float64[n, h]) the
     coefficient of every entry is returned too, in the same order. ``counts`` (int64[h, n_res + 1]): the
-    entries of each column per slot when the caller has them (:func:`fabric.reductions.column_counts`), and
-    ``keys`` with them: per column its uint16 ids ``rows[:, j] + 1`` (-1 wrapped to 0) or None.
+    entries of each column per slot when the caller has them (:func:`fabric.reductions.column_counts`).
     """
     n, h = rows.shape
     nnz = n * h
@@ -116,10 +114,7 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None, counts:
         if not small:
             by_slot, sorted_cols[j] = sorted_cols[j], None
         else:  # the same order: flows by slot, stably (no scipy import on small problems)
-            kj = keys[j] if given and keys is not None else None
-            if kj is not None:
-                pass
-            elif r1 <= 1 << 16:  # 16-bit keys (a radix sort); -1 wraps to 65535, + 1 to 0: the padding slot
+            if r1 <= 1 << 16:  # 16-bit keys (a radix sort); -1 wraps to 65535, + 1 to 0: the padding slot
                 kj = np.add(rows[:, j], 1, dtype=np.uint16, casting="unsafe")
             else:
                 kj = np.add(rows[:, j], 1, dtype=idx_t)
@@ -165,12 +160,11 @@ def _has_duplicates(rows: np.ndarray) -> bool:
 
 
 def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | None, n_res: int,
-                 flows: np.ndarray | None, counts: np.ndarray | None = None, keys: list | None = None,
-                 disjoint: bool = False) -> _Index:
+                 flows: np.ndarray | None, counts: np.ndarray | None = None, disjoint: bool = False) -> _Index:
     """Build the adjacency of ``flows`` (None = all rows).
 
     ``counts``: :func:`fabric.reductions.column_counts` of ``res`` (``flows`` None only), when the caller
-    has them: the CSC takes its slot counts from them (and the columns' 16-bit ``keys``). ``disjoint``: no
+    has them: the CSC takes its slot counts from them. ``disjoint``: no
     resource appears in two columns of ``res`` (the caller checked), so no row can repeat one and the
     duplicate test is skipped; the counts prove it too.
     """
@@ -193,9 +187,9 @@ def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | 
             counts = None
     ecoef = None
     if coef is not None and coef.ndim == 2:
-        indptr, indices, ecoef = _csc(rows, n_res, coef, counts=counts, keys=keys)
+        indptr, indices, ecoef = _csc(rows, n_res, coef, counts=counts)
     else:
-        indptr, indices = _csc(rows, n_res, counts=counts, keys=keys)
+        indptr, indices = _csc(rows, n_res, counts=counts)
     ceps = 0.5 if coef is None or coef.size == 0 else 0.5 * float(coef.min())
     return _Index(flows, rows, coef, indptr, indices, n_res, ceps, ecoef)
 

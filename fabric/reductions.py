@@ -87,17 +87,16 @@ class _Reduced:
     ``rep[v] = u`` maps every resource to the one that carries its flows.
     """
 
-    __slots__ = ("res", "weight", "cap", "rep", "counts", "keys", "disjoint")
+    __slots__ = ("res", "weight", "cap", "rep", "counts", "disjoint")
 
-    def __init__(self, res, weight, cap, rep, counts=None, keys=None, disjoint=False):
+    def __init__(self, res, weight, cap, rep, counts=None, disjoint=False):
         self.res, self.weight, self.cap, self.rep = res, weight, cap, rep
         #: True when no resource appears in two columns of ``res`` (then no row names one twice)
         self.disjoint = disjoint
         #: int64[h', R + 1] or None: entries per slot (slot 0: the padding) of every column of ``res``,
-        #: counted on the numpy path; ``keys``: per column of ``res``, its uint16 slot ids (``res + 1``)
-        #: or None (:func:`column_counts`). The index build reuses both (:func:`fabric.adjacency._csc`).
+        #: counted on the numpy path (:func:`column_counts`); the index build reuses them
+        #: (:func:`fabric.adjacency._csc`)
         self.counts = counts
-        self.keys = keys
 
 
 def _reduce_columns(pr: _Prob) -> _Reduced:
@@ -120,8 +119,7 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
         # scatter here and a bincount there)
         bufs = (np.empty(F, np.intp), np.empty(F, np.intp))
         changes: list = [None] * h  # sorted columns: where the id changes (bool[F - 1])
-        keys: list = [None] * h  # the other columns' uint16 slot ids
-        counts = column_counts(res, R, changes, keys)
+        counts = column_counts(res, R, changes)
         pad = [bool(counts[j, 0]) for j in range(h)]
         present = [counts[j, 1:] > 0 for j in range(h)]
     keep = list(range(h))
@@ -188,24 +186,22 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
         # a chain a, b, c of duplicates: the pair (b, c) becomes (a, c)
         pairs[i:] = [(a, q) if p == b else (p, q) for p, q in pairs[i:]]
     kept_counts = None if compiled else counts[keep]
-    kept_keys = None if compiled else [keys[j] for j in keep]
     # the kept columns' own resources (a kept column's ids are its original ones)
     disjoint = bool(np.count_nonzero(pm[keep, 1:] if compiled else kept_counts[:, 1:], axis=0).max(initial=0) <= 1)
     if len(keep) == h:
-        return _Reduced(res, w, cap, rep, kept_counts, kept_keys, disjoint)
+        return _Reduced(res, w, cap, rep, kept_counts, disjoint)
     res2 = _kernels.index().take_columns(res, keep) if compiled else np.take(res, keep, axis=1)
     w2 = None if w is None else np.take(w, keep, axis=1)
-    return _Reduced(res2, w2, cap_eff, rep, kept_counts, kept_keys, disjoint)
+    return _Reduced(res2, w2, cap_eff, rep, kept_counts, disjoint)
 
 
-def column_counts(res: np.ndarray, n_res: int, changes: list | None = None, keys: list | None = None) -> np.ndarray:
+def column_counts(res: np.ndarray, n_res: int, changes: list | None = None) -> np.ndarray:
     """int64[h, n_res + 1]: entries of each hop column of ``res`` per slot (slot 0: the padding -1).
 
     A column whose ids never decrease in flow order (e.g. the source links of an all-to-all listed by
     source) is counted from where its id changes, and that bool[F - 1] goes to ``changes[j]`` when a list
     is given (``None`` for the other columns); the others by one ``np.bincount`` over 16-bit keys when the
-    slots fit (-1 wraps to 65535, + 1 to 0; then ``keys[j]`` gets them when a list is given), else over intp
-    keys.
+    slots fit (-1 wraps to 65535, + 1 to 0; one buffer for every column), else over intp keys.
 
     >>> column_counts(np.array([[0, -1], [0, 1]], np.int16), 2).tolist()
     [[0, 2, 0], [1, 0, 1]]
@@ -228,13 +224,10 @@ def column_counts(res: np.ndarray, n_res: int, changes: list | None = None, keys
             if changes is not None:
                 changes[j] = ch
             continue
-        keep = keys is not None and kt is np.uint16
-        if buf is None or keep:
+        if buf is None:
             buf = np.empty(F, dtype=kt)
         np.add(c, 1, out=buf, dtype=kt, casting="unsafe")
         out[j] = np.bincount(buf, minlength=r1)
-        if keep:
-            keys[j] = buf
     return out
 
 

@@ -2,8 +2,7 @@
 
 ``fabric.reductions.column_counts`` counts every hop column once (sorted columns from their runs); the column
 merge reads presence from the counts and verifies sorted column pairs from where they change, and the index
-build takes its CSC slot counts and 16-bit keys from them and skips the duplicate test when no resource is in
-two columns. Every comparison here is against the path without them (``np.array_equal``).
+build takes its CSC slot counts from them and skips the duplicate test when no resource is in two columns. Every comparison here is against the path without them (``np.array_equal``).
 """
 
 import numpy as np
@@ -30,8 +29,8 @@ def _table(rng, F, R, dtype):
 def test_column_counts_equal_one_bincount_per_column(dtype, R):
     rng = np.random.default_rng(3)
     res = _table(rng, 700, R, dtype)
-    changes, keys = [None] * 4, [None] * 4
-    got = reductions.column_counts(res, R, changes, keys)
+    changes = [None] * 4
+    got = reductions.column_counts(res, R, changes)
     for j in range(4):
         c = res[:, j].astype(np.int64)
         assert np.array_equal(got[j], np.bincount(c + 1, minlength=R + 1))
@@ -39,22 +38,17 @@ def test_column_counts_equal_one_bincount_per_column(dtype, R):
         assert (changes[j] is not None) == is_sorted
         if is_sorted:
             assert np.array_equal(changes[j], c[1:] != c[:-1])
-        if not is_sorted and R + 1 <= 1 << 16:
-            assert keys[j].dtype == np.uint16 and np.array_equal(keys[j], c + 1)
-        else:
-            assert keys[j] is None
     assert [changes[j] is not None for j in range(4)] == [True, False, False, True]
-    assert np.array_equal(reductions.column_counts(res, R), got)  # the lists are optional
+    assert np.array_equal(reductions.column_counts(res, R), got)  # the list is optional
 
 
-def test_csc_from_given_counts_and_keys_equals_its_own():
+def test_csc_from_given_counts_equals_its_own():
     rng = np.random.default_rng(4)
     res = _table(rng, 900, 80, np.int16)
-    keys = [None] * 4
-    counts = reductions.column_counts(res, 80, None, keys)
+    counts = reductions.column_counts(res, 80)
     for coef in (None, rng.random(res.shape)):
         want = adjacency._csc(res, 80, coef)
-        got = adjacency._csc(res, 80, coef, counts=counts, keys=keys)
+        got = adjacency._csc(res, 80, coef, counts=counts)
         for a, b in zip(got, want):
             assert a.dtype == b.dtype and np.array_equal(a, b)
 
@@ -138,7 +132,7 @@ def test_a_fat_tree_all_to_all_solves_to_the_same_bits_with_and_without_the_coun
     monkeypatch.setenv("FABRIC_EMU_KERNELS", "numpy")
     got = simulate(p)
     real = engine._one_solve
-    monkeypatch.setattr(engine, "_one_solve", lambda pr, cap, rep, counts=None, keys=None, disjoint=False: real(pr, cap, rep))
+    monkeypatch.setattr(engine, "_one_solve", lambda pr, cap, rep, counts=None, disjoint=False: real(pr, cap, rep))
     want = simulate(p)
     assert got.mode_used == want.mode_used == "one-solve" and got.rounds == want.rounds
     for f in ("start_s", "transfer_end_s", "finish_s", "resource_bytes", "resource_busy_s"):
