@@ -157,18 +157,18 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
         else:
             if not _function_on_prefix(cols[a], cols[b], R):
                 continue  # a counterexample among the first flows: not a function u -> v (no full-column pass)
-            u, v = _wide(cols[a], bufs[0]), _wide(cols[b], bufs[1])
+            u = _wide(cols[a], bufs[0])
             if pad[a]:
+                v = _wide(cols[b], bufs[1])
                 if not np.array_equal(u < 0, v < 0):
                     continue
                 m = u >= 0
                 u, v = u[m], v[m]
             else:
                 m = slice(None)
+                v = cols[b]  # the map in the table's own dtype: v is not widened
             if w is not None and not np.array_equal(w[m, a], w[m, b]):
                 continue
-            if not pad[a]:  # the map in the table's own dtype: v is not widened
-                v = cols[b]
             v_of = np.full(R, -1, dtype=v.dtype)
             v_of[u] = v
             if not np.array_equal(np.take(v_of, u), v):
