@@ -63,7 +63,7 @@ class _Index:
 _SMALL_SORT = 1 << 21
 
 
-def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
+def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None, counts: np.ndarray | None = None):
     """(indptr, indices[, ecoef]) of the slot -> local-flow incidence of ``rows``.
 
     One O(n) counting sort (scipy's CSR -> CSC) per hop column, which keeps
@@ -72,7 +72,8 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
     they are placed); small columns are sorted by numpy's stable argsort and
     counted by a bincount.  Each column's runs are written straight to their
     place in the output.  Within a slot, entries are ordered by column, then by flow.  With ``coef2d`` (float64[n, h]) the
-    coefficient of every entry is returned too, in the same order.
+    coefficient of every entry is returned too, in the same order. ``counts`` (int64[h, n_res + 1]): the
+    entries of each column per slot when the caller has them (:func:`fabric.reductions.column_counts`).
     """
     n, h = rows.shape
     nnz = n * h
@@ -86,9 +87,13 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
     small = n <= _SMALL_SORT
     # entries per (slot, column), then where each column's run of a slot starts in the output; large columns
     # are sorted first (scipy's counting sort gives each column's slot counts with the order)
-    counts = np.zeros((h, r1), dtype=np.int64)
+    given = counts is not None and small
+    if not given:
+        counts = np.zeros((h, r1), dtype=np.int64)
     sorted_cols = []
-    if small:
+    if given:
+        pass
+    elif small:
         for j in range(h):
             counts[j] = np.bincount(np.add(rows[:, j], 1, dtype=np.intp), minlength=r1)
     else:
@@ -110,11 +115,11 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
             by_slot, sorted_cols[j] = sorted_cols[j], None
         else:  # the same order: flows by slot, stably (no scipy import on small problems)
             if r1 <= 1 << 16:  # 16-bit keys (a radix sort); -1 wraps to 65535, + 1 to 0: the padding slot
-                keys = np.add(rows[:, j], 1, dtype=np.uint16, casting="unsafe")
+                kj = np.add(rows[:, j], 1, dtype=np.uint16, casting="unsafe")
             else:
-                keys = np.add(rows[:, j], 1, dtype=idx_t)
-            by_slot = np.argsort(keys, kind="stable").astype(idx_t)
-            del keys
+                kj = np.add(rows[:, j], 1, dtype=idx_t)
+            by_slot = np.argsort(kj, kind="stable")  # (intp: cast to idx_t as it is placed)
+            del kj
         cj = counts[j]
         cv = None if ecoef is None else coef2d[by_slot, j]
         nz = np.flatnonzero(cj)
@@ -129,7 +134,7 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
             # destination of the k-th entry of column j: start of its slot's run + its rank in the run
             dest = np.repeat((start[j] - np.cumsum(cj) + cj).astype(np.intp), cj)
             dest += np.arange(n, dtype=np.intp)
-            indices[dest] = by_slot
+            indices[dest] = by_slot  # (cast to idx_t)
             if cv is not None:
                 ecoef[dest] = cv
             del dest
@@ -155,8 +160,16 @@ def _has_duplicates(rows: np.ndarray) -> bool:
 
 
 def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | None, n_res: int,
-                 flows: np.ndarray | None) -> _Index:
-    """Build the adjacency of ``flows`` (None = all rows)."""
+                 flows: np.ndarray | None, counts: np.ndarray | None = None, disjoint: bool = False) -> _Index:
+    """Build the adjacency of ``flows`` (None = all rows).
+
+    ``counts``: :func:`fabric.reductions.column_counts` of ``res`` (``flows`` None only), when the caller
+    has them: the CSC takes its slot counts from them. ``disjoint``: no
+    resource appears in two columns of ``res`` (the caller checked), so no row can repeat one and the
+    duplicate test is skipped; the counts prove it too.
+    """
+    if flows is not None:
+        counts = None
     rows = res if flows is None else res[flows]
     m = None if mult is None else (mult if flows is None else mult[flows])
     if weight is not None:
@@ -166,13 +179,17 @@ def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | 
         coef[rows < 0] = 1.0  # padding: any finite value
     else:
         coef = None if m is None else np.array(m, dtype=np.float64)
-    if _has_duplicates(rows):
-        rows, coef = _merge_duplicates(rows, coef)
+    if counts is not None and not disjoint:
+        disjoint = np.count_nonzero(counts[:, 1:], axis=0).max(initial=0) <= 1
+    if not disjoint:
+        if _has_duplicates(rows):
+            rows, coef = _merge_duplicates(rows, coef)
+            counts = None
     ecoef = None
     if coef is not None and coef.ndim == 2:
-        indptr, indices, ecoef = _csc(rows, n_res, coef)
+        indptr, indices, ecoef = _csc(rows, n_res, coef, counts=counts)
     else:
-        indptr, indices = _csc(rows, n_res)
+        indptr, indices = _csc(rows, n_res, counts=counts)
     ceps = 0.5 if coef is None or coef.size == 0 else 0.5 * float(coef.min())
     return _Index(flows, rows, coef, indptr, indices, n_res, ceps, ecoef)
 

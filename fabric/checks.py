@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fabric.arrays import extremes
 from topologies.errors import FlowError
 
 __all__ = ["check_capacity", "check_res", "check_weight", "check_per_flow", "check_active", "per_flow"]
@@ -93,7 +94,10 @@ def per_flow(x, F, name, what):
     a = np.asarray(x, dtype=np.float64)
     if a.shape != (F,):
         raise FlowError(f"{name}: expected shape ({F},), got {a.shape}")
-    if F == 0 or (a.min() >= 0 and a.max() < _INF):  # two reductions, no F-sized masks (NaN fails both)
+    if F == 0:
+        return a
+    lo, hi = extremes(a)  # two reductions (none on a broadcast value), no F-sized masks (NaN fails both)
+    if lo >= 0 and hi < _INF:
         return a
     bad = ~((a >= 0) & (a < _INF))
     if bad.any():

@@ -27,6 +27,7 @@ from dataclasses import replace
 import numpy as np
 
 from fabric import kernels as _kernels
+from fabric.arrays import extremes
 from fabric.engine import FlowProblem, FlowResult, simulate
 
 __all__ = ["independent_size_classes", "simulate_split", "group_identical_flows"]
@@ -53,7 +54,8 @@ def _size_classes(problem: FlowProblem, max_classes: int):
     sizes = np.asarray(problem.size_bytes)
     if len(sizes) == 0:
         return None
-    if sizes.min() == sizes.max():
+    lo, hi = extremes(sizes)
+    if lo == hi:
         return None  # one size class
     res = np.asarray(problem.res)
     R = len(problem.capacity_Bps)

@@ -43,6 +43,7 @@ import numpy as np
 from fabric import kernels as _kernels
 from fabric import maxmin as _mm
 from fabric.allocator import reuse_freed_memory
+from fabric.arrays import extremes
 from fabric.eventloop import _EventLoop
 from fabric.problem import FlowProblem, FlowResult, _Prob
 from fabric.reductions import _expand, _reduce_columns, _resource_bytes, _slot_max, _unfold
@@ -156,7 +157,7 @@ def simulate(problem: FlowProblem, *, mode: str = "auto", epsilon: float = 0.01,
     red = _reduce_columns(pr)
     prs = pr if red.res is pr.res else pr.reduced(red)
     if chosen == "one-solve" and not time_series:
-        return _unfold(_expand(_one_solve(prs, pr.cap, red.rep), pr, red), pr)
+        return _unfold(_expand(_one_solve(prs, pr.cap, red.rep, red.counts, red.disjoint), pr, red), pr)
     if red.weighted:  # a dropped column's own weights: its bytes from the unreduced rows
         rbytes, lb = _bytes_and_bound(_resource_bytes(pr), pr.cap, np.arange(pr.R))
     else:
@@ -173,8 +174,7 @@ def _one_solve_ok(pr: _Prob) -> bool:
         return False
     if pr.F == 0:
         return True
-    hi = float(pr.size.max())
-    lo = float(pr.size.min())
+    lo, hi = (float(v) for v in extremes(pr.size))
     if lo <= 0.0:  # empty flows do not count (no F-sized temporary when every size is positive)
         lo = float(pr.size.min(where=pr.size > 0, initial=hi))
     return lo == hi
@@ -207,13 +207,17 @@ def _index_bytes(pr: _Prob, ix, size: float) -> np.ndarray | None:
     return counts * size
 
 
-def _one_solve(pr: _Prob, cap_full: np.ndarray, rep: np.ndarray) -> FlowResult:
+def _one_solve(pr: _Prob, cap_full: np.ndarray, rep: np.ndarray, counts: np.ndarray | None = None,
+               disjoint: bool = False) -> FlowResult:
+    """The one-solve shortcut (module doc); ``counts``: the per-column slot counts of ``pr.res``, if known
+    (:func:`fabric.reductions.column_counts`); ``disjoint``: no resource is in two of its columns."""
     F = pr.F
     t0 = float(pr.delay[0]) + (float(pr.rel[0]) if pr.rel is not None and F else 0.0)
     start = np.full(F, t0)
-    flows = None if F == 0 or pr.size.min() > 0 else np.flatnonzero(pr.size > 0)
-    ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows)
-    s = float(pr.size.max()) if F else 0.0  # every positive size (the shortcut's condition)
+    lo, hi = extremes(pr.size) if F else (0.0, 0.0)
+    flows = None if F == 0 or lo > 0 else np.flatnonzero(pr.size > 0)
+    ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows, counts, disjoint)
+    s = float(hi)  # every positive size (the shortcut's condition)
     rb = _index_bytes(pr, ix, s) if ix.size else None
     rbytes, lb = _bytes_and_bound(_resource_bytes(pr) if rb is None else rb, cap_full, rep)
     state = np.full(ix.size, _mm.ALIVE, dtype=np.uint8)

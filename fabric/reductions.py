@@ -97,13 +97,19 @@ class _Reduced:
     merge happened (the caller then takes the per-resource bytes from the unreduced problem).
     """
 
-    __slots__ = ("res", "weight", "cap", "rep", "wscale", "binding", "weighted")
+    __slots__ = ("res", "weight", "cap", "rep", "wscale", "binding", "weighted", "counts", "disjoint")
 
-    def __init__(self, res, weight, cap, rep, wscale=None, binding=None):
+    def __init__(self, res, weight, cap, rep, wscale=None, binding=None, counts=None, disjoint=False):
         self.res, self.weight, self.cap, self.rep = res, weight, cap, rep
         self.weighted = wscale is not None
         self.wscale = np.ones(rep.shape[0]) if wscale is None else wscale
         self.binding = np.ones(rep.shape[0], dtype=np.bool_) if binding is None else binding
+        #: True when no resource appears in two columns of ``res`` (then no row names one twice)
+        self.disjoint = disjoint
+        #: int64[h', R + 1] or None: entries per slot (slot 0: the padding) of every column of ``res``,
+        #: counted on the numpy path (:func:`column_counts`); the index build reuses them
+        #: (:func:`fabric.adjacency._csc`)
+        self.counts = counts
 
 
 def _reduce_columns(pr: _Prob) -> _Reduced:
@@ -121,15 +127,14 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
         pad = [bool(pm[j, 0]) for j in range(h)]
         present = [pm[j, 1:] for j in range(h)]
     else:
-        # resources present in each column (the padding -1 marks the extra last entry); fancy indexing with
-        # intp ids is ~3x faster than with the int16 / int32 ids the problem stores, so each column is
-        # widened into one of two reused buffers first
+        # entries per slot of each column (slot 0: the padding), from which the resources present in it; the
+        # index build reuses the counts of the kept columns (one bincount per column instead of a presence
+        # scatter here and a bincount there)
         bufs = (np.empty(F, np.intp), np.empty(F, np.intp))
-        for c in cols:
-            m = np.zeros(R + 1, dtype=np.bool_)
-            m[_wide(c, bufs[0])] = True
-            pad.append(bool(m[R]))
-            present.append(m[:R])
+        changes: list = [None] * h  # sorted columns: where the id changes (bool[F - 1])
+        counts = column_counts(res, R, changes)
+        pad = [bool(counts[j, 0]) for j in range(h)]
+        present = [counts[j, 1:] > 0 for j in range(h)]
     keep = list(range(h))
     pairs = [(j, j + 1) for j in range(h - 1)]
     cap_eff = None
@@ -168,20 +173,35 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
             v_of = _kernels.index().column_map(res, a, b, w, R)
             if v_of is None:
                 continue
+        elif changes[a] is not None and changes[b] is not None and not pad[a]:
+            # two sorted columns without padding: u -> v is one-to-one exactly when both change at the same
+            # flows (equal ids of a sorted column are one run, and a sorted v that changes where u changes
+            # takes a larger id for every larger u)
+            if not np.array_equal(changes[a], changes[b]):
+                continue
+            if w is not None and not np.array_equal(w[:, a], w[:, b]):
+                continue
+            first = np.flatnonzero(changes[a])
+            first += 1
+            first = np.concatenate([np.zeros(1, dtype=first.dtype), first])
+            v_of = np.full(R, -1, dtype=np.intp)
+            v_of[cols[a][first]] = cols[b][first]
         else:
             if not _function_on_prefix(cols[a], cols[b], R):
                 continue  # a counterexample among the first flows: not a function u -> v (no full-column pass)
-            u, v = _wide(cols[a], bufs[0]), _wide(cols[b], bufs[1])
+            u = _wide(cols[a], bufs[0])
             if pad[a]:
+                v = _wide(cols[b], bufs[1])
                 if not np.array_equal(u < 0, v < 0):
                     continue
                 m = u >= 0
                 u, v = u[m], v[m]
             else:
                 m = slice(None)
+                v = cols[b]  # the map in the table's own dtype: v is not widened
             if w is not None and not np.array_equal(w[m, a], w[m, b]):
                 continue
-            v_of = np.full(R, -1, dtype=np.intp)
+            v_of = np.full(R, -1, dtype=v.dtype)
             v_of[u] = v
             if not np.array_equal(np.take(v_of, u), v):
                 continue  # not a function u -> v
@@ -198,11 +218,14 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
         present[a] = pa | pb
         # a chain a, b, c of duplicates: the pair (b, c) becomes (a, c)
         pairs[i:] = [(a, q) if p == b else (p, q) for p, q in pairs[i:]]
+    kept_counts = None if compiled else counts[keep]
+    # the kept columns' own resources (a kept column's ids are its original ones)
+    disjoint = bool(np.count_nonzero(pm[keep, 1:] if compiled else kept_counts[:, 1:], axis=0).max(initial=0) <= 1)
     if len(keep) == h:
-        return _Reduced(res, w, cap, rep)
+        return _Reduced(res, w, cap, rep, wscale, binding, kept_counts, disjoint)
     res2 = _kernels.index().take_columns(res, keep) if compiled else np.take(res, keep, axis=1)
     w2 = None if w is None else np.take(w, keep, axis=1)
-    return _Reduced(res2, w2, cap if cap_eff is None else cap_eff, rep, wscale, binding)
+    return _Reduced(res2, w2, cap if cap_eff is None else cap_eff, rep, wscale, binding, kept_counts, disjoint)
 
 
 #: a dominated column's capacity per unit of weight exceeds its partner's by more than this, relatively,
@@ -271,6 +294,42 @@ def _dominated_column(ca: np.ndarray, cb: np.ndarray, wa: np.ndarray, wb: np.nda
         ratio[su] = xa / xb
         return 0, u_of, ratio
     return None
+
+
+def column_counts(res: np.ndarray, n_res: int, changes: list | None = None) -> np.ndarray:
+    """int64[h, n_res + 1]: entries of each hop column of ``res`` per slot (slot 0: the padding -1).
+
+    A column whose ids never decrease in flow order (e.g. the source links of an all-to-all listed by
+    source) is counted from where its id changes, and that bool[F - 1] goes to ``changes[j]`` when a list
+    is given (``None`` for the other columns); the others by one ``np.bincount`` over 16-bit keys when the
+    slots fit (-1 wraps to 65535, + 1 to 0; one buffer for every column), else over intp keys.
+
+    >>> column_counts(np.array([[0, -1], [0, 1]], np.int16), 2).tolist()
+    [[0, 2, 0], [1, 0, 1]]
+    """
+    F, h = res.shape
+    r1 = int(n_res) + 1
+    out = np.zeros((h, r1), dtype=np.int64)
+    kt = np.uint16 if r1 <= 1 << 16 else np.intp
+    buf = None
+    for j in range(h):
+        c = res[:, j]
+        k = min(F, 1 << 14)  # a prefix first: most unsorted columns show a descent early
+        if F > 1 and not np.less(c[1:k], c[:k - 1]).any() and not np.less(c[1:], c[:-1]).any():
+            ch = np.not_equal(c[1:], c[:-1])
+            first = np.flatnonzero(ch)
+            first += 1
+            ends = np.append(first, F)
+            first = np.concatenate([np.zeros(1, dtype=first.dtype), first])
+            out[j, np.add(c[first], 1, dtype=np.intp)] = ends - first  # one run per id (sorted)
+            if changes is not None:
+                changes[j] = ch
+            continue
+        if buf is None:
+            buf = np.empty(F, dtype=kt)
+        np.add(c, 1, out=buf, dtype=kt, casting="unsafe")
+        out[j] = np.bincount(buf, minlength=r1)
+    return out
 
 
 def _function_on_prefix(ca: np.ndarray, cb: np.ndarray, R: int, k: int = 1 << 14) -> bool:
