@@ -7,7 +7,7 @@ Expectations come from the fit-split measurements (collectives/data/published_po
 
 import pytest
 
-from collectives import nccl_model as nm
+from collectives import Collective, nccl_model as nm
 from collectives.calibration import (NVLS_SYNC_S_PER_RANK2, NVLS_SYNC_S_PER_RANK2_PER_LOOP,
                                      nvls_domain_terms)
 from collectives.validate import validate
@@ -66,3 +66,23 @@ def test_multi_domain_nvls_stage_keeps_its_per_call_term():
     """The NVLS stage of NVLSTree / NVLS + SHARP keeps the window fill and its per-call c (rounds 1-5)."""
     assert nvls_domain_terms(72, False)[1] == pytest.approx(NVLS_SYNC_S_PER_RANK2 * (72 * 72 - 64))
     assert nvls_domain_terms(72, False, loops=50) == nvls_domain_terms(72, False)
+
+
+def test_plan_cache_keeps_the_per_loop_synchronisation_exact():
+    """The plan cache rescales plans of one shape in size; the per-loop term makes single-domain NVLS latency
+    depend on the loop count, so plans of another loop count must be planned afresh (same latency as uncached)."""
+    from collectives import PlanCache
+    from collectives.runner import planner_for
+    from fabric import Router, compile_fabric
+    from topologies import build
+
+    router = Router(compile_fabric(build("gb300-nvl72", {"gpus_per_domain": 64})))
+    planner = planner_for(router)
+    cache = PlanCache(planner)
+    lats = []
+    for s in (1 * MIB, 3 * MIB, 16 * MIB, 24 * MIB, 200 * MIB, 1 << 30, 3 << 30):
+        op = Collective("all_reduce", tuple(range(64)), s, "nvls", options={"nccl_version": "2.28.7"})
+        got, fresh = cache.plan(op), planner.plan(op)
+        assert got.latency_s == fresh.latency_s
+        lats.append(fresh.latency_s)
+    assert lats[-1] > lats[0] + 20 * NVLS_SYNC_S_PER_RANK2_PER_LOOP * (64 * 64 - 64)  # 3 GiB: 32 loops of 96 MiB
