@@ -38,6 +38,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import math
+
 import numpy as np
 
 from collectives import nccl_model as nm
@@ -361,7 +363,7 @@ class Planner(_PointToPointMixin):
 
     # ------------------------------------------------------------------- nvls
     def nvls(self, op: Collective, size: int, est: nm.AlgoEstimate, *, ranks=None, up=None, down=None,
-             label=None, kernel: float = 1.0, fill_s: float | None = None) -> FlowSet:
+             label=None, kernel: float = 1.0, fill_s: float | None = None, loops: int = 1) -> FlowSet:
         ranks = np.asarray(op.ranks if ranks is None else ranks)
         groups = self.groups_by_domain(ranks)
         if any(not self.nvls_domain[self.domain[g[0]]] for g in groups):
@@ -377,7 +379,7 @@ class Planner(_PointToPointMixin):
                 u, dn = up, down
             # large NVLink domains (issue 8 item 3): the in-switch reduction slows per doubling of the
             # domain beyond 8 GPUs, and each operation pays a synchronisation term ~ n^2
-            keff, sync_s = nvls_domain_terms(n, one_domain=fill_s is not None)
+            keff, sync_s = nvls_domain_terms(n, one_domain=fill_s is not None, loops=loops)
             keff *= kernel
             fill = nvls_fill_s(size, max(u, dn), self.gpu.nvlink_Bps, self.calib.nvlink_nvls * keff) \
                 if fill_s is None else fill_s
@@ -437,6 +439,13 @@ class Planner(_PointToPointMixin):
         x = nvls_loop_s(self.gpu.sm)  # round 8: the loop cost by architecture
         return (nvls_chunk_efficiency(chunk, ops, per_byte, rate, size_bytes=size, loop_s=x),
                 nvls_loop_fill_s(size, chunk, ops, per_byte, rate, loop_s=x))
+
+    def nvls_loops(self, op: Collective, size: float) -> int:
+        """NVLS loops NCCL's single-domain kernel runs for ``op`` at ``size``: ``ceil(S / (nChannels x
+        nHeads x chunk))`` (the synchronisation of a large domain is paid per loop, round 8)."""
+        version = nm.parse_nccl_version(op.options.get("nccl_version"))
+        ops = nm.nvls_channels(self.gpu.sm, True, version) * nm.nvls_heads(op.n)
+        return max(1, math.ceil(max(size, 1) / (ops * self.nvls_chunk(op, size))))
 
     # ------------------------------------------------------------------ sharp
     def sharp(self, op: Collective, size: float, est: nm.AlgoEstimate, *, ranks=None, label=None) -> FlowSet:
@@ -650,8 +659,9 @@ class Planner(_PointToPointMixin):
             # one NVLink domain: NCCL's chunk of this size sets the loop cost and the pipeline fill
             # (issue 8 item 5; calibration.NVLS_LOOP_S, NVLS_FILL_LOOPS)
             chunk_k, fill = self.nvls_loop_terms(op, size)
-            fs = self.nvls(op, size, est, kernel=chunk_k, fill_s=fill)
-            keff, sync = nvls_domain_terms(op.n, one_domain=True)
+            loops = self.nvls_loops(op, size)  # round 8: the large-domain synchronisation per loop
+            fs = self.nvls(op, size, est, kernel=chunk_k, fill_s=fill, loops=loops)
+            keff, sync = nvls_domain_terms(op.n, one_domain=True, loops=loops)
             keff *= chunk_k
             lat += sync + fill
         else:  # pragma: no cover - guarded by Collective

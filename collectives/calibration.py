@@ -60,7 +60,7 @@ __all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "NVLS_LOOP_S", "nvls_chu
            "nvls_loop_fill_s", "NVLS_LOOP_S_BY_ARCH", "nvls_loop_s",
            "HOST_CALL_OVERHEAD_S", "RING_PIPELINE_WINDOW_BYTES", "ring_fill_s", "ring_window_bytes",
            "NET_LATENCY_US", "net_latency_us", "NVLS_DOMAIN_SLOWDOWN", "NVLS_SYNC_S_PER_RANK2",
-           "NVLS_SYNC_S_PER_RANK2_ONE_DOMAIN", "nvls_domain_terms",
+           "NVLS_SYNC_S_PER_RANK2_PER_LOOP", "nvls_domain_terms",
            "RING_NVLINK_KERNEL_EFFICIENCY", "ring_nvlink_kernel_efficiency", "HOST_LINK_MEASURED",
            "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "LL_FIXED_S", "LL_NVLINK_S", "nic_p2p_factor",
            "DEEPEP_SM_RATE_BPS", "DEEPEP_SM_FIXED_S", "DEEPEP_TEST_SMS", "RDMA_PIPELINE_BPS", "DEEPEP_SM_SWEEP",
@@ -283,11 +283,17 @@ def deepep_sm_time_s(collective: str, sms: int, rank_bytes: float, peers: int = 
 #: window fill, so its c was refitted on the same five fit values by grid (b kept: 0.0633 stays best):
 #: mean |error| 1.4 % at c = 0.075 us (0.065: 2.3, 0.070: 1.7, 0.080: 1.5, 0.085: 1.7, 0.1014: 3.6; the
 #: five values: `python benchmarks/fit_collective_constants.py nvl72-sync`):
-#: ``NVLS_SYNC_S_PER_RANK2_ONE_DOMAIN``. The NVLS stage of a multi-domain plan (NVLSTree, NVLS + SHARP)
+#: ``NVLS_SYNC_S_PER_RANK2_ONE_DOMAIN`` (rounds 6-7; replaced in round 8, below). The NVLS stage of a multi-domain plan (NVLSTree, NVLS + SHARP)
 #: keeps the window fill and with it the rounds 1-5 pair (W = 16 MiB, c = 0.1014 us), fitted together.
 NVLS_DOMAIN_SLOWDOWN = 0.0633
 NVLS_SYNC_S_PER_RANK2 = 0.1014e-6
-NVLS_SYNC_S_PER_RANK2_ONE_DOMAIN = 0.075e-6
+#: Round 8, large NVLink domains: in one domain the synchronisation is paid per NVLS loop of NCCL's chunk
+#: (``c x (n^2 - 64)`` each of the ``ceil(S / (nChannels x nHeads x chunk))`` loops), not once per call: the
+#: kernel's warp groups wait on their peers' step flags every loop (src/device/all_reduce.h NVLS, v2.28.7-1). c by
+#: grid on the 20 fit values of OCI GB300 16 trays (64 ranks) and the five 72-rank ones, b kept: 0.003 / 0.0035 /
+#: 0.004 / 0.0045 / 0.005 us -> 6.72 / 6.33 / 6.31 / 6.82 / 7.93 % (`benchmarks/fit_collective_constants.py
+#: nvl72-loop-sync`; docs/collectives.md, "Round 8 (2026-12-02), large NVLink domains").
+NVLS_SYNC_S_PER_RANK2_PER_LOOP = 0.004e-6
 
 
 #: NVLS pipeline fill across NVLink domains (NVLS stages of NVLSTree / NVLS + SHARP; one domain uses the
@@ -492,14 +498,23 @@ def ring_nvlink_kernel_efficiency(sm: int, protocol: str) -> float:
     return RING_NVLINK_KERNEL_EFFICIENCY.get(nm.arch_index(sm), 1.0)
 
 
-def nvls_domain_terms(n: int, one_domain: bool = False) -> tuple[float, float]:
+def nvls_domain_terms(n: int, one_domain: bool = False, loops: int = 1) -> tuple[float, float]:
     """(kernel efficiency, extra latency in s) of NVLS over ``n`` GPUs of one domain (``one_domain``: the
-    whole operation is that domain, with the loop fill; else the NVLS stage of a multi-domain plan)."""
+    whole operation is that domain, NCCL's chunk loops, ``loops`` of them, each synchronising the ``n``
+    ranks: :data:`NVLS_SYNC_S_PER_RANK2_PER_LOOP`; else the NVLS stage of a multi-domain plan, once).
+
+    Examples
+    --------
+    >>> nvls_domain_terms(8, True, 5)
+    (1.0, 0.0)
+    >>> k, one = nvls_domain_terms(64, True, 1); _, ten = nvls_domain_terms(64, True, 10)
+    >>> k < 1 and abs(ten - 10 * one) < 1e-15
+    True
+    """
     import math
     slow = 1.0 + NVLS_DOMAIN_SLOWDOWN * max(0.0, math.log2(max(n, 1) / 8))
-    c = NVLS_SYNC_S_PER_RANK2_ONE_DOMAIN if one_domain else NVLS_SYNC_S_PER_RANK2
+    c = NVLS_SYNC_S_PER_RANK2_PER_LOOP * max(1, int(loops)) if one_domain else NVLS_SYNC_S_PER_RANK2
     return 1.0 / slow, c * max(0, n * n - 64)
-
 
 
 def nic_p2p_factor(k, kernel: str = "nccl"):

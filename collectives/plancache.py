@@ -90,7 +90,7 @@ class PlanCache:
                 # the ring pipeline fill: flat rings only (forced, or auto's choice)
                 min(size, ring_window_bytes()) if "ring" in (op.algorithm, str(chosen).lower()) else None,
                 # single-domain NVLS: the loop cost (a kernel limit per NCCL chunk) and the loop fill
-                self.planner.nvls_loop_terms(op, size) if "NVLS" in uses and
+                (self.planner.nvls_loop_terms(op, size), self.planner.nvls_loops(op, size)) if "NVLS" in uses and
                 len(self.planner.groups_by_domain(np.asarray(op.ranks))) == 1 else None,
                 # the tree/Simple pipeline fill: min(S, nChannels x chunk) (trees.tree_window_bytes) at the
                 # rates without NCCL's treeCorrectionFactor of the size (trees.tree_correction_factor)

@@ -6,7 +6,8 @@ single-domain NVLS all-reduce sweep of more than 8 GPUs below 512 MiB: 64 ranks 
 where the model's per-operation synchronisation term ``c x (n^2 - 64)`` (fitted on 72-rank sweeps from 512 MiB up)
 alone is 302 us. The candidate that fixes it (a cost per loop and head, NCCL's one-node kernel loop) loses the
 measured 0.5 -> 4 GiB climb (``tests/test_fidelity.py::test_nvl72_allreduce_climbs_with_size_below_the_8gpu_calibration``)
-and was not adopted: the open miss is the strict xfail below.
+and was not adopted by that round; the per-loop synchronisation adopted after it
+("Round 8 (2026-12-02), large NVLink domains") closes the small-size miss (the test below).
 """
 
 from __future__ import annotations
@@ -53,10 +54,10 @@ def test_oci_rack_rows_name_their_domains_as_the_logs_do():
         assert all(s >= 1 << 20 for s, _ in p["sizes_and_busbw_GBps"])  # the file's rule: no sub-MiB sizes
 
 
-@pytest.mark.xfail(strict=True, reason="open (docs/collectives.md, Not done): single-domain NVLS over 64 GPUs pays "
-                   "the per-operation n^2 term (302 us) at 1 MiB, measured 67 us per call")
 def test_one_rack_nvls_on_64_gpus_is_not_latency_bound_at_small_sizes():
-    """OCI GB300, 16 hosts of one rack (fit): 1-4 MiB busbw 30.9 / 59.1 / 110.2 GB/s (67-75 us per call)."""
+    """OCI GB300, 16 hosts of one rack (fit): 1-4 MiB busbw 30.9 / 59.1 / 110.2 GB/s (67-75 us per call).
+    Open when these rows were added (the per-operation n^2 term alone was 302 us at 64 ranks); passes since the
+    one-domain synchronisation is paid per NVLS loop ("Round 8 (2026-12-02), large NVLink domains")."""
     errs = _errors("oci-gb300-16tray-allreduce-by-size")
     assert all(abs(errs[tag]) < 0.15 for tag in ("1MiB", "2MiB", "4MiB"))
 
