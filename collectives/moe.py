@@ -62,8 +62,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from collectives.calibration import (DEEPEP_SM_RATE_BPS, LL_FIXED_S, LL_NVLINK_S, PER_PEER_S, PULL_COMBINE_FIXED_S,
-                                     RDMA_PIPELINE_BPS, deepep_sm_time_s)
+from collectives.ep_constants import (DEEPEP_SM_RATE_BPS, LL_FIXED_S, LL_NVLINK_S, PER_PEER_S, PULL_COMBINE_FIXED_S,
+                                      RDMA_PIPELINE_BPS, deepep_sm_time_s)
 from topologies.errors import SpecError
 from topologies.limits import MAX_HIDDEN, MAX_SEED
 

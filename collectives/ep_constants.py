@@ -1,0 +1,136 @@
+"""Model constants of the expert-parallel (MoE all-to-all) kernels, each with its source or its fit.
+
+DeepEP (normal and low-latency), HybridEP, UCCL-EP, NCCL EP, pplx-kernels and TensorRT-LLM's one-sided
+NVLink all-to-all: per-peer costs, the low-latency kernels' fixed times (across nodes and inside one
+NVLink board), the pull combine's barrier, DeepEP's SM budget and the internode pipeline rate. Kept apart
+from :mod:`collectives.moe`, the model that uses them, as NCCL keeps its tuning tables; re-exported by
+:mod:`collectives.calibration` (one calibration table for the collective layer). Every fit is re-run by
+``python benchmarks/fit_collective_constants.py <name>`` on the fit split (docs/collectives.md, "Fits").
+"""
+
+from __future__ import annotations
+
+from topologies.errors import SpecError
+
+__all__ = ["PER_PEER_S", "LL_FIXED_S", "LL_NVLINK_S", "PULL_COMBINE_FIXED_S", "DEEPEP_SM_RATE_BPS",
+           "DEEPEP_SM_FIXED_S", "DEEPEP_TEST_SMS", "RDMA_PIPELINE_BPS", "DEEPEP_SM_SWEEP", "DEEPEP_SM_FIT_PEERS",
+           "deepep_sm_time_s"]
+
+#: Per-peer cost of point-to-point kernels, seconds per peer a sender serves (issue 8 item 2),
+#: by kernel family. ``moe``: least squares (through the origin) of measured minus modelled kernel
+#: time against the peer count on the fit-split HybridEP NVL72 rank sweeps (EP 8-36, dispatch and
+#: combine; reference hybridep-gb200-nvlink, published hybridep-gb200-nvlink-bf16-by-ep, all FP8 dispatch): 1.91 us
+#: (round 3; 2.62 us in round 2, when the two reference rows were misread as BF16 dispatch).
+#: ``moe_ll`` (low-latency kernels: one warp group per expert, all peers served at once): 0, and
+#: the fit-split DeepEP LL rank sweep (EP 8-256, 128 tokens) confirms it (a per-peer cost would put
+#: EP256 at a third of the measured 39 GB/s). ``nccl``: 0, no fit-split NCCL all-to-all rank sweep
+#: exists (NCCL's per-peer step is inside the one-step p2p latency, an assumption in docs/collectives.md).
+#: ``uccl_ll`` (UCCL-EP low-latency kernels, RDMA posted by CPU proxy threads over EFA): least squares
+#: of (measured - modelled) kernel time against EP - 1 on the fit-split p6-b200 low-latency dispatch and
+#: combine rows (9.07 us). ``uccl`` (normal kernels): 0 since round 3; the 13.1 us per peer fitted on
+#: the p5en normal dispatch rows (round 2) is replaced by the pipeline rate :data:`RDMA_PIPELINE_BPS`,
+#: which the same rows choose (mean |error| 17 % per-peer form, 3 % pipeline form).
+PER_PEER_S = {"nccl": 0.0, "moe": 1.91e-6, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll": 9.07e-6}
+
+#: Fixed time of the GPU-initiated low-latency kernels (DeepEP LL, NCCL EP LL, pplx-kernels), seconds per
+#: call, on top of the one-step point-to-point latency (round 3). A receiver finishes only after the last
+#: (token, expert) message *and* the per-expert count flag written behind it (with a fence) have arrived,
+#: then copies the tokens out of its receive buffer: one more one-way latency and a local pass. Least
+#: squares (the mean) of measured - modelled kernel time over the 12 fit-split DeepEP LL rows (EP 8-256,
+#: dispatch and combine; ``python benchmarks/fit_collective_constants.py ll-fixed``): 8.3 us; mean |error|
+#: of those rows 5.6 % -> 3.4 %, max 21.7 % -> 7.6 %. ``uccl_ll`` has none (its per-peer fit absorbs its
+#: fixed costs; adding this term moved its fit rows from 10.0 % to 10.2 %). Round 8: the two one-board (EP8)
+#: rows take :data:`LL_NVLINK_S` instead, so the mean is over the 10 multi-node rows: 8.3 -> 6.6 us.
+LL_FIXED_S = {"moe_ll": 6.6e-6}
+
+#: GPU-initiated LL kernels inside one NVLink domain (round 8): ``(t0_s, rate_Bps)`` by (kernel family,
+#: phase, GPU architecture ``GPU.sm``). On one board every (token, expert) message is a warp copy through
+#: the peer's P2P pointer (DeepEP ``allow_nvlink_for_low_latency_mode``; pplx-kernels / NVSHMEM
+#: ``putmem_signal_nbi_warp`` over P2P), its own rank's copies included, so a call takes ``t0 + X / rate``
+#: with ``X`` the busiest rank's copies x bytes per copy, where the one-step p2p latency and
+#: :data:`LL_FIXED_S` (NCCL's protocol and an RDMA count flag) do not apply; the link model still bounds it
+#: from below. Weighted least squares (relative error) on the fit-split DeepEP LL token sweeps of one
+#: 8 x H100 board (1-1024 tokens, hidden 7168 / 2048; ``python benchmarks/fit_collective_constants.py
+#: ll-nvlink``): dispatch 10.96 us + X / 288 GB/s, combine 11.51 us + X / 253 GB/s (mean |error| 6.7 / 6.4 %);
+#: a per-copy term fitted alongside comes out at -0.5 / -1.8 ns, i.e. no per-message cost. Hopper (90)
+#: only: no other architecture has a fit-split sweep, so other GPUs keep the link model.
+LL_NVLINK_S = {("moe_ll", "moe_dispatch", 90): (10.96e-6, 288e9), ("moe_ll", "moe_combine", 90): (11.51e-6, 253e9)}
+
+#: Extra fixed time of a pull combine (TensorRT-LLM NVLinkOneSided, round 8), seconds per call, on top of
+#: the family's fixed time, which the dispatch alone pays. moeAlltoAllKernels.cu @ 01f0021: the combine's
+#: span holds two per-call costs the dispatch has not: (i) ``moeA2ACombineKernel`` starts with a barrier
+#: in every CTA (block 0 stores the epoch to every peer's flag slot, the first warp of each CTA polls all
+#: ep_size slots, ``fence.acquire.sys``, ``__syncthreads``) before its first remote load, so no byte moves
+#: until every peer has entered the combine, where the dispatch issues its stores at entry and exchanges
+#: flags once, in its last CTA; (ii) when the MoE output is not already in the workspace,
+#: ``moeA2APrepareCombineKernel`` runs one warp per receive slot, ``ep_size x max_tokens_per_rank`` of them
+#: (most exit at once), and copies the received tokens in (``prepare_payload``; the dispatch's prepare
+#: kernel is one CTA). Sized together: least squares (the mean) of (measured - modelled combine) -
+#: (measured - modelled dispatch) at equal tokens over the fit-split rows of group flashinfer3697-gb200-ep32
+#: (TensorRT-LLM 1.3.0rc20 on GB200 NVL72, EP32, 1-16 tokens per rank; ``python
+#: benchmarks/fit_collective_constants.py pull-combine``): 3.9 us (3.1-4.5 us over the 5 token counts). The
+#: setup's own offset (its dispatch is 3-4.5 us above the model) cancels in the difference. Part (ii)
+#: depends on the caller (staging, ``max_tokens_per_rank``), which no row records.
+PULL_COMBINE_FIXED_S = 3.9e-6
+
+
+#: SM budget of DeepEP's normal (high-throughput) kernels (round 3). The kernels copy every token with
+#: their own SMs (a channel per SM pair, ``deep_ep.Config(num_sms, ...)``), so with ``n`` SMs a rank moves
+#: its bytes no faster than ``n x r``, and each call pays a fixed ``t0`` on that path (notify / barrier of
+#: the channels, the host API). Kernel time = ``max(t_link, t0 + X / (n r))``, ``X`` the rank's bytes as
+#: DeepEP's test counts them (received tokens incl. its own x bytes per token). Fitted by least squares
+#: (relative bandwidth error, the ``max`` form with the flow model's link time) on
+#: :data:`DEEPEP_SM_SWEEP` (``python benchmarks/fit_collective_constants.py deepep-sms``).
+#: Intranode only (the internode kernels split their SMs over RDMA and NVLink roles: not fitted).
+#: Keyed by kernel implementation; HybridEP (TMA copies, 16-32 SMs) has no SM-bound data and no entry.
+DEEPEP_SM_RATE_BPS = {"moe_dispatch": 18.6e9, "moe_combine": 27.1e9}
+DEEPEP_SM_FIXED_S = {"moe_dispatch": 101e-6, "moe_combine": 271e-6}
+#: DeepEP's intranode test runs its normal kernels with 24 SMs (tests/legacy/test_intranode.py @ dd758ca:
+#: ``for i in (24, ): test_main(args, i, ...)``; uccl ep/bench/test_intranode.py @ da914a2:
+#: ``num_sms = 24 if torch.version.cuda else 64``); ``deep_ep.Buffer.num_sms`` defaults to 20.
+DEEPEP_TEST_SMS = 24
+
+#: Internode pipeline of the normal kernels (round 3), bytes/s per rank, by kernel family. DeepEP's
+#: internode dispatch (and UCCL-EP's copy of it) sends every (token, destination node) pair through the
+#: same RDMA-sender -> forwarder pipeline, the local node's pairs included (they are written to the local
+#: receive buffer: uccl ep/src/internode.cu @ da914a2 l.714 ``dst_rdma_rank == rdma_rank ?
+#: recv_buffer(...) : send_buffer(...)``; "Lighter fence for local RDMA rank"), so a pipeline slower
+#: than the NIC bounds the time by the rank's counted pairs (what the RDMA metric counts) over its rate.
+#: ``uccl`` (the RDMA writes are posted by CPU proxy threads): least squares of the relative error of
+#: ``max(t_link, pairs x bytes / R)`` on the fit-split UCCL-EP p5en normal dispatch rows (EP 16-32;
+#: published 50 / 53 / 54 GB/s, flat in EP while the NIC share of the counted pairs goes 1/2 -> 3/4):
+#: ``python benchmarks/fit_collective_constants.py uccl-pipeline``. It replaces the per-peer form
+#: (13.1 us per peer) fitted on the same rows. No entry for DeepEP / HybridEP (GPU-initiated): their
+#: fit rows show no such bound (DeepEP H800 EP32 reaches 58 GB/s).
+RDMA_PIPELINE_BPS = {"uccl": 52.4e9}
+#: DeepEP V1 intranode normal kernels on 8 x B200 by SM count, Torch API (FP8 dispatch GB/s, combine GB/s;
+#: 4096 tokens, hidden 7168, top-8 of 64 experts, random uniform router): deepseek-ai/DeepEP branch
+#: hybrid-ep docs/README_Hybrid-EP.md @ 41cad94, "B200 Platform / Performance Comparison" (fit split,
+#: group hybridep-readme-b200-comparison; its 48-SM row is a published point).
+DEEPEP_SM_SWEEP = ((16, 246, 302), (24, 349, 420), (28, 397, 477), (32, 443, 524), (36, 482, 549),
+                   (40, 519, 570), (44, 544, 577), (48, 554, 586))
+
+
+#: Peers of the SM fit (round 4): :data:`DEEPEP_SM_SWEEP` ran 8 ranks, so its ``t0`` holds the per-peer
+#: work of 7 peers. A kernel with more peers pays the per-peer cost of its family (``PER_PEER_S``) for each
+#: peer beyond these on the SM path too (DeepEP's intranode kernels split every channel's warps by peer:
+#: csrc/kernels/intranode.cu ``num_threads_per_rank = kNumThreads / kNumRanks``).
+DEEPEP_SM_FIT_PEERS = 7
+
+
+def deepep_sm_time_s(collective: str, sms: int, rank_bytes: float, peers: int = DEEPEP_SM_FIT_PEERS,
+                     per_peer_s: float = 0.0) -> float:
+    """Time of the SM copy path of a DeepEP normal kernel:
+    ``t0 + per_peer_s x max(0, peers - 7) + X / (sms x r)``.
+
+    Examples
+    --------
+    >>> round(deepep_sm_time_s("moe_dispatch", 24, 0.0) * 1e6)
+    101
+    >>> round(deepep_sm_time_s("moe_dispatch", 24, 0.0, peers=15, per_peer_s=2e-6) * 1e6)
+    117
+    """
+    if isinstance(sms, bool) or not isinstance(sms, int) or sms < 1:
+        raise SpecError(f"moe sms: {sms!r} must be an integer >= 1")
+    extra = max(0, int(peers) - DEEPEP_SM_FIT_PEERS) * float(per_peer_s)
+    return DEEPEP_SM_FIXED_S[collective] + extra + float(rank_bytes) / (sms * DEEPEP_SM_RATE_BPS[collective])
