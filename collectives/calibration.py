@@ -172,7 +172,7 @@ NVLS_SYNC_S_PER_RANK2 = 0.1014e-6
 #: Round 8, large NVLink domains: in one domain the synchronisation is paid per NVLS loop of NCCL's chunk
 #: (``c x (n^2 - 64)`` each of the ``ceil(S / (nChannels x nHeads x chunk))`` loops), not once per call: the
 #: kernel's warp groups wait on their peers' step flags every loop (src/device/all_reduce.h NVLS, v2.28.7-1). c by
-#: grid on the 20 fit values of OCI GB300 16 trays (64 ranks) and the five 72-rank ones, b kept: 0.003 / 0.0035 /
+#: grid on 20 fit values (OCI GB300 16 trays, 64 ranks: 15; the 72-rank rows: 5), b kept: 0.003 / 0.0035 /
 #: 0.004 / 0.0045 / 0.005 us -> 6.72 / 6.33 / 6.31 / 6.82 / 7.93 % (`benchmarks/fit_collective_constants.py
 #: nvl72-loop-sync`; docs/collectives.md, "Round 8 (2026-12-02), large NVLink domains").
 NVLS_SYNC_S_PER_RANK2_PER_LOOP = 0.004e-6

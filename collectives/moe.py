@@ -508,6 +508,8 @@ def plan_moe(planner, op, plan_type):
         raise SpecError(f"moe pull_combine: {pull!r} must be true or false (a combine that pulls after a barrier)")
     if pull and combine:  # a barrier in every CTA before the first remote load; the prepare grid (round 8)
         fs = replace(fs, latency_s=fs.latency_s + PULL_COMBINE_FIXED_S)
+        if nvl is not None:  # a fixed time of the call: the one-board copy floor (t0 + copies) pays it too
+            floor += PULL_COMBINE_FIXED_S
     sms = op.options.get("sms")
     if sms is not None and (isinstance(sms, bool) or not isinstance(sms, int) or sms < 1):
         raise SpecError(f"moe sms: {sms!r} must be an integer >= 1 (the SMs of a DeepEP normal kernel)")

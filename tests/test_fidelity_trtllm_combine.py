@@ -127,3 +127,17 @@ def test_cli_nvfp4_dispatch_moves_the_blogs_bytes():
     assert fp4["time_us"] < fp8["time_us"]
     ratio = (fp4["algbw_GBps"] * fp4["time_us"]) / (fp8["algbw_GBps"] * fp8["time_us"])
     assert ratio == pytest.approx(4032 / 7392, rel=1e-9)
+
+
+@pytest.mark.parametrize("tokens", [1, 64, 4096])
+def test_pull_combine_fixed_time_is_paid_under_the_one_board_copy_floor(tokens):
+    """On one Hopper board the LL combine's time is the larger of its flows and the copy floor ``t0 + X / rate``
+    (calibration.LL_NVLINK_S); the pull combine's extra fixed time belongs to the call, so it is paid whichever
+    bounds (it was added to the flows' latency only, and vanished from 64 tokens up where the floor binds)."""
+    router = Router(compile_fabric(build("hgx-h100")))
+    times = []
+    for pull in (False, True):
+        tr = TokenRouting("uniform", tokens_per_rank=tokens, experts=256, topk=8)
+        op = Collective("moe_combine", tuple(range(8)), 0, options={"moe": tr, "form": "ll", "pull_combine": pull})
+        times.append(run(router, [op])[0].time_s)
+    assert times[1] - times[0] == pytest.approx(PULL_COMBINE_FIXED_S, rel=1e-6)
