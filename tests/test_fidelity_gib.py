@@ -69,7 +69,7 @@ def test_tuner_rule_applies_across_nodes_and_to_the_listed_collective_only():
 
 
 @pytest.mark.parametrize("bad", [(("all_gather", -1, "Simple"),), (("all_gather", 1, "simple"),), ("all_gather",),
-                                 (("all_gather", True, "Simple"),)])
+                                 (("all_gather", True, "Simple"),), (("allgather", 1 << 20, "Simple"),)])
 def test_bad_tuner_rows_are_refused_naming_the_field(bad):
     with pytest.raises(SpecError, match="tuner_protocols"):
         nm.NcclSystem(arch_sm=90, gpus_per_node=8, nnodes=2, nics_per_node=8, nic_Bps=5e10, tuner_protocols=bad)

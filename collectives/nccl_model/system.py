@@ -99,12 +99,12 @@ class NcclSystem:
     def __post_init__(self) -> None:
         if self.tuner_protocols is not None and not (
             isinstance(self.tuner_protocols, tuple) and all(
-                isinstance(r, tuple) and len(r) == 3 and isinstance(r[0], str)
+                isinstance(r, tuple) and len(r) == 3 and r[0] in COLLECTIVES
                 and isinstance(r[1], int) and not isinstance(r[1], bool) and r[1] >= 0 and r[2] in PROTOCOLS
                 for r in self.tuner_protocols)
         ):
-            raise SpecError(f"tuner_protocols must be None or a tuple of (collective, from_bytes >= 0, one of "
-                            f"{', '.join(PROTOCOLS)}) rows, got {self.tuner_protocols!r}")
+            raise SpecError(f"tuner_protocols must be None or a tuple of (one of {', '.join(COLLECTIVES)}, "
+                            f"from_bytes >= 0, one of {', '.join(PROTOCOLS)}) rows, got {self.tuner_protocols!r}")
         if self.algorithms is not None and not (
             isinstance(self.algorithms, tuple) and self.algorithms and set(self.algorithms) <= set(ALGORITHMS)
         ):
