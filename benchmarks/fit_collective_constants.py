@@ -3,7 +3,7 @@
 Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
        deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
-       pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync]
+       pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|p2p-ll]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -520,6 +520,26 @@ def nvl72_loop_sync() -> None:
 
 
 FITS.update({"nvl72-loop-sync": nvl72_loop_sync})  # round 8, large NVLink domains
+
+
+def p2p_ll() -> None:
+    """Round 8, all-to-all inside one NVLink domain: the LL p2p kernel fraction
+    (calibration.NCCL_P2P_LL_KERNEL_FRACTION) on the LL-regime values (<= 512 KiB a peer) of the fit-split OCI GB300
+    one-rack all-to-all sweeps (4 / 8 / 64 ranks); the Simple-regime values of the same sweeps do not depend on it."""
+    ids = [f"oci-gb300-{h}host-alltoall-by-size" for h in (1, 2, 16)]
+    old = cal.NCCL_P2P_LL_KERNEL_FRACTION
+    ll = {1: 2, 2: 3, 16: 6}  # sizes 1 MiB .. : values with <= 512 KiB a peer (size / ranks)
+    keep = {f"oci-gb300-{h}host-alltoall-by-size@{1 << i}MiB" for h, k in ll.items() for i in range(k)}
+
+    def setv(x):
+        cal.NCCL_P2P_LL_KERNEL_FRACTION = float(x)
+    _grid(ids, setv, [round(0.2 + 0.05 * i, 2) for i in range(17)], keep=lambda r: r.id in keep)
+    cal.NCCL_P2P_LL_KERNEL_FRACTION = old
+    v._ROUTERS.clear()
+
+
+FITS.update({"p2p-ll": p2p_ll})  # round 8, all-to-all inside one NVLink domain
+
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(FITS):

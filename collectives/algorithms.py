@@ -571,10 +571,10 @@ class Planner(_PointToPointMixin):
                 del m
             s, d = sd
             fs = self.direct(op, s, d, size / n, pxn=op.options.get("pxn", True))
-            return Plan(op, fs, "direct", "Simple", None, float(fs.latency_s.max(initial=0)))
+            return Plan(op, fs, "direct", self.p2p_protocol(op, size / n)[0], None, float(fs.latency_s.max(initial=0)))
         if coll == "send_recv":
             fs = self.direct(op, ranks, np.roll(ranks, -1), float(size), pxn=op.options.get("pxn", False))
-            return Plan(op, fs, "direct", "Simple", None, float(fs.latency_s.max(initial=0)))
+            return Plan(op, fs, "direct", self.p2p_protocol(op, float(size))[0], None, float(fs.latency_s.max(initial=0)))
         hier_opts = dict(op.options.get("hier", {}))
         groups = self.groups_by_domain(ranks)
         # across domains NVLS pairs with an inter-domain stage: SHARP or a tree for all-reduce (NCCL's NVLS +

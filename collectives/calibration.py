@@ -526,3 +526,49 @@ def nccl_p2p_per_peer_s(nic_name: str | None) -> float:
 __all__ += ["NET_PROTOCOLS", "net_protocols", "NIC_VIA_C2C", "NET_STEP_LATENCY_US", "net_step_latency_us",
             "NET_ALGORITHMS", "net_algorithms", "NET_EAGER_MAX_BYTES", "net_eager_max_bytes", "net_rendezvous_s",
             "NET_TUNER_PROTOCOLS", "net_tuner_protocols"]
+
+#: NCCL's point-to-point protocol inside one NVLink domain (round 8). NCCL runs a send or receive on LL when its
+#: bytes are at most ``p2pnChannelsPerPeer x NCCL_P2P_LL_THRESHOLD`` (src/enqueue.cc ``addP2pToPlan`` @ v2.28.7-1:
+#: ``thresholdLL = nChannelsMax*ncclParamP2pLLThreshold()``, ``protoLL[dir] &= bytes[dir] <= thresholdLL``;
+#: ``NCCL_P2P_LL_THRESHOLD`` default 16384), else Simple. ``p2pnChannelsPerPeer`` is a power of two
+#: (src/graph/paths.cc ``ncclTopoComputeP2pChannels``: ``pow2Up`` of min(p2pnChannels, 2 x NVLink links), capped
+#: at p2pnChannels = pow2Up(comm->nChannels)); the model does not rebuild comm->nChannels after NCCL's channel
+#: duplication, so the power of two is read from the fit sweeps: the three OCI GB300 nccl-tests all-to-all sweeps
+#: (group ``oci-gb300-1rack-nvlink``, 4 / 8 / 64 ranks) all step up between 512 KiB and 1 MiB a peer (64 ranks:
+#: 140 -> 409 GB/s busbw), i.e. 32 channels x 16 KiB; 16 or 64 would put the step a size lower or higher.
+#: Blackwell only (no fit row elsewhere shows the step). Value: the largest per-peer bytes that run LL.
+NCCL_P2P_LL_MAX_BYTES_BY_ARCH = {100: 32 * 16384}
+
+#: The LL point-to-point kernel's rate as a fraction of the Simple p2p rate over NVLink, on top of LL's 0.5 wire
+#: efficiency (:data:`PROTOCOL_EFFICIENCY`): LL's receiver polls flags on every 8-byte line, so its copy is kernel
+#: bound. Fit (least mean |relative busbw error|, grid 0.2-1.0 step 0.05,
+#: ``python benchmarks/fit_collective_constants.py p2p-ll``) on the LL-regime values of the same fit sweeps
+#: (per peer <= 512 KiB: 4 ranks 1-2 MiB, 8 ranks 1-4 MiB, 64 ranks 1-32 MiB; 11 values). See docs/collectives.md
+#: "Round 8 (2026-12-02), all-to-all inside one NVLink domain".
+NCCL_P2P_LL_KERNEL_FRACTION = 0.45
+
+__all__ += ["NCCL_P2P_LL_MAX_BYTES_BY_ARCH", "NCCL_P2P_LL_KERNEL_FRACTION", "nccl_p2p_ll_max_bytes",
+            "nccl_p2p_ll_kernel_fraction"]
+
+
+def nccl_p2p_ll_max_bytes(sm: int) -> int:
+    """:data:`NCCL_P2P_LL_MAX_BYTES_BY_ARCH` of the GPU's architecture (0: no LL modelled).
+
+    Examples
+    --------
+    >>> nccl_p2p_ll_max_bytes(103), nccl_p2p_ll_max_bytes(90)
+    (524288, 0)
+    """
+    arch = max((a for a in NCCL_P2P_LL_MAX_BYTES_BY_ARCH if a <= sm), default=None)
+    return NCCL_P2P_LL_MAX_BYTES_BY_ARCH[arch] if arch is not None else 0
+
+
+def nccl_p2p_ll_kernel_fraction() -> float:
+    """:data:`NCCL_P2P_LL_KERNEL_FRACTION` (read at call time, so a fit grid can patch it).
+
+    Examples
+    --------
+    >>> 0 < nccl_p2p_ll_kernel_fraction() <= 1
+    True
+    """
+    return NCCL_P2P_LL_KERNEL_FRACTION

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from collectives.calibration import nccl_p2p_family, nccl_p2p_per_peer_s, nic_p2p_factor
+from collectives.calibration import (nccl_p2p_family, nccl_p2p_ll_kernel_fraction, nccl_p2p_ll_max_bytes,
+                                    nccl_p2p_per_peer_s, nic_p2p_factor)
 from collectives.ops import Collective
 from fabric import route_kernels
 from fabric.flowset import FlowSet, concat
@@ -187,8 +188,9 @@ class _PointToPointMixin:
             if c > 0:  # on the flows that cross the network only
                 lat_inter = lat_inter + c * (op.n - 1 if op.collective == "all_to_all" else 1)
             kernel = nccl_p2p_family(kernel, self.calib.nic)
-        fs = self.routed(src, dst, sizes, kind="p2p", protocol="Simple", latency_s=0.0, label=label or op.label,
-                         pxn=pxn, salt=0)  # one salt for every flow (a broadcast, no F-sized array)
+        protocol, ll_kernel = self.p2p_protocol(op, msg) if kernel == "nccl" else ("Simple", 1.0)
+        fs = self.routed(src, dst, sizes, kind="p2p", protocol=protocol, latency_s=0.0, label=label or op.label,
+                         pxn=pxn, salt=0, kernel=ll_kernel)  # one salt for every flow (a broadcast, no F-sized array)
         if route_kernels.use(fs.res.size) and src.ndim == 1:
             latency_s, any_inter = route_kernels.p2p_latency(src, dst, self.domain, fs.latency_s, lat_inter,
                                                              lat_intra)
@@ -231,6 +233,19 @@ class _PointToPointMixin:
                 fac *= w
             w = fac
         return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": latency_s})
+
+    def p2p_protocol(self, op: Collective, peer_bytes: float) -> tuple[str, float]:
+        """NCCL's p2p protocol of ``op`` and its kernel fraction: ``("LL", f)`` for an all-to-all whose ranks share
+        one NVLink domain and whose bytes per peer are at most :func:`collectives.calibration.nccl_p2p_ll_max_bytes` (round 8:
+        NCCL's ``thresholdLL``), else ``("Simple", 1.0)``.
+        """
+        limit = nccl_p2p_ll_max_bytes(self.gpu.sm)
+        if op.collective != "all_to_all" or limit <= 0 or peer_bytes > limit or peer_bytes <= 0:
+            return "Simple", 1.0
+        doms = self.domain[np.asarray(op.ranks, dtype=np.int64)]
+        if doms.size == 0 or doms.min() != doms.max():  # across domains: not fitted (the net transport's LL)
+            return "Simple", 1.0
+        return "LL", nccl_p2p_ll_kernel_fraction()
 
     def all_to_all_aggregated(self, op: Collective) -> FlowSet:
         """All-to-all with node-level forwarding (PXN), flows aggregated per node pair and rail.

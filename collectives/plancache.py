@@ -61,7 +61,9 @@ class PlanCache:
 
     def _decisions(self, op: Collective) -> tuple:
         if op.collective in ("all_to_all", "send_recv"):  # round 8: the rendezvous of the first network message
-            return (self._above_eager(op.size_bytes / (op.n if op.collective == "all_to_all" else 1)),)
+            per_peer = op.size_bytes / (op.n if op.collective == "all_to_all" else 1)
+            # round 8: and NCCL's p2p protocol inside one NVLink domain (LL up to its threshold)
+            return (self._above_eager(per_peer), self.planner.p2p_protocol(op, per_peer)[0])
         if op.collective not in nm.MODELED_COLLECTIVES:
             return ()
         size = max(op.size_bytes, 1)
