@@ -470,14 +470,14 @@ def nvls_heads() -> None:
     from collectives import nccl_model as nm
     from collectives import algorithms as alg
     ids = ["gb200-nvl72-allreduce-72-by-size", "cw-gb200-nvl72-1rack-allreduce-by-size",
-           "oci-gb300-16host-allreduce-by-size"]
-    print("  model as it is (per-operation n^2 term):")
+           "oci-gb300-16tray-allreduce-by-size"]
+    print("  model as it is:")
     _grid(ids, lambda _: None, ("-",))
     orig_terms, orig_loop = alg.nvls_domain_terms, alg.Planner.nvls_loop_terms
     per_head = {"s": 0.0}
 
-    def terms(n, one_domain=False):
-        k, s = orig_terms(n, one_domain)
+    def terms(n, one_domain=False, loops=1):
+        k, s = orig_terms(n, one_domain, loops)
         return k, (0.0 if one_domain else s)
 
     def loop_terms(self, op, size):
