@@ -245,7 +245,7 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
 
         if overlap.strip().lower() != "auto" and not parse_overlap(overlap, moe=True).ep:
             raise SpecError(f"--overlap {_clean(overlap)}: DualPipe overlaps the EP all-to-alls by construction; "
-                            f"add ep to the list (or choose another --schedule)")
+                            "add ep to the list (or choose another --schedule)")
     lay = Layout(gpus=gpus, tp=tp, pp=pp, vpp=vpp, ep=ep, etp=etp, cp=cp, global_batch=global_batch,
                  micro_batch=micro_batch, seq_len=seq_len, precision=precision, recompute=recompute,
                  schedule=schedule or "", optimizer=optimizer)
@@ -257,12 +257,12 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
                         progress=lambda msg: err.print(msg, highlight=False))
     if "routing" in given and res.placement.get("domains", 1) == 1:
         raise SpecError(f"--routing: the job fits in one NVLink domain of {_clean(system)}, with no scale-out "
-                        f"network; the routing policy only picks paths through network switches")
+                        "network; the routing policy only picks paths through network switches")
     if routing == "auto":  # one NVLink domain: no scale-out switch hashes anything
         _check_seed_used(spec, ep=ep, moe_routing=moe_routing, routing=routing,
                          resolved=res.policy if res.placement.get("domains", 1) > 1 else "none")
     if "moe_routing" in given and not (spec.is_moe and ep > 1):  # after the --seed checks, which name both
-        raise SpecError(f"--moe-routing: routes the tokens of the EP all-to-alls; "
+        raise SpecError("--moe-routing: routes the tokens of the EP all-to-alls; "
                         + (f"{_clean(spec.name)} is dense (no experts)" if not spec.is_moe else
                            "with --ep 1 every token stays on its GPU") + ", so it would change nothing")
     if plot:

@@ -171,7 +171,6 @@ class PlanCache:
         self.hits -= len(new)          # the first use of a new pair was a miss, counted above
         return out
 
-
     def _eager_limit(self) -> int:
         return net_eager_max_bytes(self.planner.calib.nic) or 0
 

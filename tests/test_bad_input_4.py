@@ -441,6 +441,13 @@ def test_ctrl_c_is_one_line_and_exit_130(monkeypatch):
     assert r.stdout == ""
 
 
+def _run_signalled(code: str, cwd):
+    """Run ``code`` in a fresh interpreter with the project on its path (a real signal reaches the entry point)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": root})
+
+
 def test_a_real_sigint_through_the_entry_point(tmp_path):
     """The real signal, through ``cli.main.main``: status 130, one line, no trace file left behind."""
     code = ("import os, signal, time, topologies\n"
@@ -450,9 +457,7 @@ def test_a_real_sigint_through_the_entry_point(tmp_path):
             "topologies.load_topology = slow\n"
             "from cli.main import main\n"
             "main(['run', 'all_reduce', '--topo', 'nvl', '--set', 'n=4', '--plot', 'p.png'])\n")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "PYTHONPATH": root})
+    r = _run_signalled(code, tmp_path)
     assert r.returncode == 130, (r.returncode, r.stderr[-500:])
     assert [x for x in r.stderr.splitlines() if x.strip()] == ["error: interrupted (Ctrl-C)"]
     assert r.stdout == "" and list(tmp_path.iterdir()) == []
@@ -469,9 +474,7 @@ def test_sigterm_mid_write_leaves_no_file(tmp_path):
             "f.os.fsync = slow\n"
             "from cli.main import main\n"
             "main(['topo', 'export', 'nvl', '--set', 'n=4', '--format', 'json', '-o', 'g.json'])\n")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "PYTHONPATH": root})
+    r = _run_signalled(code, tmp_path)
     assert r.returncode == 143, (r.returncode, r.stderr[-500:])
     assert [x for x in r.stderr.splitlines() if x.strip()] == ["error: terminated (SIGTERM)"]
     assert list(tmp_path.iterdir()) == []

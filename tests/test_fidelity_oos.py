@@ -16,8 +16,6 @@ import hashlib
 import tomllib
 from pathlib import Path
 
-import pytest
-
 from collectives.validate import validate
 
 DATA = Path(__file__).resolve().parents[1] / "collectives" / "data" / "published_points.toml"
