@@ -8,8 +8,10 @@ the median wall time, CPU time (user + system) and peak RSS over the repeats
 library with a timer per stage (topology + compile + router, planning and
 routing, problem build, engine) and measures, in that same process, the
 *floor*: one ``np.bincount`` over the problem's flow x resource incidence
-(the least work any engine must do: touch every entry once). The engine-stage
-ratio is engine time / floor; the engine time includes numba's import and first cached call when the
+(the least work any engine must do: touch every entry once), as the median of
+``FLOOR_REPEATS`` calls over the same keys, with its p10-p90 spread. The stage
+process runs ``--stage-runs`` times (fresh each); the engine-stage ratio is each
+process's engine time / its own floor, median and range over those processes; the engine time includes numba's import and first cached call when the
 compiled kernels ran (``FABRIC_EMU_KERNELS``, default ``auto``: large problems only), shown beside it as
 "kernels, numba load s" (the mode and the wall seconds of numba's import in the engine stage).
 
@@ -42,7 +44,7 @@ import time
 
 from benchmarks._util import print_table
 
-__all__ = ["CASES", "cli_args", "measure", "stages", "import_profile", "main"]
+__all__ = ["CASES", "FLOOR_REPEATS", "cli_args", "measure", "stages", "floor_samples", "import_profile", "main"]
 
 _A2A = {128: 16, 1024: 64, 4096: 128}
 
@@ -123,16 +125,60 @@ def stages(case: str) -> dict:
     load = kernels.load_seconds() - load0  # numba's import, inside the engine stage when a kernel needed it
     max_link_utilization(router, result, used)
     t_end = time.perf_counter()
+    floor = floor_samples(problem)
+    return dict(imports=t_imp - t0, fabric=t_fab - t_imp, plan=t_plan - t_fab, problem=t_prob - t_plan,
+                engine=t_eng - t_prob, numba_load=load, kernels=kernels.mode(), report=t_end - t_eng, floor=statistics.median(floor),
+                floor_lo=_quantile(floor, 0.1), floor_hi=_quantile(floor, 0.9), floor_n=len(floor), flows=problem.res.shape[0],
+                entries=int(problem.res.size), mode=result.mode_used, time_s=float(result.makespan_s))
+
+
+FLOOR_REPEATS = 31
+
+
+def _quantile(xs: list, q: float) -> float:
+    """The ``q`` quantile of ``xs`` (nearest rank on the sorted values)."""
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
+
+
+def floor_samples(problem, repeats: int = FLOOR_REPEATS) -> list[float]:
+    """Seconds of ``repeats`` runs of the one ``np.bincount`` over ``problem``'s flow x resource incidence.
+
+    The keys (resource id + 1, padding -1 -> 0) are built once, outside the timed calls, and every call counts
+    the same array, so the samples differ only by what the machine does meanwhile; the caller reports their
+    median and spread (a single minimum moved by 3x between two cases of one run on the shared machine).
+    """
+    import numpy as np
+
     keys = np.add(problem.res, 1, dtype=np.intp).reshape(-1)
     R1 = len(problem.capacity_Bps) + 1
-    floor = []
-    for _ in range(5):
+    np.bincount(keys, minlength=R1)  # first touch of the output and of the keys' pages: not timed
+    out = []
+    for _ in range(max(1, repeats)):
         a = time.perf_counter()
         np.bincount(keys, minlength=R1)
-        floor.append(time.perf_counter() - a)
-    return dict(imports=t_imp - t0, fabric=t_fab - t_imp, plan=t_plan - t_fab, problem=t_prob - t_plan,
-                engine=t_eng - t_prob, numba_load=load, kernels=kernels.mode(), report=t_end - t_eng, floor=min(floor), flows=problem.res.shape[0],
-                entries=int(problem.res.size), mode=result.mode_used, time_s=float(result.makespan_s))
+        out.append(time.perf_counter() - a)
+    return out
+
+
+def _stage_runs(case: str, n: int) -> dict:
+    """Medians over ``n`` fresh stage processes of ``case``: stage times, the floor's median and p10-p90
+    (the median process's), and engine / floor (each process's ratio of its own engine and floor; range)."""
+    got = []
+    for _ in range(n):
+        out = subprocess.run([sys.executable, "-m", "benchmarks.bench_cli", "--stages-of", case],
+                             capture_output=True, text=True, check=False)
+        if out.returncode == 0:
+            got.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    if not got:
+        return {}
+    for g in got:
+        g["ratio"] = g["engine"] / g["floor"]
+    st = dict(sorted(got, key=lambda g: g["floor"])[len(got) // 2])  # the process of the median floor
+    for k in ("plan", "problem", "engine", "numba_load", "ratio"):
+        st[k] = statistics.median(g[k] for g in got)
+    st["ratio_lo"], st["ratio_hi"] = min(g["ratio"] for g in got), max(g["ratio"] for g in got)
+    return st
 
 
 def import_profile(case: str, repeat: int = 5) -> tuple[dict, dict]:
@@ -177,6 +223,8 @@ def main(argv=None) -> int:
     ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                     help="extra environment of the CLI processes (repeatable), e.g. NUMPY_MADVISE_HUGEPAGE=0 or "
                          "FABRIC_EMU_CACHE=/empty/folder for numba's first-run cost")
+    ap.add_argument("--stage-runs", type=int, default=3,
+                    help="fresh processes of the timed stages and floor per case (medians reported)")
     ap.add_argument("--stages-of", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     extra = dict(e.split("=", 1) for e in args.env)
@@ -200,23 +248,22 @@ def main(argv=None) -> int:
         med = {k: statistics.median(r[k] for r in runs) for k in ("wall", "cpu", "sys", "rss")}
         st = {}
         if case != "help" and not args.no_stages and ok:
-            out = subprocess.run([sys.executable, "-m", "benchmarks.bench_cli", "--stages-of", case],
-                                 capture_output=True, text=True, check=False)
-            if out.returncode == 0:
-                st = json.loads(out.stdout.strip().splitlines()[-1])
+            st = _stage_runs(case, max(1, args.stage_runs))
         walls = ", ".join(f"{r['wall']:.2f}" for r in runs)
         rows.append([case, "ok" if ok else "FAILED", f"{med['wall']:.2f} ({walls})", f"{med['cpu']:.2f}",
                      f"{med['sys']:.2f}", f"{med['rss']:,.0f}",
                      f"{st['flows']:,}" if st else "-", st.get("mode", "-"),
                      f"{st['plan']:.2f}" if st else "-", f"{st['problem']:.2f}" if st else "-",
                      f"{st['engine']:.3f}" if st else "-",
-                     f"{st['kernels']} {st['numba_load']:.2f}" if st else "-", f"{st['floor'] * 1e3:.1f}" if st else "-",
-                     f"{st['engine'] / st['floor']:.1f}" if st else "-"])
+                     f"{st['kernels']} {st['numba_load']:.2f}" if st else "-",
+                     f"{st['floor'] * 1e3:.2f} ({st['floor_lo'] * 1e3:.2f}-{st['floor_hi'] * 1e3:.2f})" if st else "-",
+                     f"{st['ratio']:.1f} ({st['ratio_lo']:.1f}-{st['ratio_hi']:.1f})" if st else "-"])
         print(" | ".join(rows[-1]), flush=True)
     print()
     print_table(["case", "status", "wall s median (runs)", "CPU s", "sys s", "peak RSS MB", "flows", "mode",
-                 "plan+route s", "problem s", "engine s", "kernels, numba load s", "floor ms", "engine/floor"],
-                rows)
+                 "plan+route s", "problem s", "engine s", "kernels, numba load s",
+                 f"floor ms median (p10-p90 of {FLOOR_REPEATS})",
+                 f"engine/floor median (range of {args.stage_runs})"], rows)
     return 0
 
 
