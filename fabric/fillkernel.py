@@ -55,11 +55,12 @@ def _share_all(rem, cnt, share, ceps):
 
 
 @_jit
-def _accumulate(fl, nf, res, kind, coef1d, coef2d, dc):
+def _accumulate(fl, nf, res, kind, coef1d, coef2d, dc, tl, mk):
     """Per-slot sums of the coefficients (dc) of the flows fl[:nf], in flow-then-column order (as np.bincount
-    over their rows); dc is zeroed first."""
-    dc[:] = 0.0
+    over their rows); dc must be zero on entry.  The slots it adds to are listed in ``tl`` (marked in ``mk``);
+    returns how many."""
     h = res.shape[1]
+    nt = 0
     for q in range(nf):
         f = fl[q]
         for j in range(h):
@@ -71,6 +72,20 @@ def _accumulate(fl, nf, res, kind, coef1d, coef2d, dc):
             else:
                 w = coef2d[f, j]
             dc[l] += w
+            if not mk[l]:
+                mk[l] = True
+                tl[nt] = l
+                nt += 1
+    return nt
+
+
+@_jit
+def _share_at(rem, cnt, share, ceps, tl, nt):
+    """:func:`_share_all` on the slots ``tl[:nt]`` only (the others' ``rem`` and ``cnt`` did not change)."""
+    for t in range(nt):
+        i = tl[t]
+        c = cnt[i]
+        share[i] = np.inf if c < ceps else rem[i] / c
 
 
 @_jit
@@ -89,17 +104,19 @@ def _stable_sort(cand, share):
 
 @_jit
 def apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state, ctx, ceps, alive, done, cand, s,
-          accp, live, ff, pf, dc, dr, ib):
+          accp, live, ff, pf, dc, dr, ib, tl, mk):
     """Freeze the first-crossed flows ff of the accepted candidates at s (the end of a window round).
 
     The flows of ``ff`` hold their candidate's position in ``state`` (:func:`multi`): an accepted one
-    becomes ``done``, the others ``alive`` again (the state after :func:`multi` in every case)."""
+    becomes ``done``, the others ``alive`` again (the state after :func:`multi` in every case).
+    ``dc``, ``dr`` (zero on entry and on return) and ``mk`` (False on entry and on return): per-slot work
+    arrays; ``tl`` lists the slots touched, the only ones whose ``cnt``, ``rem`` and share change (a slot
+    no frozen flow crosses would subtract exactly 0.0: same bits)."""
     k = cand.shape[0]
     n = ff.shape[0]
     h = res.shape[1]
-    dc[:] = 0.0
-    dr[:] = 0.0
     nf = 0
+    nt = 0
     # per-slot sums of the frozen flows' coefficients (dc) and coefficient x rate (dr), in flow-then-column
     # order (as np.bincount over their rows)
     for q in range(n):
@@ -119,12 +136,18 @@ def apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state,
                     w = coef1d[f] if kind == 1 else coef2d[f, j]
                     dc[l] += w
                     dr[l] += w * r
+                if not mk[l]:
+                    mk[l] = True
+                    tl[nt] = l
+                    nt += 1
         else:
             state[f] = alive
-    if nf:
-        for l in range(rem.shape[0]):
-            cnt[l] -= dc[l]
-            rem[l] -= dr[l]
+    for t in range(nt):
+        l = tl[t]
+        cnt[l] -= dc[l]
+        rem[l] -= dr[l]
+        dc[l] = 0.0
+        dr[l] = 0.0
     na = 0
     for p in range(k):
         if accp[p]:
@@ -134,11 +157,17 @@ def apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state,
             full[c] = True
             cnt[c] = 0.0
             na += 1
+            if not mk[c]:
+                mk[c] = True
+                tl[nt] = c
+                nt += 1
     if na == k:
         ctx[0] = min(ctx[0] * 2.0, 0.25)
     elif 2 * na < k:
         ctx[0] *= 0.5
-    _share_all(rem, cnt, share, ceps)
+    _share_at(rem, cnt, share, ceps, tl, nt)
+    for t in range(nt):
+        mk[tl[t]] = False
 
 
 @_jit
@@ -167,7 +196,7 @@ def _smallest(share, thr, k):
 
 @_jit
 def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, full, level, bneck, state, ctx,
-          ceps, tie, alive, done, cand, s0, dc, dr, ib):
+          ceps, tie, alive, done, cand, s0, dc, dr, ib, tl, mk):
     """A window of k > 1 candidates (sorted by share): applied here unless they share flows.
 
     Returns (code, s, W, ff, pf, rc, cc, ng0): code CONTINUE once applied,
@@ -227,27 +256,40 @@ def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, fu
     for p in range(k):
         live[p] = cc[p] >= ceps
     apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state, ctx, ceps, alive, done, cand, s,
-          accp, live, ff, pf, dc, dr, ib)
+          accp, live, ff, pf, dc, dr, ib, tl, mk)
     return CONTINUE, s, W, ff, pf, rc, cc, ng0
 
 
 @_jit
 def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, full, level, bneck, state, ctx,
-           ceps, tie, alive, done, maxcand, dc, dr, ib):
+           ceps, tie, alive, done, maxcand, dc, dr, ib, tl, mk):
     """Filling rounds until the end (DONE_) or a window numpy must handle (ALGEBRA).
 
     ``ctx`` = [window, rounds]; ``share`` must hold the current shares.
     Returns (code, cand, s, W, ff, pf, rc, cc, ng0, bound, s0).
+
+    One pass over the slots per round: the first smallest share ``s0`` and, in slot order, every slot whose
+    share is within the window of the smallest share seen so far (a superset of the candidates, which are
+    within the window of ``s0``: the running minimum only decreases), filtered afterwards; a round then
+    touches only the slots its frozen flows cross (``tl``, ``mk``; ``dc`` zero between rounds).
     """
     r1 = rem.shape[0]
     e_i = np.zeros(0, np.int64)
     e_f = np.zeros(0)
     e_w = np.zeros((0, 0))
     buf = np.empty(maxcand + 1, np.int64)
+    seen = np.empty(r1, np.int64)
     while True:
+        window = ctx[0]
+        wf = 1.0 + window
         j0 = 0
         s0 = share[0]
+        ns = 0
         if not np.isnan(s0):
+            # slot 0 (the padding) is never a candidate unless its share is the smallest and finite
+            if s0 <= s0 * wf:
+                seen[0] = 0
+                ns = 1
             for i in range(1, r1):
                 v = share[i]
                 if np.isnan(v):
@@ -257,14 +299,17 @@ def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, f
                 if v < s0:
                     j0 = i
                     s0 = v
+                if v <= s0 * wf:
+                    seen[ns] = i
+                    ns += 1
         if not s0 < np.inf:
             return DONE_, e_i, e_f, e_w, e_i, e_i, e_f, e_f, 0, 0.0, s0
         ctx[1] += 1.0
-        window = ctx[0]
         nc = 0
+        thr = s0 * wf
         if s0 > 0.0:
-            thr = s0 * (1.0 + window)
-            for i in range(r1):
+            for t in range(ns):
+                i = seen[t]
                 if share[i] <= thr:
                     if nc <= maxcand:
                         buf[nc] = i
@@ -279,19 +324,28 @@ def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, f
                 f = indices[e]
                 fl[nf] = f
                 nf += state[f] == alive
+            nt = 0
             if nf:
                 for q in range(nf):
                     state[fl[q]] = done
                     bneck[fl[q]] = j0
                 level[j0] = sv
-                _accumulate(fl, nf, res, kind, coef1d, coef2d, dc)
-                for l in range(r1):
+                nt = _accumulate(fl, nf, res, kind, coef1d, coef2d, dc, tl, mk)
+                for t in range(nt):
+                    l = tl[t]
                     cnt[l] -= dc[l]
                     rem[l] -= dc[l] * sv
+                    dc[l] = 0.0
             full[j0] = True
             cnt[j0] = 0.0
+            if not mk[j0]:
+                mk[j0] = True
+                tl[nt] = j0
+                nt += 1
             ctx[0] = min(window * 2.0, 0.25)
-            _share_all(rem, cnt, share, ceps)
+            _share_at(rem, cnt, share, ceps, tl, nt)
+            for t in range(nt):
+                mk[tl[t]] = False
             continue
         bound = thr
         if nc > maxcand:
@@ -302,7 +356,6 @@ def rounds(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, f
             _stable_sort(cand, share)
         code, s, W, ff, pf, rc, cc, ng0 = multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt,
                                                 share, full, level, bneck, state, ctx, ceps, tie, alive, done,
-                                                cand, s0, dc, dr, ib)
+                                                cand, s0, dc, dr, ib, tl, mk)
         if code == ALGEBRA:
             return ALGEBRA, cand, s, W, ff, pf, rc, cc, ng0, bound, s0
-

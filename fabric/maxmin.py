@@ -464,7 +464,8 @@ def _fill_compiled(fk, ix: _Index, rem: np.ndarray, cnt: np.ndarray, state: np.n
     lens = np.diff(ix.indptr)
     need = int(np.partition(lens, lens.shape[0] - _MAXCAND)[-_MAXCAND:].sum() if lens.shape[0] > _MAXCAND
                else lens.sum()) + 1
-    work = (dc, dr, _fill_buffers(need))
+    # the kernels' touched-slot list and marks (False between rounds; dc and dr stay zero between rounds)
+    work = (dc, dr, _fill_buffers(need), np.empty(r1, dtype=np.int64), np.zeros(r1, dtype=np.bool_))
     while True:
         code, cand, s, W, ff, pf, rc, cc, ng0, bound, s0 = fk["rounds"](*base, _MAXCAND, *work)
         if code == _fk.DONE_:
