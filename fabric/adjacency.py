@@ -20,7 +20,7 @@ import numpy as np
 
 from fabric import kernels as _kernels
 
-__all__ = ["Index", "build_index", "sub_index"]
+__all__ = ["Index", "build_index", "sub_index", "overlapping_pairs"]
 
 
 class _Index:
@@ -142,31 +142,51 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None, counts:
     return (indptr, indices) if coef2d is None else (indptr, indices, ecoef)
 
 
-def _has_duplicates(rows: np.ndarray) -> bool:
-    """True if a row names the same resource twice."""
+def _has_duplicates(rows: np.ndarray, pairs: np.ndarray | None = None) -> bool:
+    """True if a row names the same resource twice; ``pairs`` (int[m, 2], ``j > k``): only these column pairs
+    can (:func:`overlapping_pairs`; None: every pair)."""
     n, h = rows.shape
     if h < 2 or n == 0:
         return False
+    if pairs is not None and pairs.shape[0] == 0:
+        return False
     if _kernels.use_index(n * h):
-        return _kernels.index().has_duplicates(rows)
+        return _kernels.index().has_duplicates(rows, pairs)
     tmp = np.empty(n, dtype=np.bool_)
-    for j in range(1, h):
+    todo = ([(j, i) for j in range(1, h) for i in range(j)] if pairs is None
+            else [(int(j), int(i)) for j, i in pairs])
+    for j, i in todo:
         cj = rows[:, j]
-        for i in range(j):
-            np.equal(cj, rows[:, i], out=tmp)
-            if tmp.any() and (tmp & (cj >= 0)).any():
-                return True
+        np.equal(cj, rows[:, i], out=tmp)
+        if tmp.any() and (tmp & (cj >= 0)).any():
+            return True
     return False
 
 
+def overlapping_pairs(present: np.ndarray) -> np.ndarray:
+    """int64[m, 2]: the column pairs ``(j, k)``, ``j > k``, whose resources intersect, from ``present``
+    (bool[h, R]: the resources of each column).  A row can name a resource twice only in such a pair.
+
+    >>> overlapping_pairs(np.array([[1, 0, 0], [0, 1, 0], [1, 0, 1]], bool)).tolist()
+    [[2, 0]]
+    """
+    h = present.shape[0]
+    shared = np.flatnonzero(np.count_nonzero(present, axis=0) > 1)
+    m = present[:, shared].astype(np.int64)
+    o = (m @ m.T) > 0
+    return np.array([(j, k) for j in range(1, h) for k in range(j) if o[j, k]], dtype=np.int64).reshape(-1, 2)
+
+
 def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | None, n_res: int,
-                 flows: np.ndarray | None, counts: np.ndarray | None = None, disjoint: bool = False) -> _Index:
+                 flows: np.ndarray | None, counts: np.ndarray | None = None, disjoint: bool = False,
+                 pairs: np.ndarray | None = None) -> _Index:
     """Build the adjacency of ``flows`` (None = all rows).
 
     ``counts``: :func:`fabric.reductions.column_counts` of ``res`` (``flows`` None only), when the caller
     has them: the CSC takes its slot counts from them. ``disjoint``: no
     resource appears in two columns of ``res`` (the caller checked), so no row can repeat one and the
-    duplicate test is skipped; the counts prove it too.
+    duplicate test is skipped; the counts prove it too. ``pairs``: the column pairs of ``res`` that share a
+    resource (:func:`overlapping_pairs`), when the caller has them: the duplicate test compares only those.
     """
     if flows is not None:
         counts = None
@@ -182,7 +202,7 @@ def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | 
     if counts is not None and not disjoint:
         disjoint = np.count_nonzero(counts[:, 1:], axis=0).max(initial=0) <= 1
     if not disjoint:
-        if _has_duplicates(rows):
+        if _has_duplicates(rows, pairs):
             rows, coef = _merge_duplicates(rows, coef)
             counts = None
     ecoef = None

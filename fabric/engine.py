@@ -157,7 +157,7 @@ def simulate(problem: FlowProblem, *, mode: str = "auto", epsilon: float = 0.01,
     red = _reduce_columns(pr)
     prs = pr if red.res is pr.res else pr.reduced(red)
     if chosen == "one-solve" and not time_series:
-        return _unfold(_expand(_one_solve(prs, pr.cap, red.rep, red.counts, red.disjoint), pr, red), pr)
+        return _unfold(_expand(_one_solve(prs, pr.cap, red.rep, red.counts, red.disjoint, red.pairs), pr, red), pr)
     if red.weighted:  # a dropped column's own weights: its bytes from the unreduced rows
         rbytes, lb = _bytes_and_bound(_resource_bytes(pr), pr.cap, np.arange(pr.R))
     else:
@@ -208,15 +208,16 @@ def _index_bytes(pr: _Prob, ix, size: float) -> np.ndarray | None:
 
 
 def _one_solve(pr: _Prob, cap_full: np.ndarray, rep: np.ndarray, counts: np.ndarray | None = None,
-               disjoint: bool = False) -> FlowResult:
+               disjoint: bool = False, pairs: np.ndarray | None = None) -> FlowResult:
     """The one-solve shortcut (module doc); ``counts``: the per-column slot counts of ``pr.res``, if known
-    (:func:`fabric.reductions.column_counts`); ``disjoint``: no resource is in two of its columns."""
+    (:func:`fabric.reductions.column_counts`); ``disjoint``: no resource is in two of its columns; ``pairs``:
+    the column pairs that share resources, if known (:func:`fabric.adjacency.overlapping_pairs`)."""
     F = pr.F
     t0 = float(pr.delay[0]) + (float(pr.rel[0]) if pr.rel is not None and F else 0.0)
     start = np.full(F, t0)
     lo, hi = extremes(pr.size) if F else (0.0, 0.0)
     flows = None if F == 0 or lo > 0 else np.flatnonzero(pr.size > 0)
-    ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows, counts, disjoint)
+    ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows, counts, disjoint, pairs)
     s = float(hi)  # every positive size (the shortcut's condition)
     rb = _index_bytes(pr, ix, s) if ix.size else None
     rbytes, lb = _bytes_and_bound(_resource_bytes(pr) if rb is None else rb, cap_full, rep)

@@ -135,35 +135,43 @@ def csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None):
 
 
 @njit(**_OPTS)
-def _has_duplicates(rows):
-    n, h = rows.shape
+def _has_duplicates(rows, pj, pk):
+    n = rows.shape[0]
+    m = pj.shape[0]
     for i0 in range(0, n, 4096):  # column pairs over a block of rows (no branch per entry), one test per block
         i1 = min(i0 + 4096, n)
         d = 0
-        for j in range(1, h):
-            for k in range(j):
-                for i in range(i0, i1):
-                    v = rows[i, j]
-                    d += (rows[i, k] == v) & (v >= 0)
+        for q in range(m):
+            j = pj[q]
+            k = pk[q]
+            for i in range(i0, i1):
+                v = rows[i, j]
+                d += (rows[i, k] == v) & (v >= 0)
         if d:
             return True
     return False
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _has_duplicates_blocks(rows, block, found):
+def _has_duplicates_blocks(rows, pj, pk, block, found):
     n = rows.shape[0]
     for b in prange(found.shape[0]):
-        found[b] = _has_duplicates(rows[b * block:min(n, (b + 1) * block)])
+        found[b] = _has_duplicates(rows[b * block:min(n, (b + 1) * block)], pj, pk)
 
 
-def has_duplicates(rows: np.ndarray) -> bool:
-    """Compiled :func:`fabric.adjacency._has_duplicates` (blocks of flows in parallel on large tables)."""
+def has_duplicates(rows: np.ndarray, pairs: np.ndarray | None = None) -> bool:
+    """Compiled :func:`fabric.adjacency._has_duplicates` (blocks of flows in parallel on large tables);
+    ``pairs`` (int64[m, 2], ``j > k``): the column pairs to compare (None: every pair)."""
+    if pairs is None:
+        h = rows.shape[1]
+        pairs = np.array([(j, k) for j in range(1, h) for k in range(j)], dtype=np.int64).reshape(-1, 2)
+    pj = np.ascontiguousarray(pairs[:, 0], dtype=np.int64)
+    pk = np.ascontiguousarray(pairs[:, 1], dtype=np.int64)
     nb, block = _blocks(rows.shape[0])
     if nb < 2:
-        return bool(_has_duplicates(rows))
+        return bool(_has_duplicates(rows, pj, pk))
     found = np.zeros(nb, np.bool_)
-    _has_duplicates_blocks(rows, block, found)
+    _has_duplicates_blocks(rows, pj, pk, block, found)
     return bool(found.any())
 
 

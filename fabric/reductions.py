@@ -23,6 +23,7 @@ from dataclasses import replace
 import numpy as np
 
 from fabric import kernels as _kernels
+from fabric.adjacency import overlapping_pairs
 from fabric.arrays import sorted_unique
 from fabric.problem import FlowResult, _Prob
 
@@ -97,9 +98,9 @@ class _Reduced:
     merge happened (the caller then takes the per-resource bytes from the unreduced problem).
     """
 
-    __slots__ = ("res", "weight", "cap", "rep", "wscale", "binding", "weighted", "counts", "disjoint")
+    __slots__ = ("res", "weight", "cap", "rep", "wscale", "binding", "weighted", "counts", "disjoint", "pairs")
 
-    def __init__(self, res, weight, cap, rep, wscale=None, binding=None, counts=None, disjoint=False):
+    def __init__(self, res, weight, cap, rep, wscale=None, binding=None, counts=None, disjoint=False, pairs=None):
         self.res, self.weight, self.cap, self.rep = res, weight, cap, rep
         self.weighted = wscale is not None
         self.wscale = np.ones(rep.shape[0]) if wscale is None else wscale
@@ -110,6 +111,9 @@ class _Reduced:
         #: counted on the numpy path (:func:`column_counts`); the index build reuses them
         #: (:func:`fabric.adjacency._csc`)
         self.counts = counts
+        #: int64[m, 2] or None: the column pairs of ``res`` whose resources intersect (the only ones in which a
+        #: row can name a resource twice: :func:`fabric.adjacency.overlapping_pairs`); None: not computed
+        self.pairs = pairs
 
 
 def _reduce_columns(pr: _Prob) -> _Reduced:
@@ -220,12 +224,15 @@ def _reduce_columns(pr: _Prob) -> _Reduced:
         pairs[i:] = [(a, q) if p == b else (p, q) for p, q in pairs[i:]]
     kept_counts = None if compiled else counts[keep]
     # the kept columns' own resources (a kept column's ids are its original ones)
-    disjoint = bool(np.count_nonzero(pm[keep, 1:] if compiled else kept_counts[:, 1:], axis=0).max(initial=0) <= 1)
+    kept_present = pm[keep, 1:] if compiled else kept_counts[:, 1:] > 0
+    disjoint = bool(np.count_nonzero(kept_present, axis=0).max(initial=0) <= 1)
+    pairs = None if disjoint else overlapping_pairs(kept_present)
     if len(keep) == h:
-        return _Reduced(res, w, cap, rep, wscale, binding, kept_counts, disjoint)
+        return _Reduced(res, w, cap, rep, wscale, binding, kept_counts, disjoint, pairs)
     res2 = _kernels.index().take_columns(res, keep) if compiled else np.take(res, keep, axis=1)
     w2 = None if w is None else np.take(w, keep, axis=1)
-    return _Reduced(res2, w2, cap if cap_eff is None else cap_eff, rep, wscale, binding, kept_counts, disjoint)
+    return _Reduced(res2, w2, cap if cap_eff is None else cap_eff, rep, wscale, binding, kept_counts, disjoint,
+                    pairs)
 
 
 #: a dominated column's capacity per unit of weight exceeds its partner's by more than this, relatively,

@@ -345,3 +345,33 @@ def test_a_process_without_numba_runs_the_cli(monkeypatch, repo):
     monkeypatch.setenv("FABRIC_EMU_KERNELS", "numpy")
     ref = CliRunner().invoke(cli, args, catch_exceptions=False).output
     assert out.stdout == ref and json.loads(ref)[0]["time_us"] > 0
+
+
+def test_the_duplicate_test_compares_only_the_column_pairs_that_share_resources(monkeypatch):
+    """The duplicate test reads only the column pairs whose resources intersect (fails on the old code, which
+    had no pair list and compared every pair): a repeat in such a pair is found on both paths, no pair means
+    no repeat, and the index built with the pairs is the one built without them."""
+    rng = np.random.default_rng(5)
+    F, R = 5000, 60
+    res = np.stack([rng.integers(0, 20, F), rng.integers(20, 40, F), rng.integers(20, 60, F)], axis=1)
+    res = res.astype(np.int32)
+    res[rng.random(res.shape) < 0.05] = -1
+    present = np.zeros((3, R), bool)
+    for j in range(3):
+        present[j, res[res[:, j] >= 0, j]] = True
+    pairs = adjacency.overlapping_pairs(present)
+    assert pairs.tolist() == [[2, 1]]  # column 0 shares nothing
+    has = [(res[:, 2] == res[:, 1]) & (res[:, 1] >= 0)]
+    assert has[0].any()
+    a, b = _paths(monkeypatch, lambda: (adjacency._has_duplicates(res, pairs), adjacency._has_duplicates(res)))
+    assert a == b == (True, True)
+    clean = res.copy()
+    clean[has[0], 2] = -1
+    a, b = _paths(monkeypatch, lambda: adjacency._has_duplicates(clean, pairs))
+    assert a is b is False
+    assert not adjacency._has_duplicates(res, np.zeros((0, 2), np.int64))
+    for p in (pairs, None):
+        ix, iy = _paths(monkeypatch, lambda: adjacency.build_index(res, None, None, R, None, pairs=p))
+        ref = adjacency.build_index(res, None, None, R, None)
+        for x in (ix, iy):
+            _same((x.indptr, x.indices, x.res, x.coef), (ref.indptr, ref.indices, ref.res, ref.coef))
