@@ -132,7 +132,7 @@ def test_a_fat_tree_all_to_all_solves_to_the_same_bits_with_and_without_the_coun
     monkeypatch.setenv("FABRIC_EMU_KERNELS", "numpy")
     got = simulate(p)
     real = engine._one_solve
-    monkeypatch.setattr(engine, "_one_solve", lambda pr, cap, rep, counts=None, disjoint=False: real(pr, cap, rep))
+    monkeypatch.setattr(engine, "_one_solve", lambda pr, cap, rep, counts=None, disjoint=False, pairs=None: real(pr, cap, rep))
     want = simulate(p)
     assert got.mode_used == want.mode_used == "one-solve" and got.rounds == want.rounds
     for f in ("start_s", "transfer_end_s", "finish_s", "resource_bytes", "resource_busy_s"):
