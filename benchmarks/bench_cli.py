@@ -127,8 +127,9 @@ def stages(case: str) -> dict:
     t_end = time.perf_counter()
     floor = floor_samples(problem)
     return dict(imports=t_imp - t0, fabric=t_fab - t_imp, plan=t_plan - t_fab, problem=t_prob - t_plan,
-                engine=t_eng - t_prob, numba_load=load, kernels=kernels.mode(), report=t_end - t_eng, floor=statistics.median(floor),
-                floor_lo=_quantile(floor, 0.1), floor_hi=_quantile(floor, 0.9), floor_n=len(floor), flows=problem.res.shape[0],
+                engine=t_eng - t_prob, numba_load=load, kernels=kernels.mode(), report=t_end - t_eng,
+                floor=statistics.median(floor), floor_lo=_quantile(floor, 0.1), floor_hi=_quantile(floor, 0.9),
+                floor_n=len(floor), flows=problem.res.shape[0],
                 entries=int(problem.res.size), mode=result.mode_used, time_s=float(result.makespan_s))
 
 
