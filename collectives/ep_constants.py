@@ -53,7 +53,11 @@ LL_FIXED_S = {"moe_ll": 6.6e-6}
 #: 8 x H100 board (1-1024 tokens, hidden 7168 / 2048; ``python benchmarks/fit_collective_constants.py
 #: ll-nvlink``): dispatch 10.96 us + X / 288 GB/s, combine 11.51 us + X / 253 GB/s (mean |error| 6.7 / 6.4 %);
 #: a per-copy term fitted alongside comes out at -0.5 / -1.8 ns, i.e. no per-message cost. Hopper (90)
-#: only: no other architecture has a fit-split sweep, so other GPUs keep the link model.
+#: only: no other architecture has a fit-split sweep, so other GPUs keep the link model. The fit is
+#: DeepEP's copy (8-way unrolled, one system release per expert count); NVSHMEM's P2P ``putmem_signal``
+#: that pplx-kernels issues fences (``__threadfence_system``) and signals (``atomicAdd_system``) after
+#: every message, so the "no per-message cost" is not known for pplx, whose rows are all held-out and
+#: priced by this form for want of a pplx source (round 9, docs/collectives.md).
 LL_NVLINK_S = {("moe_ll", "moe_dispatch", 90): (10.96e-6, 288e9), ("moe_ll", "moe_combine", 90): (11.51e-6, 253e9)}
 
 #: Extra fixed time of a pull combine (TensorRT-LLM NVLinkOneSided, round 8), seconds per call, on top of
