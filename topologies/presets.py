@@ -25,6 +25,9 @@ from topologies.limits import LINK_RATE_BOUNDS_BPS
 from topologies.nvlink import nvl, nvlink_domain
 from topologies.units import parse_bandwidth
 
+#: the noun of each parameter kind in messages ("ratios" names a list of ratios)
+_KIND_NOUNS = {"ratios": "ratio list"}
+
 __all__ = ["Param", "Preset", "presets", "preset", "build", "coerce", "parse_overrides", "MAX_RADIX", "MAX_PLANES"]
 
 
@@ -157,7 +160,8 @@ def coerce(param: Param, value: Any) -> Any:
             raise SpecError(f"{field}: {exc}") from None
         raise
     except (TypeError, ValueError, OverflowError):
-        raise SpecError(f"{field}: {brief(value)} is not a valid {param.kind} ({param.help})") from None
+        kind = _KIND_NOUNS.get(param.kind, param.kind)
+        raise SpecError(f"{field}: {brief(value)} is not a valid {kind} ({param.help})") from None
     if param.kind in ("int", "float"):
         _check_bounds(param, out)
     elif param.kind == "bandwidth":

@@ -72,10 +72,11 @@ def _pow10(num: str, exponent: int) -> float:
 _NUM = r"(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"
 _BW_RE = re.compile(_NUM + r"\s*(?P<prefix>Ki|Mi|Gi|Ti|Pi|[kKMGTP]?)(?P<unit>[bB])(?:/s|ps)$")
 _SIZE_RE = re.compile(_NUM + r"\s*(?P<prefix>Ki|Mi|Gi|Ti|Pi|[kKMGTP]?)(?P<unit>[bB])$")
+_BARE_RE = re.compile(_NUM + r"$")
 _TIME_RE = re.compile(_NUM + r"\s*(?P<unit>s|ms|us|µs|μs|ns|ps)$")
 
 _BW_FORMS = "a number with a bandwidth unit such as '800Gb/s', '400Gbps', '900GB/s', '1.8TB/s' or '50GiB/s' (b = bits, B = bytes)"
-_SIZE_FORMS = "a number with a size unit such as '4096B', '64KiB', '64MiB', '8GiB' or '1GB' (binary Ki/Mi/Gi or SI k/M/G, B = bytes)"
+_SIZE_FORMS = "a number of bytes or a number with a size unit such as '4096B', '64KiB', '64MiB', '8GiB' or '1GB' (binary Ki/Mi/Gi or SI k/M/G, B = bytes)"
 _TIME_FORMS = "a number with a time unit such as '0.5us', '500ns', '1.2ms' or '2s'"
 
 
@@ -143,7 +144,7 @@ def parse_size(text: str | int, *, field: str | None = None) -> int:
     Parameters
     ----------
     text : str or int
-        ``"<number><prefix>B"``; a plain ``int`` is taken as bytes.
+        ``"<number><prefix>B"``; a plain number (``4096``, ``"4096"``, ``"1e9"``) is taken as bytes.
     field : str, optional
         Name of the field being parsed, used in the error message.
 
@@ -158,12 +159,16 @@ def parse_size(text: str | int, *, field: str | None = None) -> int:
     8589934592
     >>> parse_size("1MB")
     1000000
+    >>> parse_size("4096")
+    4096
     """
     if isinstance(text, int) and not isinstance(text, bool):
         if text < 0:
             raise UnitError(f"{_where(field)}size {text} must not be negative")
         return text
     s = _check_text(text, field, _SIZE_FORMS)
+    if _BARE_RE.match(s):  # a plain number is bytes, as nccl-tests' -b / -e read it
+        s = s + "B"
     m = _SIZE_RE.match(s)
     if not m:
         raise UnitError(f"{_where(field)}cannot read size {text!r}: expected {_SIZE_FORMS}")
