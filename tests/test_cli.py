@@ -190,3 +190,17 @@ def test_json_never_carries_nan(run):
 def test_report_lists_parallel_cables_once(run):
     out = run("run", "all_reduce", "--topo", "hgx-h100", "--algo", "ring", "--size", "64MiB", "--report").stdout
     assert "parallel" in out
+
+
+def test_python_dash_m_cli_runs_the_console_entry_point():
+    """``python -m cli`` is the ``fabric-emu`` command (same program name, same exit status on bad input)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    ok = subprocess.run([sys.executable, "-m", "cli", "--help"], cwd=root, capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and ok.stdout.startswith("Usage: fabric-emu")
+    bad = subprocess.run([sys.executable, "-m", "cli", "run", "all_to_all", "--size", "-1"], cwd=root,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
