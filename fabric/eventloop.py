@@ -23,6 +23,7 @@ from fabric import maxmin as _mm
 from fabric import slotfill as _sf
 from fabric.problem import FlowResult, _Prob
 from fabric.epoch import _EpochMixin, _row_bincount
+from fabric.kernels import FILL_MIN_ENTRIES_LOADED
 from fabric.reductions import _unconstrained
 from topologies.errors import ProblemTooLargeError
 
@@ -192,9 +193,10 @@ class _EventLoop(_EpochMixin):
         flows = np.flatnonzero((st == 1) | (st == 2))
         flows = flows[~self.unc[flows] & (pr.size[flows] > 0)]
         self.ix_flows = flows
-        if self.sw is not None and not _kernels.use_compiled(flows.shape[0] * pr.res.shape[1], _mm.FILL_MIN_ENTRIES):
+        if self.sw is not None:
             # coefficients from the per-slot table: an index without the float64 per-entry arrays (the same lists),
-            # with the ceps of the weighted one (half the smallest coefficient of its entries)
+            # with the ceps of the weighted one (half the smallest coefficient of its entries); the numpy and the
+            # compiled fill both read the table
             self.ix = _mm.build_index(pr.res, None, None, pr.R, flows)
             used = np.diff(self.ix.indptr) > 0
             self.ix.ceps = 0.5 * float(self.sw[used].min()) if used.any() else 0.5
@@ -532,11 +534,12 @@ class _EventLoop(_EpochMixin):
                 # rather than walk the fixed and finished flows in every bottleneck's list
                 alive = np.full(ri.shape[0], _mm.ALIVE, dtype=np.uint8)
                 if self.sw is not None:
-                    out = _sf.fill(_sf.lean_sub_index(ix, ri, ek is not None), self.sw, self.pr.cap, alive, cnt, fl_load)
+                    out = _sf.fill(_sf.lean_sub_index(ix, ri, ek is not None), self.sw, self.pr.cap, alive, cnt, fl_load,
+                                   self._fill_min_entries(ek))
                 else:
                     out = _mm.fill(_mm.sub_index(ix, ri), self.pr.cap, alive, cnt, fl_load)
             else:
-                out = self._fill(ix, state, cnt, fl_load)
+                out = self._fill(ix, state, cnt, fl_load, ek)
             if ek is not None:
                 rates, tc = self._tail(ek, ek.WARM_SUB if sub else ek.WARM, aidx, fixed, prev, out, ri, t)
             else:
@@ -552,7 +555,7 @@ class _EventLoop(_EpochMixin):
             else:
                 state = np.where(self.L_act, _mm.ALIVE, _mm.DONE).astype(np.uint8)
             cnt = self.cntw.copy()  # maintained on arrivals and departures
-            out = self._fill(ix, state, cnt)
+            out = self._fill(ix, state, cnt, None, ek)
             if ek is not None:
                 rates, tc = self._tail(ek, ek.COLD, aidx, None, None, out, None, t)
             else:
@@ -599,11 +602,17 @@ class _EventLoop(_EpochMixin):
         keys = np.add(ix.res[sel], 1, dtype=np.intp)
         return _row_bincount(keys, rate[sel], np.take(self.sw, keys), ix.n_res + 1)
 
-    def _fill(self, ix, state, cnt, fixed_load=None):
+    def _fill(self, ix, state, cnt, fixed_load=None, ek=None):
         """:func:`fabric.maxmin.fill` of the index, from the per-slot coefficients when they are (same bits)."""
         if self.sw is not None:
-            return _sf.fill(ix, self.sw, self.pr.cap, state, cnt, fixed_load)
-        return _mm.fill(ix, self.pr.cap, state, cnt, fixed_load)
+            return _sf.fill(ix, self.sw, self.pr.cap, state, cnt, fixed_load, self._fill_min_entries(ek))
+        return _mm.fill(ix, self.pr.cap, state, cnt, fixed_load, min_entries=self._fill_min_entries(ek))
+
+    @staticmethod
+    def _fill_min_entries(ek):
+        """The compiled fill's threshold: any size once this loop runs its compiled passes (``ek``: numba is
+        loaded, so a compiled fill pays only for its cached machine code), else the fill's own."""
+        return FILL_MIN_ENTRIES_LOADED if ek is not None else None
 
     def _tail(self, ek, kind, aidx, fixed, prev, out, ri, t):
         """The compiled end of :meth:`_solve` (:func:`fabric.epoch_kernels.solve_tail`): rates and completion

@@ -69,6 +69,8 @@ def _accumulate(fl, nf, res, kind, coef1d, coef2d, dc, tl, mk):
                 w = 1.0
             elif kind == 1:
                 w = coef1d[f]
+            elif kind == 3:
+                w = coef1d[l]
             else:
                 w = coef2d[f, j]
             dc[l] += w
@@ -133,7 +135,12 @@ def apply(res, kind, coef1d, coef2d, rem, cnt, share, full, level, bneck, state,
                     dc[l] += 1.0
                     dr[l] += r
                 else:
-                    w = coef1d[f] if kind == 1 else coef2d[f, j]
+                    if kind == 1:
+                        w = coef1d[f]
+                    elif kind == 3:
+                        w = coef1d[l]
+                    else:
+                        w = coef2d[f, j]
                     dc[l] += w
                     dr[l] += w * r
                 if not mk[l]:
@@ -237,6 +244,8 @@ def multi(indptr, indices, res, kind, coef1d, coef2d, ecoef, rem, cnt, share, fu
                         W[p, m] += 1.0
                     elif kind == 1:
                         W[p, m] += coef1d[f]
+                    elif kind == 3:
+                        W[p, m] += coef1d[c]
                     else:
                         W[p, m] += ecoef[e]
     ff = ff[:q]

@@ -200,7 +200,7 @@ def _window(W, rc, cc, s, ng0: int, bound: float, ceps: float):
 
 def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
           fixed_load: np.ndarray | None = None, *, compiled: bool = True, sw: np.ndarray | None = None,
-          min_rate: np.ndarray | None = None) -> _Fill:
+          min_rate: np.ndarray | None = None, min_entries: int | None = None) -> _Fill:
     """Progressive filling of the flows whose ``state`` is _ALIVE.
 
     ``state`` (uint8[n]) is updated in place (filled flows become _DONE);
@@ -212,6 +212,8 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
     ``sw``: every entry's coefficient is its slot's, ``sw[res + 1]`` (:mod:`fabric.slotfill`): the numpy
     rounds read that table instead of the index's per-entry coefficients (same values in the same order,
     so the same bits), and ``ix`` may omit them.
+    ``min_entries``: the compiled kernel's threshold in adjacency entries instead of
+    :data:`FILL_MIN_ENTRIES` (a caller whose compiled kernels are loaded already passes a lower one).
     ``min_rate`` (float64[R+1]): lowered in place, per slot, to the smallest rate of the flows this fill
     freezes that cross it (O(R) per round: the rounds' coefficient sums say which slots their flows
     cross); the numpy rounds only: the result's ``min_rate`` is the array when it was kept, else None.
@@ -225,14 +227,14 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
         rem -= fixed_load
         rem[0] = _INF
     cnt[0] = 0.0
-    # the compiled fill reads the index's own coefficients: not with an index that left them to ``sw``
-    if compiled and (sw is None or ix.coef is not None) and _kernels.use_fill(ix.indices.shape[0],
-                                                                              FILL_MIN_ENTRIES):
+    # the compiled fill reads the index's own coefficients, or the slot table ``sw`` of an index without them
+    if compiled and _kernels.use_fill(
+            ix.indices.shape[0], FILL_MIN_ENTRIES if min_entries is None else min_entries):
         from fabric import fillkernel  # imports numba
 
         fk = fillkernel.load()
         if fk is not None:
-            return _fill_compiled(fk, ix, rem, cnt, state)
+            return _fill_compiled(fk, ix, rem, cnt, state, None if ix.coef is not None else sw)
     out = _Fill(ix.size, r1)
     bneck, level = out.bneck, out.level
     res, coef, indptr, indices, ecoef = ix.res, ix.coef, ix.indptr, ix.indices, ix.ecoef
@@ -435,16 +437,20 @@ def _fill_buffers(n: int):
     return b
 
 
-def _fill_compiled(fk, ix: _Index, rem: np.ndarray, cnt: np.ndarray, state: np.ndarray) -> _Fill:
+def _fill_compiled(fk, ix: _Index, rem: np.ndarray, cnt: np.ndarray, state: np.ndarray,
+                   sw: np.ndarray | None = None) -> _Fill:
     """:func:`_fill` on the compiled rounds of :mod:`fabric.fillkernel` (same bits); numpy does the windows
-    whose candidates share flows (:func:`_window`)."""
+    whose candidates share flows (:func:`_window`). ``sw``: every entry's coefficient is its slot's,
+    ``sw[res + 1]`` (an index without coefficient arrays; kernel kind 3)."""
     from fabric import fillkernel as _fk
 
     r1 = ix.n_res + 1
     out = _Fill(ix.size, r1)
     coef, ceps = ix.coef, ix.ceps
     z1, z2 = np.zeros(1), np.zeros((1, 1))
-    if coef is None:
+    if sw is not None:
+        kind, c1, c2, ec = 3, sw, z2, z1
+    elif coef is None:
         kind, c1, c2, ec = 0, z1, z2, z1
     elif coef.ndim == 1:
         kind, c1, c2, ec = 1, coef, z2, z1

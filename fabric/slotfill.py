@@ -10,7 +10,7 @@ operations as :func:`fabric.maxmin.fill` and bit-identical results (rates, bottl
 capacities, rounds; ``tests/test_slotfill.py``).  The rounds themselves are those of
 :func:`fabric.maxmin.fill` (module docstring there); the k x k algebra of a window is its
 :func:`fabric.maxmin._window`.  Above the compiled fill's threshold the compiled fill runs instead
-(its own bit-identical code).
+(its own bit-identical code, which also reads the slot table when the index has no coefficients).
 
 Examples
 --------
@@ -94,12 +94,13 @@ def lean_sub_index(ix, sel: np.ndarray, compiled: bool = False):
 
 
 def fill(ix, sw: np.ndarray, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
-         fixed_load: np.ndarray | None = None):
+         fixed_load: np.ndarray | None = None, min_entries: int | None = None):
     """:func:`fabric.maxmin.fill` on an index whose coefficients are ``sw[res + 1]`` (bit-identical).
 
     ``ix`` may omit its coefficient arrays (:func:`lean_sub_index`); ``sw`` comes from
     :func:`slot_coefficients` of the problem whose rows ``ix`` indexes. The rounds are
     :func:`fabric.maxmin.fill`'s, reading the coefficients from ``sw``; above the compiled fill's threshold
-    an index that keeps its coefficients runs the compiled fill.
+    (``min_entries`` adjacency entries, :data:`fabric.maxmin.FILL_MIN_ENTRIES` if None) the compiled fill runs
+    instead, on the index's own coefficients or, without them, on ``sw`` (the same bits either way).
     """
-    return _mm.fill(ix, cap, state, cnt, fixed_load, sw=sw)
+    return _mm.fill(ix, cap, state, cnt, fixed_load, sw=sw, min_entries=min_entries)

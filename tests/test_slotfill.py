@@ -64,6 +64,50 @@ def test_fill_bit_identical_to_maxmin_fill(seed):
     _same_fill(ref, new)
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_compiled_fill_from_slot_table_bit_identical(monkeypatch, seed):
+    """The compiled fill on an index without coefficient arrays reads the slot table (kernel kind 3): the
+    numpy fill's bits, cold, warm and on a lean sub-index."""
+    from fabric import kernels
+
+    if not kernels.available():
+        pytest.skip("numba not installed")
+    cap, res, w = _per_resource(seed)
+    R = cap.shape[0]
+    sw = slotfill.slot_coefficients(res, w, None, R)
+    full = maxmin.build_index(res, w, None, R, None)
+    lean = slotfill.lean_sub_index(full, np.arange(full.size))
+    assert lean.coef is None
+    rng = np.random.default_rng(200 + seed)
+    n = full.size
+    alive = rng.random(n) < 0.7
+    sel = np.flatnonzero(alive)
+    fl_w = maxmin.fixed_load(full, ~alive, rng.uniform(0, 1e7, n))
+    cases = [(lean, np.full(n, maxmin.ALIVE, np.uint8), None),
+             (lean, np.where(alive, maxmin.ALIVE, maxmin.DONE).astype(np.uint8), fl_w),
+             (slotfill.lean_sub_index(full, sel), np.full(sel.shape[0], maxmin.ALIVE, np.uint8), fl_w)]
+    calls = []
+    real = maxmin._fill_compiled
+
+    def spy(*a, **k):
+        calls.append(k.get("sw", a[5] if len(a) > 5 else None) is not None)
+        return real(*a, **k)
+
+    monkeypatch.setattr(maxmin, "_fill_compiled", spy)
+    for ix, st0, fl in cases:
+        cnt = maxmin.coef_sums(full, st0) if ix.size == n else maxmin.coef_sums(full, np.where(
+            alive, maxmin.ALIVE, maxmin.DONE).astype(np.uint8))
+        s1, s2 = st0.copy(), st0.copy()
+        ref = maxmin.fill(full if ix.size == n else maxmin.sub_index(full, sel), cap, s1, cnt.copy(), fl,
+                          compiled=False)
+        monkeypatch.setenv("FABRIC_EMU_KERNELS", "numba")
+        new = slotfill.fill(ix, sw, cap, s2, cnt.copy(), fl)
+        monkeypatch.delenv("FABRIC_EMU_KERNELS")
+        _same_fill(ref, new)
+        assert np.array_equal(s1, s2)
+    assert calls == [True, True, True]  # each ran compiled, from the table
+
+
 @pytest.mark.parametrize("compiled", [False, True])
 def test_slot_coefficients_refuses_what_is_not_one_factor_per_resource(compiled):
     from fabric import kernels
