@@ -134,7 +134,8 @@ class _Pending:
     __slots__ = ("rows", "counts", "start", "indices", "r1", "idx_t", "todo")
 
     def __init__(self, rows, counts, start, indices, r1, idx_t):
-        self.rows, self.counts, self.start, self.indices, self.r1, self.idx_t = rows, counts, start, indices, r1, idx_t
+        self.rows, self.counts, self.start = rows, counts, start
+        self.indices, self.r1, self.idx_t = indices, r1, idx_t
         self.todo = list(range(rows.shape[1]))
 
     def ensure(self, slots) -> None:
@@ -259,7 +260,7 @@ def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | 
         indptr, indices = got[:2]
         pending = got[2] if len(got) > 2 else None
     ceps = 0.5 if coef is None or coef.size == 0 else 0.5 * float(coef.min())
-    return _Index(flows, rows, coef, indptr, indices, n_res, ceps, ecoef, pending if coef is None or coef.ndim != 2 else None)
+    return _Index(flows, rows, coef, indptr, indices, n_res, ceps, ecoef, pending)
 
 
 def _sub_index(ix: _Index, sel: np.ndarray) -> _Index:
