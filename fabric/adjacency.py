@@ -34,9 +34,9 @@ class _Index:
     the coefficient of every CSC entry (aligned with ``indices``).
     """
 
-    __slots__ = ("flows", "res", "coef", "indptr", "indices", "n_res", "ceps", "ecoef")
+    __slots__ = ("flows", "res", "coef", "indptr", "indices", "n_res", "ceps", "ecoef", "pending")
 
-    def __init__(self, flows, res, coef, indptr, indices, n_res, ceps, ecoef=None):
+    def __init__(self, flows, res, coef, indptr, indices, n_res, ceps, ecoef=None, pending=None):
         self.flows = flows
         self.res = res
         self.coef = coef
@@ -45,6 +45,9 @@ class _Index:
         self.n_res = n_res
         self.ceps = ceps
         self.ecoef = ecoef
+        #: None, or the columns not yet placed in ``indices`` (:class:`_Pending`): read a slot's list only
+        #: after ``pending.ensure`` of that slot
+        self.pending = pending
 
     @property
     def size(self) -> int:
@@ -63,7 +66,8 @@ class _Index:
 _SMALL_SORT = 1 << 21
 
 
-def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None, counts: np.ndarray | None = None):
+def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None, counts: np.ndarray | None = None,
+         lazy: bool = False):
     """(indptr, indices[, ecoef]) of the slot -> local-flow incidence of ``rows``.
 
     One O(n) counting sort (scipy's CSR -> CSC) per hop column, which keeps
@@ -110,36 +114,77 @@ def _csc(rows: np.ndarray, n_res: int, coef2d: np.ndarray | None = None, counts:
     start = indptr[:-1].astype(np.int64) + np.cumsum(counts, axis=0) - counts  # [j, slot]
     indices = np.empty(nnz, dtype=idx_t)
     ecoef = None if coef2d is None else np.empty(nnz)
+    if lazy and small and coef2d is None:
+        # each column is ordered and placed when a slot it crosses is first read (:class:`_Pending`)
+        return indptr, indices, _Pending(rows, counts, start, indices, r1, idx_t)
     for j in range(h):
-        if not small:
-            by_slot, sorted_cols[j] = sorted_cols[j], None
-        else:  # the same order: flows by slot, stably (no scipy import on small problems)
-            if r1 <= 1 << 16:  # 16-bit keys (a radix sort); -1 wraps to 65535, + 1 to 0: the padding slot
-                kj = np.add(rows[:, j], 1, dtype=np.uint16, casting="unsafe")
-            else:
-                kj = np.add(rows[:, j], 1, dtype=idx_t)
-            by_slot = np.argsort(kj, kind="stable")  # (intp: cast to idx_t as it is placed)
-            del kj
-        cj = counts[j]
-        cv = None if ecoef is None else coef2d[by_slot, j]
-        nz = np.flatnonzero(cj)
-        if nz.shape[0] * 64 <= n:
-            # few runs: copy each slot's run of column j to its place (slices; no n-sized destination array)
-            run0 = np.cumsum(cj) - cj
-            for a, b, c in zip(start[j][nz].tolist(), run0[nz].tolist(), cj[nz].tolist()):
-                indices[a:a + c] = by_slot[b:b + c]
-                if cv is not None:
-                    ecoef[a:a + c] = cv[b:b + c]
-        else:
-            # destination of the k-th entry of column j: start of its slot's run + its rank in the run
-            dest = np.repeat((start[j] - np.cumsum(cj) + cj).astype(np.intp), cj)
-            dest += np.arange(n, dtype=np.intp)
-            indices[dest] = by_slot  # (cast to idx_t)
-            if cv is not None:
-                ecoef[dest] = cv
-            del dest
-        del by_slot, cv
+        _place(rows, j, counts[j], start[j], indices, ecoef, coef2d, small, sorted_cols, r1, idx_t)
     return (indptr, indices) if coef2d is None else (indptr, indices, ecoef)
+
+
+class _Pending:
+    """The columns of a CSC not yet placed in ``indices`` (internal; :func:`_csc` with ``lazy``).
+
+    :meth:`ensure` places every column that crosses one of the given slots, exactly as the eager build
+    does: a slot's list is then the one the eager build gives. A fill that reads only the lists of its
+    candidate slots skips the sorts of columns none of whose slots is ever a candidate (the spine links of
+    a one-solve all-to-all whose bottlenecks are host links).
+    """
+
+    __slots__ = ("rows", "counts", "start", "indices", "r1", "idx_t", "todo")
+
+    def __init__(self, rows, counts, start, indices, r1, idx_t):
+        self.rows, self.counts, self.start = rows, counts, start
+        self.indices, self.r1, self.idx_t = indices, r1, idx_t
+        self.todo = list(range(rows.shape[1]))
+
+    def ensure(self, slots) -> None:
+        """Place the columns with entries on any of ``slots`` (int array or int)."""
+        if not self.todo:
+            return
+        for j in [j for j in self.todo if self.counts[j, slots].any()]:
+            self.todo.remove(j)
+            _place(self.rows, j, self.counts[j], self.start[j], self.indices, None, None, True, [], self.r1,
+                   self.idx_t)
+
+    def all(self) -> None:
+        """Place every column left."""
+        for j in list(self.todo):
+            self.todo.remove(j)
+            _place(self.rows, j, self.counts[j], self.start[j], self.indices, None, None, True, [], self.r1,
+                   self.idx_t)
+
+
+def _place(rows, j, cj, start_j, indices, ecoef, coef2d, small, sorted_cols, r1, idx_t) -> None:
+    """Order column ``j`` of ``rows`` by slot (stably) and write its runs to their places in ``indices``."""
+    n = rows.shape[0]
+    if not small:
+        by_slot, sorted_cols[j] = sorted_cols[j], None
+    else:  # the same order: flows by slot, stably (no scipy import on small problems)
+        if r1 <= 1 << 16:  # 16-bit keys (a radix sort); -1 wraps to 65535, + 1 to 0: the padding slot
+            kj = np.add(rows[:, j], 1, dtype=np.uint16, casting="unsafe")
+        else:
+            kj = np.add(rows[:, j], 1, dtype=idx_t)
+        by_slot = np.argsort(kj, kind="stable")  # (intp: cast to idx_t as it is placed)
+        del kj
+    cv = None if ecoef is None else coef2d[by_slot, j]
+    nz = np.flatnonzero(cj)
+    if nz.shape[0] * 64 <= n:
+        # few runs: copy each slot's run of column j to its place (slices; no n-sized destination array)
+        run0 = np.cumsum(cj) - cj
+        for a, b, c in zip(start_j[nz].tolist(), run0[nz].tolist(), cj[nz].tolist()):
+            indices[a:a + c] = by_slot[b:b + c]
+            if cv is not None:
+                ecoef[a:a + c] = cv[b:b + c]
+    else:
+        # destination of the k-th entry of column j: start of its slot's run + its rank in the run
+        dest = np.repeat((start_j - np.cumsum(cj) + cj).astype(np.intp), cj)
+        dest += np.arange(n, dtype=np.intp)
+        indices[dest] = by_slot  # (cast to idx_t)
+        if cv is not None:
+            ecoef[dest] = cv
+        del dest
+    del by_slot, cv
 
 
 def _has_duplicates(rows: np.ndarray, pairs: np.ndarray | None = None) -> bool:
@@ -179,7 +224,7 @@ def overlapping_pairs(present: np.ndarray) -> np.ndarray:
 
 def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | None, n_res: int,
                  flows: np.ndarray | None, counts: np.ndarray | None = None, disjoint: bool = False,
-                 pairs: np.ndarray | None = None) -> _Index:
+                 pairs: np.ndarray | None = None, lazy: bool = False) -> _Index:
     """Build the adjacency of ``flows`` (None = all rows).
 
     ``counts``: :func:`fabric.reductions.column_counts` of ``res`` (``flows`` None only), when the caller
@@ -187,6 +232,8 @@ def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | 
     resource appears in two columns of ``res`` (the caller checked), so no row can repeat one and the
     duplicate test is skipped; the counts prove it too. ``pairs``: the column pairs of ``res`` that share a
     resource (:func:`overlapping_pairs`), when the caller has them: the duplicate test compares only those.
+    ``lazy``: the numpy CSC places a column only when a slot it crosses is first read (``pending``; for a
+    reader that calls ``pending.ensure``, i.e. :func:`fabric.maxmin.fill`).
     """
     if flows is not None:
         counts = None
@@ -205,13 +252,15 @@ def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | 
         if _has_duplicates(rows, pairs):
             rows, coef = _merge_duplicates(rows, coef)
             counts = None
-    ecoef = None
+    ecoef = pending = None
     if coef is not None and coef.ndim == 2:
         indptr, indices, ecoef = _csc(rows, n_res, coef, counts=counts)
     else:
-        indptr, indices = _csc(rows, n_res, counts=counts)
+        got = _csc(rows, n_res, counts=counts, lazy=lazy)
+        indptr, indices = got[:2]
+        pending = got[2] if len(got) > 2 else None
     ceps = 0.5 if coef is None or coef.size == 0 else 0.5 * float(coef.min())
-    return _Index(flows, rows, coef, indptr, indices, n_res, ceps, ecoef)
+    return _Index(flows, rows, coef, indptr, indices, n_res, ceps, ecoef, pending)
 
 
 def _sub_index(ix: _Index, sel: np.ndarray) -> _Index:

@@ -217,7 +217,7 @@ def _one_solve(pr: _Prob, cap_full: np.ndarray, rep: np.ndarray, counts: np.ndar
     start = np.full(F, t0)
     lo, hi = extremes(pr.size) if F else (0.0, 0.0)
     flows = None if F == 0 or lo > 0 else np.flatnonzero(pr.size > 0)
-    ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows, counts, disjoint, pairs)
+    ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows, counts, disjoint, pairs, lazy=True)
     s = float(hi)  # every positive size (the shortcut's condition)
     rb = _index_bytes(pr, ix, s) if ix.size else None
     rbytes, lb = _bytes_and_bound(_resource_bytes(pr) if rb is None else rb, cap_full, rep)

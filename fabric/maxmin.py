@@ -234,12 +234,15 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
 
         fk = fillkernel.load()
         if fk is not None:
+            if ix.pending is not None:
+                ix.pending.all()
             return _fill_compiled(fk, ix, rem, cnt, state, None if ix.coef is not None else sw)
     out = _Fill(ix.size, r1)
     bneck, level = out.bneck, out.level
     res, coef, indptr, indices, ecoef = ix.res, ix.coef, ix.indptr, ix.indices, ix.ecoef
     h = res.shape[1]
     ceps = ix.ceps
+    pend = ix.pending  # columns placed as their slots are first read
     weighted = coef is not None
     coef2d = weighted and coef.ndim == 2
     share = np.empty(r1)
@@ -264,6 +267,8 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
             cand = np.flatnonzero(share <= s0 * (1.0 + window)) if s0 > 0.0 else None
             if cand is None or cand.shape[0] == 1:
                 # ---- one bottleneck slot
+                if pend is not None:
+                    pend.ensure(j0)
                 fl = indices[indptr[j0]:indptr[j0 + 1]].astype(intp)  # intp ids: faster takes and puts
                 m = take(state, fl) == _ALIVE
                 if not m.all():
@@ -303,6 +308,8 @@ def _fill(ix: _Index, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
                 # non-candidates have shares >= bound, and shares only grow while flows at lower rates leave
                 bound = float(sc[-1]) if capped else s0 * (1.0 + window)
                 ng0 = int(np.searchsorted(sc, s0 * (1.0 + TIE_RTOL), side="right"))
+                if pend is not None:
+                    pend.ensure(cand)
                 starts = indptr[cand].tolist()
                 ends = indptr[cand + 1].tolist()
                 fl = np.concatenate([indices[a:b] for a, b in zip(starts, ends)], dtype=intp)
