@@ -108,7 +108,6 @@ def whole_number(value, *, field: str, low: int = 1, high: int | None = None) ->
     return out
 
 
-
 def parse_limit(value, *, field: str) -> int:
     """A limit given as bytes (int or digit string) or a size string; must be > 0."""
     if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
