@@ -29,6 +29,7 @@ from topologies import catalog
 from topologies.errors import SpecError
 from topologies.fabricgraph import FabricGraph
 from topologies.graph import add_cable, add_node, cable_latency_s, new_fabric
+from topologies.limits import MAX_PLANES, MAX_RADIX, whole_number
 from topologies.nvlink import gpu_node
 
 __all__ = ["ClosLayout", "add_clos", "fat_tree", "split_ports", "nic_node", "add_host_nic"]
@@ -285,7 +286,9 @@ def fat_tree(hosts: int, radix: int, *, tiers: int | None = None, oversubscripti
         raise SpecError(f"oversubscription: give one ratio (leaf) or two (leaf, spine), got {len(given)}")
     ratios = [float(x) for x in given] + [1.0] * 2
     r1, r2 = ratios[0], ratios[1]
-    hosts, radix, planes = int(hosts), int(radix), int(planes)
+    hosts = whole_number(hosts, field="hosts", low=2)
+    radix = whole_number(radix, field="radix", low=2, high=MAX_RADIX)
+    planes = whole_number(planes, field="planes", high=MAX_PLANES)
     if hosts < 2:
         raise SpecError(f"hosts: {hosts} must be >= 2")
     if radix < 2:

@@ -24,6 +24,7 @@ from topologies.clos import add_clos, add_host_nic, split_ports
 from topologies.errors import SpecError
 from topologies.fabricgraph import FabricGraph
 from topologies.graph import new_fabric
+from topologies.limits import whole_number
 from topologies.nvlink import add_nvlink_domain
 
 __all__ = ["cluster", "superpod", "SUPERPODS"]
@@ -88,7 +89,7 @@ def cluster(gpu_name: str, domains: int, scaleout: str, *, gpus_per_domain: int 
         Merge parallel cables into single edges.
     """
     gpu = catalog.gpu(gpu_name)
-    domains = int(domains)
+    domains = whole_number(domains, field="domains")
     if domains < 1:
         raise SpecError(f"domains: {domains} must be >= 1")
     if scaleout not in catalog.SCALEOUT_FABRICS:
@@ -208,7 +209,7 @@ def superpod(kind: str, sus: int, *, aggregate: bool = False) -> FabricGraph:
         ref = SUPERPODS[kind]
     except KeyError:
         raise SpecError(f"superpod: {kind!r} is not one of {sorted(SUPERPODS)}") from None
-    sus = int(sus)
+    sus = whole_number(sus, field="sus")
     if sus not in ref["sus"]:
         raise SpecError(f"sus: the {kind} SuperPOD reference layout is published for {list(ref['sus'])} SUs, got {sus}")
     nodes = ref["nodes_per_su"] * sus - ref["ufm_slots"]

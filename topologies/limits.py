@@ -33,6 +33,9 @@ from topologies.errors import ProblemTooLargeError, SpecError, brief
 from topologies.units import format_size, parse_size
 
 __all__ = [
+    "whole_number",
+    "MAX_RADIX",
+    "MAX_PLANES",
     "MEMORY_LIMIT_ENV",
     "MAX_INPUT_ENV",
     "MAX_GRAPH_ENV",
@@ -71,6 +74,38 @@ LINK_RATE_BOUNDS_BPS = (1e9 / 8, 100e12 / 8)
 DEFAULT_MAX_INPUT_BYTES = 4 << 20
 #: A node-link JSON export takes ~150 B per directed link: 128 MiB is ~900 k links.
 DEFAULT_MAX_GRAPH_BYTES = 128 << 20
+
+
+#: Largest switch radix accepted: the biggest switch ASICs have 512 ports in breakout
+#: (Spectrum-X SN5600: 64 x 800G as 512 x 100G); 4096 leaves room and keeps the sizing loops cheap.
+MAX_RADIX = 4096
+#: Network planes: multiplane NICs split a port over 2-8 planes; 64 bounds the loops.
+MAX_PLANES = 64
+
+
+def whole_number(value, *, field: str, low: int = 1, high: int | None = None) -> int:
+    """``value`` as an int in ``[low, high]``, for library callers: one :class:`SpecError` line otherwise.
+
+    Accepts Python and numpy integers only (no bools, floats, NaN, infinity, strings or ``None``).
+
+    Examples
+    --------
+    >>> whole_number(16, field="hosts")
+    16
+    >>> whole_number(float("nan"), field="hosts")
+    Traceback (most recent call last):
+    ...
+    topologies.errors.SpecError: hosts: nan is not allowed; give a whole number >= 1
+    """
+    import numbers
+
+    allowed = f"a whole number >= {low}" + (f" and <= {high}" if high is not None else "")
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise SpecError(f"{field}: {brief(value)} is not allowed; give {allowed}")
+    out = int(value)
+    if out < low or (high is not None and out > high):
+        raise SpecError(f"{field}: {brief(out)} is out of range; give {allowed}")
+    return out
 
 
 def parse_limit(value, *, field: str) -> int:

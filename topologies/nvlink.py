@@ -21,6 +21,7 @@ from topologies import catalog
 from topologies.errors import SpecError
 from topologies.fabricgraph import FabricGraph
 from topologies.graph import add_cable, add_node, cable_latency_s, new_fabric
+from topologies.limits import whole_number
 
 __all__ = ["add_nvlink_domain", "nvlink_domain", "hgx", "nvl", "gpu_node", "nvswitch_node"]
 
@@ -68,7 +69,7 @@ def add_nvlink_domain(G: FabricGraph, domain: int, gpu: catalog.GPU, *, n_gpus: 
     list of str
         The GPU node ids, in local order.
     """
-    n = gpu.domain_gpus if n_gpus is None else int(n_gpus)
+    n = gpu.domain_gpus if n_gpus is None else whole_number(n_gpus, field="n_gpus")
     layout = tuple(gpu.links_per_chip if links_per_chip is None else links_per_chip)
     if n < 1:
         raise SpecError(f"gpus_per_domain: {n} must be >= 1")
@@ -146,6 +147,7 @@ def nvl(n: int = 72, gpu_name: str = "GB200", *, aggregate: bool = False) -> Fab
     gpu = catalog.gpu(gpu_name)
     if gpu.nvlink_gen < 5:
         raise SpecError(f"gpu: NVL domains need NVLink5 GPUs (GB200, GB300, B200, B300), got {gpu.name}")
+    n = whole_number(n, field="n")
     G = new_fabric(f"nvl{n}-{gpu.name.lower()}", gpu=gpu.name, domain_gpus=n)
     add_nvlink_domain(G, 0, gpu, n_gpus=n, links_per_chip=(1,) * 18, aggregate=aggregate, gpus_per_tray=4)
     return G

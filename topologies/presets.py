@@ -177,11 +177,7 @@ def coerce(param: Param, value: Any) -> Any:
     return out
 
 
-#: Largest switch radix accepted: the biggest switch ASICs have 512 ports in breakout
-#: (Spectrum-X SN5600: 64 x 800G as 512 x 100G); 4096 leaves room and keeps the sizing loops cheap.
-MAX_RADIX = 4096
-#: Network planes: multiplane NICs split a port over 2-8 planes; 64 bounds the loops.
-MAX_PLANES = 64
+from topologies.limits import MAX_PLANES, MAX_RADIX  # noqa: E402  (moved; re-exported)
 
 _SCALEOUT = tuple(sorted(catalog.SCALEOUT_FABRICS))
 
