@@ -22,6 +22,7 @@ from cli.options import (
     json_option,
     memory_option,
     parse_sets,
+    refuse_repeats,
     topo_options,
 )
 from cli.output import clean, echo_json, fail, handles_errors, progress_console, stdout_console
@@ -251,6 +252,7 @@ def validate_cmd(path, split, ids, as_json) -> None:
 
     if path is not None and not path.strip():
         raise SpecError("--file: empty file name")
+    refuse_repeats("--id", ids)
     if ids:  # a misspelt id would select nothing and report a 0 % error over zero points
         from collectives.validate import point_ids
 

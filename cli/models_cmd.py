@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cli.options import AsciiInt
+from cli.options import AsciiInt, refuse_repeats
 from cli.output import echo_json, handles_errors, stdout_console
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only; rich is imported where it is used
@@ -72,7 +72,8 @@ def models_command(models: tuple[str, ...], seq_len: int, as_json: bool) -> None
     """List the built-in models: sizes, parameters and FLOPs per token (Megatron and TorchTitan)."""
     from workloads import list_models
 
-    rows = models_rows(list(dict.fromkeys(models)) or list(list_models()), seq_len)
+    refuse_repeats("--model", models)
+    rows = models_rows(list(models) or list(list_models()), seq_len)
     if as_json:
         echo_json(rows)
     else:

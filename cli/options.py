@@ -13,7 +13,7 @@ import re
 
 import click
 
-__all__ = ["VocabularyChoice", "AsciiInt", "parse_sets", "topo_options", "json_option", "failure_options",
+__all__ = ["VocabularyChoice", "AsciiInt", "parse_sets", "refuse_repeats", "topo_options", "json_option", "failure_options",
            "memory_option", "given_options"]
 
 
@@ -75,6 +75,22 @@ def parse_sets(items: tuple[str, ...]) -> dict[str, str]:
                             f"{brief(value.strip())}); give it once")
         out[key.strip()] = value.strip()
     return out
+
+
+def refuse_repeats(option: str, values) -> None:
+    """Refuse a repeatable option given one value twice (``--id X --id X``), naming the value.
+
+    The command would otherwise do the work once and say nothing, so a script that expects one row per
+    value gets fewer rows than it asked for. Values are compared as written, whitespace stripped.
+    """
+    from topologies.errors import SpecError, brief
+
+    seen = set()
+    for v in values:
+        key = str(v).strip()
+        if key in seen:
+            raise SpecError(f"{option} {brief(key)}: given twice; give each value once")
+        seen.add(key)
 
 
 def given_options(ctx: click.Context) -> set[str]:

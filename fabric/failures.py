@@ -208,9 +208,10 @@ def parse_degradation(text: str) -> tuple[str, float | None, float | None]:
         frac = float(value[:-1]) / 100.0
     elif re.fullmatch(number, value):
         frac = float(value)
-    elif value.endswith("%") or re.fullmatch(r"[0-9.]+", value):
-        raise SelectorError(f"degradation {brief(text)}: {brief(value)} is not a number; use e.g. '50%', '0.5' or "
-                            f"'200Gb/s'")
+    elif value.endswith("%") or re.fullmatch(r"[-+]?[0-9.]+(?:[eE][-+]?[0-9]*)?|[-+]?(?:nan|inf)", value, re.I):
+        raise SelectorError(f"degradation {brief(text)}: {brief(value)} is not a fraction in decimal digits "
+                            f"between 0 and 1 or a percentage between 0% and 100% (exclusive); use e.g. '50%', "
+                            f"'0.5' or '200Gb/s'")
     else:
         return sel, None, parse_bandwidth(value, field=f"degradation {brief(sel)}")
     if not 0.0 < frac < 1.0:

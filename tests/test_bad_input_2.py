@@ -62,8 +62,9 @@ def test_models_seq_len_is_ascii_and_bounded(value):
     refused("models", "--seq-len", value, needle="seq")  # '٣' and '1_000' were read as 3 and 1000
 
 
-def test_models_given_twice_is_listed_once_and_json_is_finite():
-    rows = json.loads(check("models", "--model", "llama3-8b", "--model", "llama3-8b", "--json", ok=(0,)).stdout)
+def test_models_given_twice_is_refused_and_json_is_finite():  # round 6: refused (was: listed once)
+    refused("models", "--model", "llama3-8b", "--model", "llama3-8b", "--json", needle="given twice")
+    rows = json.loads(check("models", "--model", "llama3-8b", "--json", ok=(0,)).stdout)
     assert [r["name"] for r in rows] == ["llama3-8b"]
     err = refused("models", "--model", "x/\u202e[red]y\\[b].toml", needle="does not exist")
     assert "\\u202e[red]y" in err  # markup shown as typed, the override escaped

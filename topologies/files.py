@@ -256,6 +256,10 @@ def check_target(path: str | Path, *, what: str = "output") -> tuple[Path, int]:
         raise SpecError(f"{where}: directory {_label(parent)} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise SpecError(f"{where}: cannot write in {_label(parent)} (permission denied)")
+    if mode is not None and (not mode & 0o222 or not os.access(target, os.W_OK)):
+        # the rename would replace it (the folder is writable), and as root even `>` would: a file
+        # made read-only (chmod a-w) is kept, as cp and a shell redirection keep it for its owner
+        raise SpecError(f"{where}: is read-only; make it writable (chmod u+w) or write elsewhere")
     return target, (0o666 & ~_umask()) if mode is None else mode
 
 

@@ -31,10 +31,10 @@ import functools
 import os
 from dataclasses import dataclass, field
 
-from topologies.errors import FabricEmuError, SpecError
+from topologies.errors import FabricEmuError, SpecError, brief
 from workloads.sweep.evaluate import base_fabric, evaluate_batch, step_fabric
 from workloads.sweep.grid import each, expand
-from workloads.sweep.params import LIST_KEYS, Point, kind_of, normalise
+from workloads.sweep.params import LIST_KEYS, RUN_KEYS, STEP_KEYS, Point, kind_of, normalise
 
 __all__ = ["SweepPlan", "SweepOutcome", "plan_sweep", "run_sweep", "batches", "make_executor", "InlineExecutor",
            "MAX_BATCH", "default_jobs", "point_cost"]
@@ -86,9 +86,36 @@ def _expand_each(raw: list[dict], op: str) -> list[dict]:
     return out
 
 
+def _check_distinct(op: str, axes) -> None:
+    """Refuse an axis that lists one value twice (``size=1KiB,1024B``, ``routing=ecmp,ecmp``): the sweep
+    would run it once and report fewer points than asked for, without a word.
+
+    Option values are compared as the option reads them (its converter: sizes in bytes, names as
+    spelt); ``--set`` keys and ``fail``/``degrade`` as written (whitespace stripped).
+    """
+    options = STEP_KEYS if kind_of(op) == "step" else RUN_KEYS
+    for key, values in axes:
+        firsts = {}
+        for v in values:
+            if key in options:
+                try:
+                    canon = options[key][1](key, v)
+                except (SpecError, TypeError, ValueError):
+                    continue  # normalise names the bad value with its own message
+            else:
+                canon = str(v).strip()
+            marker = repr(canon)
+            if marker in firsts:
+                what = (f"{brief(v)} is listed twice" if str(firsts[marker]).strip() == str(v).strip()
+                        else f"{brief(firsts[marker])} and {brief(v)} are the same value")
+                raise SpecError(f"--grid {key}: {what}; give each value once")
+            firsts[marker] = v
+
+
 def plan_sweep(op: str, base: dict, grid, zip_axes=(), *, zipped: bool = False) -> SweepPlan:
     """Normalised points of ``op`` over ``base`` and the axes (see :mod:`workloads.sweep.grid`)."""
     kind_of(op)
+    _check_distinct(op, list(grid) + list(zip_axes))
     raw = expand({**base, "op": op}, list(grid), list(zip_axes), zipped=zipped)
     raw = _expand_each(raw, op)
     points, seen = [], set()
