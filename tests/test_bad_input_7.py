@@ -76,3 +76,9 @@ def test_a_negative_degradation_is_not_called_not_a_number(value):
     with pytest.raises(FabricEmuError) as exc:
         parse_degradation(f"spine 0={value}")
     assert "not a number" not in str(exc.value) and "between 0% and 100%" in str(exc.value)
+
+
+def test_zipped_axes_may_repeat_a_value():
+    plan = plan_sweep("all_reduce", {"topo": "hgx-h100"}, [], [("size", ("1KiB", "1KiB", "2KiB")),
+                                                              ("algo", ("ring", "tree", "ring"))])
+    assert len(plan.points) == 3

@@ -39,8 +39,9 @@ def test_identity_is_normalised_and_versioned():
     c = normalise({"op": "all_reduce", **FT, "size": "2MiB"})
     assert a.point_id == b.point_id != c.point_id
     assert a.identity()["inputs"]["size"] == 1 << 20
-    plan = plan_sweep("all_reduce", FT, parse_grid(["size=1MiB,1048576,2MiB"]))
-    assert len(plan.points) == 2   # duplicates by value collapse
+    with pytest.raises(SpecError, match="'1MiB' and '1048576' are the same value"):  # round 6: refused
+        plan_sweep("all_reduce", FT, parse_grid(["size=1MiB,1048576,2MiB"]))
+    assert len(plan_sweep("all_reduce", FT, parse_grid(["size=1MiB,2MiB"])).points) == 2
 
 
 def test_each_spine_matches_resolve():

@@ -87,7 +87,7 @@ def _expand_each(raw: list[dict], op: str) -> list[dict]:
 
 
 def _check_distinct(op: str, axes) -> None:
-    """Refuse an axis that lists one value twice (``size=1KiB,1024B``, ``routing=ecmp,ecmp``): the sweep
+    """Refuse a crossed grid axis that lists one value twice (``size=1KiB,1024B``, ``routing=ecmp,ecmp``): the sweep
     would run it once and report fewer points than asked for, without a word.
 
     Option values are compared as the option reads them (its converter: sizes in bytes, names as
@@ -115,7 +115,8 @@ def _check_distinct(op: str, axes) -> None:
 def plan_sweep(op: str, base: dict, grid, zip_axes=(), *, zipped: bool = False) -> SweepPlan:
     """Normalised points of ``op`` over ``base`` and the axes (see :mod:`workloads.sweep.grid`)."""
     kind_of(op)
-    _check_distinct(op, list(grid) + list(zip_axes))
+    if not zipped:  # zipped axes pair up row by row: a value may recur (groups=1,1,2 with ranks=8,16,16)
+        _check_distinct(op, list(grid))
     raw = expand({**base, "op": op}, list(grid), list(zip_axes), zipped=zipped)
     raw = _expand_each(raw, op)
     points, seen = [], set()
