@@ -1,7 +1,7 @@
 """Re-run the fits of collectives/calibration.py on the fit split (docs/collectives.md, "Fits").
 
-Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
-       deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
+Usage: PYTHONPATH=. python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|
+       nic-drop|per-peer|deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
        pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|p2p-ll|deepep-sms-tokens]
 
@@ -588,7 +588,8 @@ def deepep_sms_tokens() -> None:
         e = np.abs(err(fit.x))
         print(f"  {coll}: t0 = {fit.x[0]:.1f} us, r = {fit.x[1]:.2f} GB/s per SM, R = {fit.x[2]:.0f} GB/s; "
               f"{len(e)} values ({kind.sum()} sweep): |error| mean {e.mean():.3f} (sweep {e[kind].mean():.3f}, "
-              f"rows {e[~kind].mean():.3f}), max {e.max():.3f}; old constants mean {old.mean():.3f}, max {old.max():.3f}")
+              f"rows {e[~kind].mean():.3f}), max {e.max():.3f}; old constants mean {old.mean():.3f}, "
+              f"max {old.max():.3f}")
 
 
 FITS.update({"deepep-sms-tokens": deepep_sms_tokens})  # round 10, DeepEP SM budget across token counts
