@@ -1,9 +1,9 @@
 """Re-run the fits of collectives/calibration.py on the fit split (docs/collectives.md, "Fits").
 
-Usage: python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|nic-drop|per-peer|
-       deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
+Usage: PYTHONPATH=. python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|
+       nic-drop|per-peer|deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
-       pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|p2p-ll]
+       pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|p2p-ll|deepep-sms-tokens]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -539,6 +539,60 @@ def p2p_ll() -> None:
 
 
 FITS.update({"p2p-ll": p2p_ll})  # round 8, all-to-all inside one NVLink domain
+
+
+def deepep_sms_tokens() -> None:
+    """Round 10: (t0, r, R) of DeepEP's SM-bound normal kernels in the form ``max(t_link, t0 + X (1/(n r) + 1/R))``
+    (``X`` the busiest rank's bytes, ``n`` SMs): least squares of the relative error over the README B200 SM
+    sweep (calibration.DEEPEP_SM_SWEEP, 4096 tokens, bandwidth error) together with the fit-split rows of the
+    groups ``aiconfigurator-deepep-normal-<gpu>-1node`` (b200 / b300 / gb300: SMs 8 / 16 / 24 x tokens 1 - 32768,
+    latency error); the held-out groups are not read. Prints the fit and the old constants' errors."""
+    import tomllib
+    from dataclasses import replace as _replace
+    from scipy.optimize import least_squares
+    path = next(p for p in v.default_points_paths() if p.name == "published_points.toml")
+    doc = tomllib.loads(path.read_text())
+    pts = [v._Point("moe_alltoall", raw, k) for k, raw in enumerate(doc["moe_alltoall"])
+           if str(raw.get("group", "")).startswith("aiconfigurator-deepep-normal-")]
+    pts = [p for p in pts if p.split == "fit"]
+    v._ROUTERS.clear()
+    for j, coll in ((1, "moe_dispatch"), (2, "moe_combine")):
+        # rows: (kind, n SMs, X bytes, t_link s, measured, L bytes); kind "bw" (GB/s) or "lat" (s)
+        rows = []
+        r = v._router("hgx-b200", {})
+        tr = TokenRouting("uniform", tokens_per_rank=4096, experts=64)
+        [res] = run(r, [Collective(coll, tuple(range(8)), 0, options={"moe": tr, "metric": "logical"})],
+                    mode="epoch", epsilon=0.01)
+        per_token = tr.dispatch_bytes_per_token if coll == "moe_dispatch" else tr.combine_bytes_per_token
+        X = float(route_tokens(tr, 8, [0] * 8).rank_counts.sum(axis=0).max()) * per_token
+        for n, *bws in cal.DEEPEP_SM_SWEEP:
+            rows.append(("bw", n, X, res.time_s, bws[j - 1] * 1e9, res.logical_bytes))
+        for p in pts:
+            ep = int(p["ep"])
+            r = v._moe_router(p, ep)
+            for tok, *lat in p["tokens_dispatch_combine_latency_us"]:
+                tr = _replace(v._moe_routing(p, "uniform", ep), tokens_per_rank=int(tok))
+                [res] = run(r, [Collective(coll, tuple(range(ep)), 0, options={"moe": tr})], mode="epoch",
+                            epsilon=0.01)  # no ``sms``: the link-bound time
+                per_token = tr.dispatch_bytes_per_token if coll == "moe_dispatch" else tr.combine_bytes_per_token
+                X = float(route_tokens(tr, ep, [0] * ep).rank_counts.sum(axis=0).max()) * per_token
+                rows.append(("lat", int(p["sms"]), X, res.time_s, lat[j - 1] * 1e-6, 0.0))
+        kind = np.array([k == "bw" for k, *_ in rows])
+        n, X, T, M, L = (np.array([row[i] for row in rows], float) for i in range(1, 6))
+
+        def err(x, cap=True):
+            t = np.maximum(T, x[0] * 1e-6 + X / (n * x[1] * 1e9) + (X / (x[2] * 1e9) if cap else 0.0))
+            return np.where(kind, L / t / M - 1.0, t / M - 1.0)
+        old = np.abs(err([cal.DEEPEP_SM_FIXED_S[coll] * 1e6, cal.DEEPEP_SM_RATE_BPS[coll] / 1e9, 1.0], cap=False))
+        fit = least_squares(err, x0=[30.0, 15.0, 100.0], bounds=([0.0, 1.0, 1.0], [1000.0, 100.0, 1e5]))
+        e = np.abs(err(fit.x))
+        print(f"  {coll}: t0 = {fit.x[0]:.1f} us, r = {fit.x[1]:.2f} GB/s per SM, R = {fit.x[2]:.0f} GB/s; "
+              f"{len(e)} values ({kind.sum()} sweep): |error| mean {e.mean():.3f} (sweep {e[kind].mean():.3f}, "
+              f"rows {e[~kind].mean():.3f}), max {e.max():.3f}; old constants mean {old.mean():.3f}, "
+              f"max {old.max():.3f}")
+
+
+FITS.update({"deepep-sms-tokens": deepep_sms_tokens})  # round 10, DeepEP SM budget across token counts
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ from __future__ import annotations
 from topologies.errors import SpecError
 
 __all__ = ["PER_PEER_S", "LL_FIXED_S", "LL_NVLINK_S", "PULL_COMBINE_FIXED_S", "DEEPEP_SM_RATE_BPS",
-           "DEEPEP_SM_FIXED_S", "DEEPEP_TEST_SMS", "RDMA_PIPELINE_BPS", "DEEPEP_SM_SWEEP", "DEEPEP_SM_FIT_PEERS",
+           "DEEPEP_SM_FIXED_S", "DEEPEP_SM_CAP_BPS", "DEEPEP_TEST_SMS", "RDMA_PIPELINE_BPS", "DEEPEP_SM_SWEEP",
+           "DEEPEP_SM_FIT_PEERS",
            "deepep_sm_time_s"]
 
 #: Per-peer cost of point-to-point kernels, seconds per peer a sender serves (issue 8 item 2),
@@ -78,17 +79,25 @@ LL_NVLINK_S = {("moe_ll", "moe_dispatch", 90): (10.96e-6, 288e9), ("moe_ll", "mo
 PULL_COMBINE_FIXED_S = 3.9e-6
 
 
-#: SM budget of DeepEP's normal (high-throughput) kernels (round 3). The kernels copy every token with
-#: their own SMs (a channel per SM pair, ``deep_ep.Config(num_sms, ...)``), so with ``n`` SMs a rank moves
-#: its bytes no faster than ``n x r``, and each call pays a fixed ``t0`` on that path (notify / barrier of
-#: the channels, the host API). Kernel time = ``max(t_link, t0 + X / (n r))``, ``X`` the rank's bytes as
-#: DeepEP's test counts them (received tokens incl. its own x bytes per token). Fitted by least squares
-#: (relative bandwidth error, the ``max`` form with the flow model's link time) on
-#: :data:`DEEPEP_SM_SWEEP` (``python benchmarks/fit_collective_constants.py deepep-sms``).
-#: Intranode only (the internode kernels split their SMs over RDMA and NVLink roles: not fitted).
-#: Keyed by kernel implementation; HybridEP (TMA copies, 16-32 SMs) has no SM-bound data and no entry.
-DEEPEP_SM_RATE_BPS = {"moe_dispatch": 18.6e9, "moe_combine": 27.1e9}
-DEEPEP_SM_FIXED_S = {"moe_dispatch": 101e-6, "moe_combine": 271e-6}
+#: SM budget of DeepEP's normal (high-throughput) kernels (round 3; form changed in round 10). The kernels copy
+#: every token with their own SMs (a channel per SM pair, ``deep_ep.Config(num_sms, ...)``), so with ``n`` SMs
+#: a rank moves its bytes no faster than ``n x r``; on top, each call pays a small fixed ``t0`` (the host API,
+#: launch, channel flags) and a part that grows with the bytes whatever the SM count, ``X / R`` (a rate cap
+#: ``R`` of the path outside the SM copies). Kernel time = ``max(t_link, t0 + X (1 / (n r) + 1 / R))``,
+#: ``X`` the rank's bytes as DeepEP's test counts them (received tokens incl. its own x bytes per token).
+#: Round 10: least squares of the relative error (the ``max`` form with the flow model's link time), per
+#: phase, on :data:`DEEPEP_SM_SWEEP` (8 values, bandwidth error) together with the 45 fit-split values
+#: of the groups aiconfigurator-deepep-normal-{b200,b300,gb300}-1node (SMs 8 / 16 / 24 x tokens 1 - 32768,
+#: latency error; ``python benchmarks/fit_collective_constants.py deepep-sms-tokens``): dispatch 35.0 us,
+#: 18.60 GB/s per SM, R 2425 GB/s (53 values mean |error| 6.0 %, max 12.4 %; the round-3 constants 66.8 %,
+#: max 220 %); combine 51.5 us, 23.55 GB/s per SM, R 1898 GB/s (7.0 %, max 16.5 %; before 147 %, max 510 %).
+#: The round-3 form ``t0 + X / (n r)`` (101 / 271 us, 18.6 / 27.1 GB/s, fitted on the 4096-token sweep only)
+#: put the whole per-call part at one token count. Intranode only (the internode kernels split their SMs
+#: over RDMA and NVLink roles: not fitted). Keyed by kernel implementation; HybridEP (TMA copies, 16-32
+#: SMs) has no SM-bound data and no entry.
+DEEPEP_SM_RATE_BPS = {"moe_dispatch": 18.60e9, "moe_combine": 23.55e9}
+DEEPEP_SM_FIXED_S = {"moe_dispatch": 35.0e-6, "moe_combine": 51.5e-6}
+DEEPEP_SM_CAP_BPS = {"moe_dispatch": 2425e9, "moe_combine": 1898e9}
 #: DeepEP's intranode test runs its normal kernels with 24 SMs (tests/legacy/test_intranode.py @ dd758ca:
 #: ``for i in (24, ): test_main(args, i, ...)``; uccl ep/bench/test_intranode.py @ da914a2:
 #: ``num_sms = 24 if torch.version.cuda else 64``); ``deep_ep.Buffer.num_sms`` defaults to 20.
@@ -125,16 +134,18 @@ DEEPEP_SM_FIT_PEERS = 7
 def deepep_sm_time_s(collective: str, sms: int, rank_bytes: float, peers: int = DEEPEP_SM_FIT_PEERS,
                      per_peer_s: float = 0.0) -> float:
     """Time of the SM copy path of a DeepEP normal kernel:
-    ``t0 + per_peer_s x max(0, peers - 7) + X / (sms x r)``.
+    ``t0 + per_peer_s x max(0, peers - 7) + X / (sms x r) + X / R``.
 
     Examples
     --------
     >>> round(deepep_sm_time_s("moe_dispatch", 24, 0.0) * 1e6)
-    101
+    35
     >>> round(deepep_sm_time_s("moe_dispatch", 24, 0.0, peers=15, per_peer_s=2e-6) * 1e6)
-    117
+    51
     """
     if isinstance(sms, bool) or not isinstance(sms, int) or sms < 1:
         raise SpecError(f"moe sms: {sms!r} must be an integer >= 1")
     extra = max(0, int(peers) - DEEPEP_SM_FIT_PEERS) * float(per_peer_s)
-    return DEEPEP_SM_FIXED_S[collective] + extra + float(rank_bytes) / (sms * DEEPEP_SM_RATE_BPS[collective])
+    x = float(rank_bytes)
+    return DEEPEP_SM_FIXED_S[collective] + extra + x / (sms * DEEPEP_SM_RATE_BPS[collective]) \
+        + x / DEEPEP_SM_CAP_BPS[collective]
