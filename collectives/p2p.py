@@ -85,6 +85,49 @@ class _PointToPointMixin:
             np.maximum(per, per_slot[np.add(res[:, j], 1, out=keys, casting="unsafe")], out=per)
         return per, None, None
 
+    def _nic_up_down(self, res: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per flow, the ``nic-up`` and the ``nic-down`` resource it crosses (the largest id if several; -1: none).
+
+        One gather of a tier code per hop column (0: not a NIC port, 1: ``nic-up``, 2: ``nic-down``); a
+        column whose every entry is of one NIC tier, where no earlier column had that tier, is taken as it is
+        (an all-to-all over the network: its first and last network hops), with no mask.
+        """
+        F = len(res)
+        tier = self._resource_tier()
+        up_code, down_code = (int(x) for x in self._nic_tiers)
+        code = np.zeros(len(tier) + 1, np.int8)  # by slot: resource + 1, slot 0 the padding
+        code[1:][tier == up_code] = 1
+        code[1:][tier == down_code] = 2
+        keys = np.empty(F, np.intp)
+        up = dn = None
+        for j in range(res.shape[1]):
+            hop = code[np.add(res[:, j], 1, out=keys, casting="unsafe")]
+            hi = int(hop.max())
+            if hi == 0:  # no NIC port in this column
+                continue
+            whole = int(hop.min()) == hi  # every entry of one NIC tier
+            for c, side in ((1, "up"), (2, "dn")):
+                if whole and c != hi:
+                    continue
+                hit = None if whole else hop == c
+                if hit is not None and not hit.any():
+                    continue
+                col = up if side == "up" else dn
+                if col is None and whole:
+                    col = res[:, j].astype(np.int64)
+                elif whole:
+                    np.maximum(col, res[:, j], out=col)
+                else:
+                    if col is None:
+                        col = np.full(F, -1, np.int64)
+                    np.copyto(col, np.maximum(col, res[:, j]), where=hit)
+                if side == "up":
+                    up = col
+                else:
+                    dn = col
+        none = np.full(F, -1, np.int64) if up is None or dn is None else None
+        return (none if up is None else up), (none if dn is None else dn)
+
     def nic_peer_ports(self, res: np.ndarray) -> np.ndarray:
         """Per flow, the most distinct remote NIC ports that a NIC port it crosses exchanges with (0 if none).
 
@@ -96,25 +139,16 @@ class _PointToPointMixin:
         F = len(res)
         if F == 0 or res.ndim != 2:
             return np.zeros(F, np.int64)
-        tier = self._resource_tier()
-        up_code, down_code = (int(x) for x in self._nic_tiers)
-        R = len(tier)
         if route_kernels.use(res.size):
-            out = route_kernels.nic_peer_ports(res, tier, up_code, down_code, _MAX_PAIRS)
+            up_code, down_code = (int(x) for x in self._nic_tiers)
+            out = route_kernels.nic_peer_ports(res, self._resource_tier(), up_code, down_code, _MAX_PAIRS)
             if out is not None:
                 return out
-        # each flow's nic-up and nic-down resource (-1: none), one hop column at a time (no F x h temporaries)
-        is_up = np.r_[False, tier == up_code]  # by slot: resource + 1, slot 0 the padding
-        is_dn = np.r_[False, tier == down_code]
-        keys = np.empty(F, np.intp)
-        up = np.full(F, -1, np.int64)
-        dn = np.full(F, -1, np.int64)
-        for j in range(res.shape[1]):
-            np.add(res[:, j], 1, out=keys, casting="unsafe")
-            for lut, col in ((is_up, up), (is_dn, dn)):
-                hit = lut[keys]
-                if hit.any():  # the largest, if several
-                    np.copyto(col, np.maximum(col, res[:, j]), where=hit)
+        return self._peer_ports_of(*self._nic_up_down(res))
+
+    def _peer_ports_of(self, up: np.ndarray, dn: np.ndarray) -> np.ndarray:
+        """:meth:`nic_peer_ports` from each flow's ``nic-up`` and ``nic-down`` resource (-1: none)."""
+        F = len(up)
         both = (up >= 0) & (dn >= 0)
         if not both.any():
             return np.zeros(F, np.int64)
@@ -122,6 +156,7 @@ class _PointToPointMixin:
         if not every:
             up, dn = up[both], dn[both]
         # distinct (up, down) port pairs: a bitmap over the ports that occur, else a sort (np.unique imports numpy.ma)
+        R = len(self._resource_tier())
         ups, iu = _dense_ids(up, R)
         dns, idn = _dense_ids(dn, R)
         nu, nd = len(ups), len(dns)
@@ -143,14 +178,26 @@ class _PointToPointMixin:
 
     def nic_fan_connections(self, res: np.ndarray) -> tuple[np.ndarray, int | None, int | None]:
         """Per flow, ``max(nic_peer_ports, 1)`` where it crosses a NIC port, else 0; with the least count
-        above 0 (or -1) and the largest when the compiled kernel gave them (else None, None)."""
-        if route_kernels.use(res.size) and len(res) and res.ndim == 2 and self._nic_lut_of().any():
+        above 0 (or -1) and the largest when the compiled kernel gave them (else None, None).
+
+        The numpy path reads each flow's NIC ports once (:meth:`_nic_up_down`): a flow crosses a NIC port
+        iff it has a ``nic-up`` or a ``nic-down`` one (the NIC tiers are these two), so no connection count
+        is needed.
+        """
+        F = len(res)
+        if F == 0 or res.ndim != 2 or not self._nic_lut_of().any():
+            return np.zeros(F, np.int64), None, None
+        if route_kernels.use(res.size):
             up_code, down_code = (int(x) for x in self._nic_tiers)
             got = route_kernels.nic_fan_connections(res, self._resource_tier(), up_code, down_code, _MAX_PAIRS)
             if got is not None:
                 return got
-        conn = self._nic_connections(res)[0]
-        return np.where(conn > 0, np.maximum(self.nic_peer_ports(res), 1), 0), None, None
+        up, dn = self._nic_up_down(res)
+        fan = self._peer_ports_of(up, dn)
+        crossing = (up >= 0) | (dn >= 0)
+        if crossing.all():
+            return np.maximum(fan, 1, out=fan), None, None
+        return np.where(crossing, np.maximum(fan, 1), 0), None, None
 
     def _nic_lut_of(self) -> np.ndarray:
         """bool[R]: the resource is a NIC port (a resource of a NIC tier)."""
