@@ -581,7 +581,7 @@ class Planner(_NvlsChunkMixin, _PointToPointMixin):
             if len(groups) == 1:  # on NVLink only: the ring kernel's own limit (calibration, fitted)
                 keff = keff * ring_nvlink_kernel_efficiency(self.gpu.sm, est.protocol)
                 est = replace(est, kernel_efficiency=keff)
-                extra = ring_ll_extra_s(coll, op.n, est.protocol) if self.router.domain_has_nvlink[
+                extra = ring_ll_extra_s(coll, op.n, est.protocol, self.gpu.sm) if self.router.domain_has_nvlink[
                     self.domain[groups[0][0]]] else 0.0  # LL's hops on NVLink beyond NCCL's model (ring_ll)
                 est, fill = replace(est, latency_s=est.latency_s + extra), fill + extra
             lat += fill

@@ -11,27 +11,38 @@ and GB300 trays; ai-dynamo/aiconfigurator ``systems/data/<system>/comm/nccl/<ver
 
     t_extra = RING_LL_NVLINK_BASE_S + steps x RING_LL_NVLINK_STEP_S
 
-to the LL ring of one NVLink domain (``steps`` NCCL's: ``2(n-1)`` all-reduce, ``n-1`` all-gather /
+to the LL ring of one NVLink domain on the architectures whose fit-split rows fitted it
+(:data:`RING_LL_NVLINK_ARCHS`: Ampere and Blackwell; ``steps`` NCCL's: ``2(n-1)`` all-reduce, ``n-1`` all-gather /
 reduce-scatter, 1 broadcast / reduce, whose NVSwitch graphs pay one hop: tuning.cc ``sameChannels``).
 Both constants are fitted (grid, mean |busbw error|) on the fit-split rows that run the LL ring on one
 NVLink domain (``benchmarks/fit_collective_constants.py ring-ll-latency``; docs/collectives.md,
-"Round 11 (2026-12-03), aiconfigurator NCCL sweeps"). LL128 and Simple are not changed.
+"Round 11 (2026-12-03), aiconfigurator NCCL sweeps"). LL128 and Simple are not changed. Hopper keeps NCCL's
+latency, the convention of the architecture-indexed kernel constants of ``collectives.calibration`` (an
+architecture without a fit keeps NCCL's constants): the fit split has no Hopper LL row below 1 MiB, and its
+two Hopper LL rows (8 x H100 and 8 x H200 all-reduce at 1 MiB, -2 % and -4 %) move to -27 % and -20 % with
+the extra latency.
 
 Examples
 --------
->>> ring_ll_extra_s("all_gather", 8, "Simple")
-0.0
->>> round(ring_ll_extra_s("all_reduce", 8, "LL") * 1e6, 2) == round((RING_LL_NVLINK_BASE_S
+>>> ring_ll_extra_s("all_gather", 8, "Simple", 100), ring_ll_extra_s("all_gather", 8, "LL", 90)
+(0.0, 0.0)
+>>> round(ring_ll_extra_s("all_reduce", 8, "LL", 100) * 1e6, 2) == round((RING_LL_NVLINK_BASE_S
 ...     + 14 * RING_LL_NVLINK_STEP_S) * 1e6, 2)
 True
 """
 
 from __future__ import annotations
 
-__all__ = ["RING_LL_NVLINK_BASE_S", "RING_LL_NVLINK_STEP_S", "ring_ll_steps", "ring_ll_extra_s"]
+from collectives import nccl_model as nm
+
+__all__ = ["RING_LL_NVLINK_ARCHS", "RING_LL_NVLINK_BASE_S", "RING_LL_NVLINK_STEP_S", "ring_ll_steps", "ring_ll_extra_s"]
+
+#: NCCL architecture indices (``nccl_model.arch_index``) of the fit rows: 1 Ampere (A100), 3 Blackwell (B200,
+#: GB200, GB300).
+RING_LL_NVLINK_ARCHS = (1, 3)
 
 #: Fixed extra time of one LL ring call inside one NVLink domain, s (fitted, see the module docstring).
-RING_LL_NVLINK_BASE_S = 1.4e-6
+RING_LL_NVLINK_BASE_S = 1.2e-6
 #: Extra time per ring step of the LL ring inside one NVLink domain, s (fitted; NCCL charges 0.6 us).
 RING_LL_NVLINK_STEP_S = 0.6e-6
 
@@ -57,10 +68,11 @@ def ring_ll_steps(collective: str, n: int) -> int:
     return 0
 
 
-def ring_ll_extra_s(collective: str, n: int, protocol: str) -> float:
-    """Extra latency in s of a ring of ``n`` ranks inside one NVLink domain: the LL protocol's base and
-    per-step terms (:data:`RING_LL_NVLINK_BASE_S`, :data:`RING_LL_NVLINK_STEP_S`), 0 for other protocols."""
+def ring_ll_extra_s(collective: str, n: int, protocol: str, sm: int) -> float:
+    """Extra latency in s of a ring of ``n`` ranks inside one NVLink domain of SM ``sm`` GPUs: the LL
+    protocol's base and per-step terms (:data:`RING_LL_NVLINK_BASE_S`, :data:`RING_LL_NVLINK_STEP_S`) on
+    the architectures of :data:`RING_LL_NVLINK_ARCHS`, else 0 (other protocols, other architectures)."""
     steps = ring_ll_steps(collective, n)
-    if protocol != "LL" or steps == 0:
+    if protocol != "LL" or steps == 0 or nm.arch_index(sm) not in RING_LL_NVLINK_ARCHS:
         return 0.0
     return RING_LL_NVLINK_BASE_S + steps * RING_LL_NVLINK_STEP_S
