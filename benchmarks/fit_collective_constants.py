@@ -3,7 +3,8 @@
 Usage: PYTHONPATH=. python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|
        nic-drop|per-peer|deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
-       pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|p2p-ll|deepep-sms-tokens|onesided-nvlink]
+       pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|p2p-ll|deepep-sms-tokens|onesided-nvlink|
+       ring-ll-latency]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -17,6 +18,7 @@ import sys
 import numpy as np
 
 import collectives.calibration  # noqa: F401  (the module, not the function of the same name)
+import collectives.ring_ll  # noqa: F401  (patched by ring-ll-latency)
 from collectives import Collective, TokenRouting, run
 from collectives.moe import route_tokens
 from collectives import validate as v
@@ -640,8 +642,35 @@ def onesided_nvlink() -> None:
 
 FITS.update({"onesided-nvlink": onesided_nvlink})  # round 11, TensorRT-LLM one-sided kernels in one NVLink domain
 
+def ring_ll_latency() -> None:
+    """Round 11: the LL ring's extra latency on one NVLink domain (collectives.ring_ll: base and per-step terms)
+    and, with it, Blackwell's ring LL kernel efficiency (calibration.RING_LL_NVLINK_KERNEL_EFFICIENCY[3], fitted in
+    round 7 without the extra latency). Grid of mean |busbw error| over the fit-split ring/LL rows of the
+    single-domain collective points (categories nvlink / nvl72, no network): (base, step) on the rows <= 8 KiB
+    (the latency-bound sizes), then the efficiency on every ring/LL row with the chosen (base, step)."""
+    rl = sys.modules["collectives.ring_ll"]
+    ids = [p["id"] for p in _fit_collective_points() if p.get("category") in ("nvlink", "nvl72")
+           and int(p.get("domains", 1)) == 1 and p.get("scaleout", "none") == "none" and p["collective"] in
+           ("all_reduce", "all_gather", "reduce_scatter")]
+    small = lambda r: r.note == "ring/LL" and r.id.rsplit("@", 1)[-1] in ("512B", "2KiB", "8KiB")  # noqa: E731
+    old = (rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S, cal.RING_LL_NVLINK_KERNEL_EFFICIENCY[3])
+    for base in (0.0, 0.8, 1.0, 1.2, 1.4, 1.8) if "--efficiency-only" not in sys.argv else ():
+        def setp(step, base=base):
+            rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S = base * 1e-6, step * 1e-6
+        print(f"  base {base} us, step (us):")
+        _grid(ids, setp, (0.0, 0.4, 0.5, 0.55, 0.6, 0.65, 0.8), keep=small)
+    rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S = old[:2]
+    print(f"  Blackwell ring LL efficiency, base {old[0] * 1e6:.1f} us, step {old[1] * 1e6:.1f} us, every ring/LL row:")
+    _grid(ids, lambda x: cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.__setitem__(3, x), (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 1.0),
+          keep=lambda r: r.note == "ring/LL")
+    cal.RING_LL_NVLINK_KERNEL_EFFICIENCY[3] = old[2]
+    v._ROUTERS.clear()
+
+
+FITS.update({"ring-ll-latency": ring_ll_latency})  # round 11, aiconfigurator NCCL sweeps
+
 
 if __name__ == "__main__":
-    for name in sys.argv[1:] or list(FITS):
+    for name in [a for a in sys.argv[1:] if not a.startswith("--")] or list(FITS):
         print(name)
         FITS[name]()

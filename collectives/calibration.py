@@ -362,7 +362,11 @@ RING_NVLINK_KERNEL_EFFICIENCY = {2: 1.0, 3: 0.960}
 #: (tuning.cc, Hopper's 141 doubled); fitted on the fit-split single-domain Blackwell LL values
 #: (docs/collectives.md, "Round 7, NVLink boards mid sizes"). Hopper: 1 (NCCL's LL model reproduces the
 #: fit 8 x H100 / H200 1 MiB rings once the ring fill is off for LL).
-RING_LL_NVLINK_KERNEL_EFFICIENCY = {3: 0.5}
+#: Round 11: refitted to 0.85 together with the LL ring's extra latency on NVLink (collectives.ring_ll), on
+#: the fit-split single-domain ring/LL rows, 216 values (grid 0.5 / 0.6 / 0.7 / 0.8 / 0.85 / 0.9 / 1.0: mean
+#: |busbw error| 0.096 / 0.086 / 0.080 / 0.076 / 0.076 / 0.076 / 0.079; ``fit_collective_constants.py
+#: ring-ll-latency``): the round-7 value 0.5 stood in for that latency on the 1-4 MiB rows.
+RING_LL_NVLINK_KERNEL_EFFICIENCY = {3: 0.85}
 __all__ += ["RING_FILL_PROTOCOLS", "RING_LL_NVLINK_KERNEL_EFFICIENCY"]  # round 7 (kept apart: merge-friendly)
 
 
