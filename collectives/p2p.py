@@ -168,6 +168,10 @@ class _PointToPointMixin:
                kernel: str = "nccl", connections_per_flow: int = 1) -> FlowSet:
         """Point-to-point flows (all-to-all, send/recv, MoE) with the many-peer terms.
 
+        ``pxn``: forward network flows over NVLink to a GPU on the destination's rail first; NCCL's
+        point-to-point (``kernel="nccl"``) relays only inside the sender's host (round 11: NCCL v2.28.7-1
+        src/graph/paths.cc, a relay GPU "(3) is on the same node as us"; :meth:`fabric.routing.Router.route`
+        scope ``"host"``), other kernels (their own relays) across the sender's NVLink domain.
         NIC goodput falls with the concurrent connections ``k`` on the port
         (:func:`collectives.calibration.nic_p2p_factor` of the ``kernel`` family): weights
         on NIC ports x 1/factor(k); a flow that stands for several connections (node-aggregated
@@ -177,6 +181,8 @@ class _PointToPointMixin:
         """
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
+        if kernel == "nccl" and not isinstance(pxn, str) and bool(pxn):  # round 11: NCCL's PXN relays inside the sender's host only
+            pxn = "host"
         # the net plugin's latencyInter belongs to NCCL's proxy path; MoE kernels carry their own fits. Round 8: the
         # rendezvous only where the first network message (one connection's bytes, at most NCCL's p2p net chunk) is
         # above the plugin's eager limit (calibration.net_rendezvous_s); the largest flow decides for all
@@ -247,31 +253,52 @@ class _PointToPointMixin:
             return "Simple", 1.0
         return "LL", nccl_p2p_ll_kernel_fraction()
 
-    def all_to_all_aggregated(self, op: Collective) -> FlowSet:
-        """All-to-all with node-level forwarding (PXN), flows aggregated per node pair and rail.
+    def host_layout(self, ranks) -> np.ndarray | None:
+        """``[D, h, g]`` ranks by NVLink domain, host inside it (compute tray) and index in the host, when every
+        domain holds as many hosts of the group, each with as many ranks at the same indices (else None)."""
+        r = self.router
+        hosts = []
+        for grp in self.groups_by_domain(ranks):
+            host = r.node_host[r.cf.gpus[grp]]
+            hosts.append(np.split(grp, np.flatnonzero(np.diff(host)) + 1))
+        if len({len(x) for x in hosts}) != 1 or len({len(y) for x in hosts for y in x}) != 1:
+            return None
+        M = np.array(hosts, dtype=np.int64)
+        dev = r.node_host_dev[r.cf.gpus[M]]
+        return M if bool((dev == dev[:1, :1]).all()) else None
 
-        Stage 1 (NVLink): GPU ``(A, i)`` hands the proxy ``(A, j)`` everything it sends to
-        GPUs of local index ``j`` in every domain: ``D x S/n`` bytes. Stage 2 (network):
-        proxy ``(A, j)`` sends GPU ``(B, j)`` the data of all ``g`` GPUs of ``A``:
-        ``g x S/n`` bytes, on rail ``j``. This is what PXN does on the wire; per link
-        the bytes equal those of the per-GPU-pair model with PXN, with
-        ``D g (g-1) + g D (D-1)`` flows instead of ``n (n-1)``.
+    def all_to_all_aggregated(self, op: Collective) -> FlowSet:
+        """All-to-all with NCCL's PXN forwarding, flows aggregated per host pair and rail.
+
+        Ranks ``(A, x, i)``: NVLink domain ``A``, host ``x`` inside it (``h`` per domain), index ``i`` in the
+        host (``g`` per host; on HGX boards one host per domain). NCCL relays a network send inside the
+        sender's host (round 11, :meth:`fabric.routing.Router.route` scope ``"host"``), so:
+        stage 1 (NVLink, same host): ``(A, x, i)`` hands ``(A, x, j)`` its own chunk for it and everything for
+        the ``(D - 1) h`` GPUs of index ``j`` in the other domains, ``(1 + (D - 1) h) S/n`` bytes; inside the
+        domain between hosts every pair is direct (``S/n``); stage 2 (network): proxy ``(A, x, j)`` sends
+        ``(B, y, j)`` the data of all ``g`` GPUs of its host, ``g S/n`` bytes, on rail ``j``. Per link the bytes
+        equal those of the per-GPU-pair model with PXN, with ``D hg (hg - 1) + D hg (D - 1) h`` flows
+        instead of ``n (n - 1)``.
         """
-        groups = self.groups_by_domain(op.ranks)
-        g = len(groups[0])
-        D = len(groups)
-        if any(len(x) != g for x in groups) or g < 2 or D < 2:
-            raise SpecError("all_to_all aggregate=node: needs >= 2 domains with the same number (>= 2) of ranks each")
-        M = np.stack(groups)                     # [D, g] ranks, by domain and local order
+        M = self.host_layout(op.ranks)
+        if M is None or M.shape[0] < 2 or M.shape[1] * M.shape[2] < 2:
+            raise SpecError("all_to_all aggregate=node: needs >= 2 domains with the same number (>= 2) of ranks "
+                            "each, in whole hosts of the same size")
+        D, h, g = M.shape
         chunk = op.size_bytes / op.n
-        a = np.repeat(M, g, axis=1).ravel()      # stage 1: (A, i) -> (A, j), j != i
-        b = np.tile(M, (1, g)).ravel()
+        dom = M.reshape(D, h * g)
+        a = np.repeat(dom, h * g, axis=1).ravel()    # every ordered pair inside a domain
+        b = np.tile(dom, (1, h * g)).ravel()
+        same_host = (np.repeat(np.arange(h * g) // g, h * g)[None, :] ==
+                     np.tile(np.arange(h * g) // g, h * g)[None, :]).repeat(D, axis=0).ravel()
         keep = a != b
-        nv = self.direct(op, a[keep], b[keep], D * chunk, pxn=False)
-        j = np.arange(g)
+        sizes = np.where(same_host, (1 + (D - 1) * h) * chunk, chunk)[keep]
+        nv = self.direct(op, a[keep], b[keep], sizes, pxn=False)
         A, B = np.meshgrid(np.arange(D), np.arange(D), indexing="ij")
         off = A != B
-        src = M[A[off]][:, j].ravel()            # stage 2: (A, j) -> (B, j)
-        dst = M[B[off]][:, j].ravel()
+        Ao, Bo = A[off], B[off]                      # ordered domain pairs
+        # proxy (A, x, j) -> (B, y, j) for every host x of A, host y of B, index j
+        src = np.broadcast_to(M[Ao][:, :, None, :], (len(Ao), h, h, g)).ravel()
+        dst = np.broadcast_to(M[Bo][:, None, :, :], (len(Ao), h, h, g)).ravel()
         net = self.direct(op, src, dst, g * chunk, pxn=False, connections_per_flow=g)
         return concat([nv, net], merge_phases=True)
