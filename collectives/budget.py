@@ -7,8 +7,7 @@ creating them:
 
 ==================  ==========================================================
 all_to_all          ``n (n - 1)`` per group; node-aggregated (PXN, equal
-                    domains, ``n (n - 1) > 4e6``): ``D g (g-1) + g D (D-1) h``
-                    (``h`` hosts of 4 GPUs per domain above 8 GPUs, else 1)
+                    domains, ``n (n - 1) > 4e6``): ``D g (g-1) + g D (D-1)``
 moe_dispatch/...    at most ``2 n^2`` (direct pairs, plus the hier form's
                     per-node copies and fan-out); token routing needs
                     ``T x E`` scores per rank (``T`` tokens, ``E`` experts)
@@ -78,8 +77,7 @@ def _flows(collective: str, n: int, domain_gpus: int, pxn) -> int:
         g = max(1, min(domain_gpus, n))
         D = n // g
         if n * (n - 1) > AGGREGATE_ABOVE_FLOWS and pxn is not False and D > 1 and g > 1 and n % g == 0:
-            h = g // 4 if g > 8 and g % 4 == 0 else 1  # hosts per domain (4-GPU trays above 8 GPUs, as the presets)
-            return D * g * (g - 1) + g * D * (D - 1) * h  # NCCL's PXN relays inside a host (round 11)
+            return D * g * (g - 1) + g * D * (D - 1)
         return n * (n - 1)
     if collective in ("moe_dispatch", "moe_combine"):
         return 2 * n * n

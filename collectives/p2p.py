@@ -165,7 +165,7 @@ class _PointToPointMixin:
         return lut[np.maximum(res, 0)] & (res >= 0)
 
     def direct(self, op: Collective, src, dst, sizes, *, pxn: bool = True, label=None,
-               kernel: str = "nccl", connections_per_flow: int = 1) -> FlowSet:
+               kernel: str = "nccl", connections_per_flow: int = 1, remote_ports_per_flow: int = 1) -> FlowSet:
         """Point-to-point flows (all-to-all, send/recv, MoE) with the many-peer terms.
 
         ``pxn``: forward network flows over NVLink to a GPU on the destination's rail first; NCCL's
@@ -176,7 +176,8 @@ class _PointToPointMixin:
         (:func:`collectives.calibration.nic_p2p_factor` of the ``kernel`` family): weights
         on NIC ports x 1/factor(k); a flow that stands for several connections (node-aggregated
         all-to-all) says so with ``connections_per_flow`` (0: the flows are not concurrent connections,
-        e.g. sends routed in one batch for speed). The per-peer cost of MoE kernels is added by
+        e.g. sends routed in one batch for speed), and, for NCCL, a flow that stands for flows to several
+        remote NIC ports with ``remote_ports_per_flow`` (the host-aggregated all-to-all). The per-peer cost of MoE kernels is added by
         :func:`collectives.moe.plan_moe` (it depends on the EP group, not on the flows).
         """
         src = np.asarray(src, dtype=np.int64)
@@ -211,7 +212,8 @@ class _PointToPointMixin:
         if any_inter:
             if kernel == "nccl":  # round 5: on reliable-connected NICs the drop follows the remote NIC ports
                 conn, lo, hi = self.nic_fan_connections(fs.res)  # (incast), not the queue pairs
-                connections_per_flow = min(connections_per_flow, 1)  # 0 (independent sends batched) stays 0
+                # 0 (independent sends batched) stays 0; an aggregated flow stands for remote_ports_per_flow ports
+                connections_per_flow = min(connections_per_flow, 1) * max(int(remote_ports_per_flow), 1)
             else:
                 conn, lo, hi = self._nic_connections(fs.res, per_flow=not (w is None and fs.resource_scale is not None))
             if hi is None:  # the numpy counts: their bounds
@@ -275,10 +277,14 @@ class _PointToPointMixin:
         sender's host (round 11, :meth:`fabric.routing.Router.route` scope ``"host"``), so:
         stage 1 (NVLink, same host): ``(A, x, i)`` hands ``(A, x, j)`` its own chunk for it and everything for
         the ``(D - 1) h`` GPUs of index ``j`` in the other domains, ``(1 + (D - 1) h) S/n`` bytes; inside the
-        domain between hosts every pair is direct (``S/n``); stage 2 (network): proxy ``(A, x, j)`` sends
-        ``(B, y, j)`` the data of all ``g`` GPUs of its host, ``g S/n`` bytes, on rail ``j``. Per link the bytes
-        equal those of the per-GPU-pair model with PXN, with ``D hg (hg - 1) + D hg (D - 1) h`` flows
-        instead of ``n (n - 1)``.
+        domain between hosts every pair is direct (``S/n``). Stage 2 (network): proxy ``(A, x, j)`` sends each
+        ``(B, y, j)`` the data of the ``g`` GPUs of its host, ``g S/n`` bytes, on rail ``j``; these ``h`` flows
+        into domain ``B`` are carried by one flow to ``(B, x, j)`` of ``h g S/n`` bytes that counts as ``h``
+        remote NIC ports (the many-peer drop sees ``(D - 1) h`` per port, as NCCL's flows give). Every NIC port
+        carries the same bytes as the per-pair model with PXN, and so does every switch link under spraying
+        on a pristine Clos and wherever one domain's NICs of a rail share a leaf (``tests/test_aggregation.py``,
+        ``tests/test_pxn_host.py``); ECMP hashes ``1/h`` as many network flows. ``D hg (hg - 1) + D hg (D - 1)``
+        flows instead of ``n (n - 1)``.
         """
         M = self.host_layout(op.ranks)
         if M is None or M.shape[0] < 2 or M.shape[1] * M.shape[2] < 2:
@@ -289,16 +295,14 @@ class _PointToPointMixin:
         dom = M.reshape(D, h * g)
         a = np.repeat(dom, h * g, axis=1).ravel()    # every ordered pair inside a domain
         b = np.tile(dom, (1, h * g)).ravel()
-        same_host = (np.repeat(np.arange(h * g) // g, h * g)[None, :] ==
-                     np.tile(np.arange(h * g) // g, h * g)[None, :]).repeat(D, axis=0).ravel()
+        tray = np.arange(h * g) // g
+        same_host = np.tile((tray[:, None] == tray[None, :]).ravel(), D)
         keep = a != b
         sizes = np.where(same_host, (1 + (D - 1) * h) * chunk, chunk)[keep]
         nv = self.direct(op, a[keep], b[keep], sizes, pxn=False)
         A, B = np.meshgrid(np.arange(D), np.arange(D), indexing="ij")
         off = A != B
-        Ao, Bo = A[off], B[off]                      # ordered domain pairs
-        # proxy (A, x, j) -> (B, y, j) for every host x of A, host y of B, index j
-        src = np.broadcast_to(M[Ao][:, :, None, :], (len(Ao), h, h, g)).ravel()
-        dst = np.broadcast_to(M[Bo][:, None, :, :], (len(Ao), h, h, g)).ravel()
-        net = self.direct(op, src, dst, g * chunk, pxn=False, connections_per_flow=g)
+        src = dom[A[off]].ravel()                    # proxy (A, x, j) -> (B, x, j), for the h hosts of B
+        dst = dom[B[off]].ravel()
+        net = self.direct(op, src, dst, h * g * chunk, pxn=False, connections_per_flow=g, remote_ports_per_flow=h)
         return concat([nv, net], merge_phases=True)

@@ -103,3 +103,23 @@ def test_pxn_scope_is_checked():
     from topologies.errors import RoutingError
     with pytest.raises(RoutingError, match="pxn"):
         r.route([0], [1], pxn="rack")
+
+
+def test_host_aggregated_all_to_all_across_leaves():
+    """9 racks of 4 trays: a rail's NICs span two leaves, so flows cross the spines. Spraying: every link
+    carries the per-pair bytes; ECMP: every NIC port does (the hash sees fewer network flows)."""
+    r = Router(compile_fabric(build("gb300-nvl72", {"domains": 9, "gpus_per_domain": 16,
+                                                    "scaleout": "spectrum-x"})))
+    assert r.cf.link_tier.max() >= 0 and (r.level == 2).any()     # a spine tier exists
+    n = r.cf.n_gpus
+    out = {}
+    for policy in ("spray", "ecmp"):
+        out[policy] = [run(r, [Collective("all_to_all", tuple(range(n)), 1 << 28, options={"aggregate": a})],
+                           policy=policy, report=True)[0] for a in ("none", "node")]
+    flat, agg = out["spray"]
+    assert np.allclose(agg.report.link_bytes, flat.report.link_bytes, rtol=1e-9, atol=1.0)
+    assert agg.time_s == pytest.approx(flat.time_s, rel=1e-6, abs=2e-6)
+    flat, agg = out["ecmp"]
+    from topologies.graph import TIERS
+    nic = np.isin(r.cf.link_tier, [TIERS.index(t) for t in ("nic-up", "nic-down", "host-up", "host-down")])
+    assert np.allclose(agg.report.link_bytes[nic], flat.report.link_bytes[nic], rtol=1e-9, atol=1.0)
