@@ -277,7 +277,9 @@ class _PointToPointMixin:
         sender's host (round 11, :meth:`fabric.routing.Router.route` scope ``"host"``), so:
         stage 1 (NVLink, same host): ``(A, x, i)`` hands ``(A, x, j)`` its own chunk for it and everything for
         the ``(D - 1) h`` GPUs of index ``j`` in the other domains, ``(1 + (D - 1) h) S/n`` bytes; inside the
-        domain between hosts every pair is direct (``S/n``). Stage 2 (network): proxy ``(A, x, j)`` sends each
+        domain between hosts every pair is direct (``S/n``); with ``h > 1`` these bytes are spread equally over
+        each GPU's NVLink flows, which keeps every GPU's NVLink ports exact in a pristine domain (the NVLink
+        route of a pair is its two port trunks) and the stage one size class. Stage 2 (network): proxy ``(A, x, j)`` sends each
         ``(B, y, j)`` the data of the ``g`` GPUs of its host, ``g S/n`` bytes, on rail ``j``; these ``h`` flows
         into domain ``B`` are carried by one flow to ``(B, x, j)`` of ``h g S/n`` bytes that counts as ``h``
         remote NIC ports (the many-peer drop sees ``(D - 1) h`` per port, as NCCL's flows give). Every NIC port
@@ -295,11 +297,12 @@ class _PointToPointMixin:
         dom = M.reshape(D, h * g)
         a = np.repeat(dom, h * g, axis=1).ravel()    # every ordered pair inside a domain
         b = np.tile(dom, (1, h * g)).ravel()
-        tray = np.arange(h * g) // g
-        same_host = np.tile((tray[:, None] == tray[None, :]).ravel(), D)
         keep = a != b
-        sizes = np.where(same_host, (1 + (D - 1) * h) * chunk, chunk)[keep]
-        nv = self.direct(op, a[keep], b[keep], sizes, pxn=False)
+        # every GPU sends (g - 1)(1 + (D - 1) h) + (h - 1) g chunks over NVLink and receives as many: spread
+        # equally over its h g - 1 NVLink flows, each GPU port carries its exact bytes and the stage is one size
+        # class (one exact solve, as with one host per domain, where this is D chunks a pair)
+        per_gpu = ((g - 1) * (1 + (D - 1) * h) + (h - 1) * g) * chunk
+        nv = self.direct(op, a[keep], b[keep], per_gpu / (h * g - 1), pxn=False)
         A, B = np.meshgrid(np.arange(D), np.arange(D), indexing="ij")
         off = A != B
         src = dom[A[off]].ravel()                    # proxy (A, x, j) -> (B, x, j), for the h hosts of B
