@@ -177,12 +177,12 @@ class _PointToPointMixin:
         on NIC ports x 1/factor(k); a flow that stands for several connections (node-aggregated
         all-to-all) says so with ``connections_per_flow`` (0: the flows are not concurrent connections,
         e.g. sends routed in one batch for speed), and, for NCCL, a flow that stands for flows to several
-        remote NIC ports with ``remote_ports_per_flow`` (the host-aggregated all-to-all). The per-peer cost of MoE kernels is added by
-        :func:`collectives.moe.plan_moe` (it depends on the EP group, not on the flows).
+        remote NIC ports with ``remote_ports_per_flow`` (the host-aggregated all-to-all). The per-peer cost
+        of MoE kernels is added by :func:`collectives.moe.plan_moe` (it depends on the EP group, not on the flows).
         """
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
-        if kernel == "nccl" and not isinstance(pxn, str) and bool(pxn):  # round 11: NCCL's PXN relays inside the sender's host only
+        if kernel == "nccl" and not isinstance(pxn, str) and bool(pxn):  # round 11: NCCL relays inside the host
             pxn = "host"
         # the net plugin's latencyInter belongs to NCCL's proxy path; MoE kernels carry their own fits. Round 8: the
         # rendezvous only where the first network message (one connection's bytes, at most NCCL's p2p net chunk) is
@@ -279,10 +279,10 @@ class _PointToPointMixin:
         the ``(D - 1) h`` GPUs of index ``j`` in the other domains, ``(1 + (D - 1) h) S/n`` bytes; inside the
         domain between hosts every pair is direct (``S/n``); with ``h > 1`` these bytes are spread equally over
         each GPU's NVLink flows, which keeps every GPU's NVLink ports exact in a pristine domain (the NVLink
-        route of a pair is its two port trunks) and the stage one size class. Stage 2 (network): proxy ``(A, x, j)`` sends each
-        ``(B, y, j)`` the data of the ``g`` GPUs of its host, ``g S/n`` bytes, on rail ``j``; these ``h`` flows
-        into domain ``B`` are carried by one flow to ``(B, x, j)`` of ``h g S/n`` bytes that counts as ``h``
-        remote NIC ports (the many-peer drop sees ``(D - 1) h`` per port, as NCCL's flows give). Every NIC port
+        route of a pair is its two port trunks) and the stage one size class. Stage 2 (network): proxy
+        ``(A, x, j)`` sends each ``(B, y, j)`` the data of the ``g`` GPUs of its host, ``g S/n`` bytes, on rail
+        ``j``; these ``h`` flows into domain ``B`` are carried by one flow to ``(B, x, j)`` of ``h g S/n`` bytes
+        that counts as ``h`` remote NIC ports (the many-peer drop sees ``(D - 1) h`` per port, as NCCL's flows give). Every NIC port
         carries the same bytes as the per-pair model with PXN, and so does every switch link under spraying
         on a pristine Clos and wherever one domain's NICs of a rail share a leaf (``tests/test_aggregation.py``,
         ``tests/test_pxn_host.py``); ECMP hashes ``1/h`` as many network flows. ``D hg (hg - 1) + D hg (D - 1)``
