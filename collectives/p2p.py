@@ -282,11 +282,11 @@ class _PointToPointMixin:
         route of a pair is its two port trunks) and the stage one size class. Stage 2 (network): proxy
         ``(A, x, j)`` sends each ``(B, y, j)`` the data of the ``g`` GPUs of its host, ``g S/n`` bytes, on rail
         ``j``; these ``h`` flows into domain ``B`` are carried by one flow to ``(B, x, j)`` of ``h g S/n`` bytes
-        that counts as ``h`` remote NIC ports (the many-peer drop sees ``(D - 1) h`` per port, as NCCL's flows give). Every NIC port
-        carries the same bytes as the per-pair model with PXN, and so does every switch link under spraying
-        on a pristine Clos and wherever one domain's NICs of a rail share a leaf (``tests/test_aggregation.py``,
-        ``tests/test_pxn_host.py``); ECMP hashes ``1/h`` as many network flows. ``D hg (hg - 1) + D hg (D - 1)``
-        flows instead of ``n (n - 1)``.
+        that counts as ``h`` remote NIC ports (the many-peer drop sees ``(D - 1) h`` per port, as NCCL's flows
+        give). Every NIC port carries the same bytes as the per-pair model with PXN, and so does every switch
+        link under spraying on a pristine Clos and wherever one domain's NICs of a rail share a leaf
+        (``tests/test_aggregation.py``, ``tests/test_pxn_host.py``); ECMP hashes ``1/h`` as many network flows.
+        ``D hg (hg - 1) + D hg (D - 1)`` flows instead of ``n (n - 1)``.
         """
         M = self.host_layout(op.ranks)
         if M is None or M.shape[0] < 2 or M.shape[1] * M.shape[2] < 2:
