@@ -92,6 +92,7 @@ class _PointToPointMixin:
         fan-in (incast) of the receiving one (``nic-down``: distinct sending ports), the larger of the two.
         With PXN a rail-aligned all-to-all over ``D`` nodes has ``D - 1`` on every port whatever the GPUs
         per node; two nodes have 1 (one port pair per rail). Round 5 (calibration ``NCCL_NET_PEER_DROP``).
+        Round 11: NCCL relays inside a host, so over ``D`` NVLink domains of ``h`` hosts each it is ``(D - 1) h``.
         """
         F = len(res)
         if F == 0 or res.ndim != 2:
