@@ -45,6 +45,8 @@ _INCREMENTAL = True
 _SUB_FILL = 4
 #: active flows from which ``FABRIC_EMU_KERNELS=auto`` runs the fused per-event passes compiled (bit-identical)
 EPOCH_MIN_FLOWS = 1 << 18
+#: fill the full index in fill order (:meth:`_EventLoop._order_fill`, same bits) when its fills run compiled
+_FILL_ORDER = True
 #: fill from the per-slot coefficient table when the weights are one factor per resource
 #: (:mod:`fabric.slotfill`, bit-identical; False: the per-entry coefficient rows, the reference of the tests)
 _SLOT_FILL = True
@@ -126,6 +128,7 @@ class _EventLoop(_EpochMixin):
         self.cursor = np.zeros(P, dtype=np.int64)
         # index over the flows of started phases
         self.ix = None
+        self.ixf = None  # the index in fill order (_order_fill), or None
         self.loc = np.full(F, -1, dtype=np.int64)
         # coefficients as one factor per slot (epoch mode's unfolded resource weights), or None
         # (compiled when a phase is large enough for the loop's kernels, which then load numba anyway)
@@ -206,6 +209,7 @@ class _EventLoop(_EpochMixin):
             self.ix = _mm.build_index(pr.res, None, None, pr.R, flows)
             used = np.diff(self.ix.indptr) > 0
             self.ix.ceps = 0.5 * float(self.sw[used].min()) if used.any() else 0.5
+            self._order_fill(_FILL_ORDER and _epoch_kernels(flows.shape[0]) is not None)
         else:
             self.ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows)
         self.loc[flows] = np.arange(flows.shape[0])
@@ -241,6 +245,7 @@ class _EventLoop(_EpochMixin):
         ek = _epoch_kernels(ix.size)
         if ek is not None and ix.ecoef is None:
             ix.indptr, ix.indices = ek.compact_lists(ix.indptr, ix.indices, keep)
+            self._order_fill(self.ixf is not None, self.fperm)
             return
         ke = keep[ix.indices]
         r1 = ix.indptr.shape[0] - 1
@@ -250,6 +255,7 @@ class _EventLoop(_EpochMixin):
         np.cumsum(counts, out=indptr[1:])
         ix.indices = ix.indices[ke]
         ix.indptr = indptr
+        self._order_fill(self.ixf is not None, self.fperm)
         if ix.ecoef is not None:
             ix.ecoef = ix.ecoef[ke]
 
@@ -607,8 +613,43 @@ class _EventLoop(_EpochMixin):
         keys = np.add(ix.res[sel], 1, dtype=np.intp)
         return _row_bincount(keys, rate[sel], np.take(self.sw, keys), ix.n_res + 1)
 
+    def _order_fill(self, on: bool, perm: np.ndarray | None = None):
+        """The index in *fill order* (``ixf``; None unless ``on``): local flow ``fperm[k]`` is flow ``k`` there, the
+        flows sorted by the last resource of their row (``perm`` given: kept), the same lists, ``ceps`` and rows.
+
+        Only where every coefficient is its slot's (``self.sw``): a fill's sums then add, per slot, one value
+        per candidate in candidate order, whatever the order of the flows inside a list, and every decision is
+        per slot, so a fill of ``ixf`` gives the bits of a fill of ``ix`` (rates, levels, remaining capacities,
+        rounds), with the bottlenecks mapped back by ``finv``.  Why: flows are listed source-major (an
+        all-to-all by source, then destination), so the list of a receiving link, where most flows of a skewed
+        dispatch freeze, holds flows ~F/N rows apart, and the fill's reads of their rows, states and
+        bottlenecks miss the caches once per flow; in fill order they are adjacent (docs/performance.md, round 11).
+        """
+        if not on:
+            self.ixf = self.fperm = self.finv = None
+            return
+        ix = self.ix
+        if perm is None:
+            perm = np.argsort(ix.res[:, -1], kind="stable")
+            inv = np.empty_like(perm)
+            inv[perm] = np.arange(perm.shape[0], dtype=perm.dtype)
+            self.fperm, self.finv = perm, inv
+            rows = np.take(ix.res, perm, axis=0)
+        else:
+            rows = self.ixf.res
+        indices = np.take(self.finv, ix.indices).astype(ix.indices.dtype, copy=False)
+        self.ixf = _mm.Index(None, rows, None, ix.indptr, indices, ix.n_res, ix.ceps, None)
+
     def _fill(self, ix, state, cnt, fixed_load=None, ek=None):
-        """:func:`fabric.maxmin.fill` of the index, from the per-slot coefficients when they are (same bits)."""
+        """:func:`fabric.maxmin.fill` of the index, from the per-slot coefficients when they are (same bits); on the
+        index in fill order (:meth:`_order_fill`) when there is one and the fill runs compiled (``state`` is then
+        not updated: the loop does not read it after a fill)."""
+        if (self.ixf is not None and ix is self.ix and ek is not None
+                and _kernels.use_fill(ix.indices.shape[0], FILL_MIN_ENTRIES_LOADED)):
+            out = _sf.fill(self.ixf, self.sw, self.pr.cap, np.take(state, self.fperm), cnt, fixed_load,
+                           FILL_MIN_ENTRIES_LOADED)
+            out.bneck = np.take(out.bneck, self.finv)
+            return out
         if self.sw is not None:
             return _sf.fill(ix, self.sw, self.pr.cap, state, cnt, fixed_load, self._fill_min_entries(ek))
         return _mm.fill(ix, self.pr.cap, state, cnt, fixed_load, min_entries=self._fill_min_entries(ek))
