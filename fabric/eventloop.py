@@ -128,7 +128,7 @@ class _EventLoop(_EpochMixin):
         self.cursor = np.zeros(P, dtype=np.int64)
         # index over the flows of started phases
         self.ix = None
-        self.ixf = None  # the index in fill order (_order_fill), or None
+        self.ixf = self.fperm = self.finv = None  # the index in fill order and its maps (_order_fill), or None
         self.loc = np.full(F, -1, dtype=np.int64)
         # coefficients as one factor per slot (epoch mode's unfolded resource weights), or None
         # (compiled when a phase is large enough for the loop's kernels, which then load numba anyway)
