@@ -282,7 +282,9 @@ class _EventLoop(_EpochMixin):
         last_departed_min = None  # warm start: min max-min rate of the flows that left since the last solve
         need_cold = True
         n_resc = 0  # rescales since the last solve (the warm start needs max-min rates)
+        next_aidx = None  # the active flows the last compiled advance kept
         while True:
+            ix0 = self.ix
             # ---- admit arrivals at t
             admitted = self._admit(t)
             if admitted is not None:
@@ -305,7 +307,10 @@ class _EventLoop(_EpochMixin):
                 continue
             self.events += 1
             # ---- solve
-            aidx = np.flatnonzero(self.L_act)
+            # the active flows: what the last advance kept, while no arrival and no rebuild changed the lists
+            aidx = next_aidx if next_aidx is not None and admitted is None and self.ix is ix0 \
+                else np.flatnonzero(self.L_act)
+            next_aidx = None
             rates = tc = None
             if not self.exact and not need_cold and n_resc < _MAX_RESCALES and self._by_aggregate:
                 # the aggregate budget ran out (flows finishing everywhere): a rescale first
@@ -347,7 +352,7 @@ class _EventLoop(_EpochMixin):
             tcd = tc[di]
             self._account(t, t1, aidx, rates, tc, done, sat, di)
             if ek is not None:  # also clears L_act and L_rem of the flows done
-                ek.advance(aidx, rates, t1 - t, done, self.L_rem, self.L_rate, self.L_act)
+                next_aidx = ek.advance(aidx, rates, t1 - t, done, self.L_rem, self.L_rate, self.L_act)
             else:
                 left = (self.L_rem[aidx] if rem is None else rem) - rates * (t1 - t)
                 np.maximum(left, 0.0, out=left)
