@@ -635,14 +635,16 @@ class _EventLoop(_EpochMixin):
             return
         ix = self.ix
         if perm is None:
-            perm = np.argsort(ix.res[:, -1], kind="stable")
+            # maps in the lists' id type (int32 below 2**31 flows): 4 bytes a flow, and the renamed lists come out
+            # of one take in that type
+            perm = np.argsort(ix.res[:, -1], kind="stable").astype(ix.indices.dtype)
             inv = np.empty_like(perm)
             inv[perm] = np.arange(perm.shape[0], dtype=perm.dtype)
             self.fperm, self.finv = perm, inv
             rows = np.take(ix.res, perm, axis=0)
         else:
             rows = self.ixf.res
-        indices = np.take(self.finv, ix.indices).astype(ix.indices.dtype, copy=False)
+        indices = np.take(self.finv, ix.indices)
         self.ixf = _mm.Index(None, rows, None, ix.indptr, indices, ix.n_res, ix.ceps, None)
 
     def _fill(self, ix, state, cnt, fixed_load=None, ek=None):
