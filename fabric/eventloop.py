@@ -20,6 +20,7 @@ import numpy as np
 
 from fabric import kernels as _kernels
 from fabric import maxmin as _mm
+from fabric import fillorder as _fo
 from fabric import slotfill as _sf
 from fabric.problem import FlowResult, _Prob
 from fabric.epoch import _EpochMixin, _row_bincount
@@ -45,7 +46,7 @@ _INCREMENTAL = True
 _SUB_FILL = 4
 #: active flows from which ``FABRIC_EMU_KERNELS=auto`` runs the fused per-event passes compiled (bit-identical)
 EPOCH_MIN_FLOWS = 1 << 18
-#: fill the full index in fill order (:meth:`_EventLoop._order_fill`, same bits) when its fills run compiled
+#: fill the full index in fill order (:class:`fabric.fillorder.FillOrder`, same bits) when its fills run compiled
 _FILL_ORDER = True
 #: fill from the per-slot coefficient table when the weights are one factor per resource
 #: (:mod:`fabric.slotfill`, bit-identical; False: the per-entry coefficient rows, the reference of the tests)
@@ -59,12 +60,6 @@ def _epoch_kernels(n: int):
     from fabric import epoch_kernels  # imports numba
 
     return epoch_kernels
-
-
-def _states(alive: np.ndarray) -> np.ndarray:
-    """Fill states (uint8): ``ALIVE`` where ``alive`` (bool), else ``DONE``; the array
-    ``np.where(alive, ALIVE, DONE).astype(np.uint8)`` in one pass (DONE + 1 == ALIVE), ~40x faster on 1 M flows."""
-    return np.add(alive.view(np.uint8), _mm.DONE, dtype=np.uint8)
 
 
 class _EventLoop(_EpochMixin):
@@ -128,7 +123,7 @@ class _EventLoop(_EpochMixin):
         self.cursor = np.zeros(P, dtype=np.int64)
         # index over the flows of started phases
         self.ix = None
-        self.ixf = self.fperm = self.finv = None  # the index in fill order and its maps (_order_fill), or None
+        self.fo = None  # the index in fill order (_order_fill), or None
         self.loc = np.full(F, -1, dtype=np.int64)
         # coefficients as one factor per slot (epoch mode's unfolded resource weights), or None
         # (compiled when a phase is large enough for the loop's kernels, which then load numba anyway)
@@ -245,7 +240,8 @@ class _EventLoop(_EpochMixin):
         ek = _epoch_kernels(ix.size)
         if ek is not None and ix.ecoef is None:
             ix.indptr, ix.indices = ek.compact_lists(ix.indptr, ix.indices, keep)
-            self._order_fill(self.ixf is not None, self.fperm)
+            if self.fo is not None:
+                self.fo.rename(ix)
             return
         ke = keep[ix.indices]
         r1 = ix.indptr.shape[0] - 1
@@ -255,7 +251,8 @@ class _EventLoop(_EpochMixin):
         np.cumsum(counts, out=indptr[1:])
         ix.indices = ix.indices[ke]
         ix.indptr = indptr
-        self._order_fill(self.ixf is not None, self.fperm)
+        if self.fo is not None:
+            self.fo.rename(ix)
         if ix.ecoef is not None:
             ix.ecoef = ix.ecoef[ke]
 
@@ -508,7 +505,7 @@ class _EventLoop(_EpochMixin):
             if ri is None:
                 ri = np.flatnonzero(self.L_act & ~fixed)
             sub = _INCREMENTAL and not self.exact and ri.shape[0] * _SUB_FILL < self.n_listed
-            state = None if sub else _states(self.L_act & ~fixed)
+            state = None if sub else _fo.states(self.L_act & ~fixed)
             nfix = aidx.shape[0] - ri.shape[0]
             incr = _INCREMENTAL and self.mm_load is not None
             r1 = self.pr.R + 1
@@ -523,7 +520,7 @@ class _EventLoop(_EpochMixin):
                 else:
                     coef = None if ix.coef is None else np.take(ix.coef, ri, axis=0)
             if 2 * nfix < aidx.shape[0]:
-                cnt = self.cntw - self._coef_sums(ix, _states(fixed))
+                cnt = self.cntw - self._coef_sums(ix, _fo.states(fixed))
             elif sums is not None:
                 cnt = sums[0]
             elif incr:  # = coef_sums(ix, state), the same entries in the same order
@@ -531,7 +528,7 @@ class _EventLoop(_EpochMixin):
                 w = None if coef is None else (coef.reshape(-1) if coef.ndim == 2 else np.repeat(coef, h))
                 cnt = np.bincount(keys.reshape(-1), weights=w, minlength=r1).astype(np.float64)
             else:
-                cnt = self._coef_sums(ix, state if state is not None else _states(self.L_act & ~fixed))
+                cnt = self._coef_sums(ix, state if state is not None else _fo.states(self.L_act & ~fixed))
             if incr:
                 # the fixed flows' load: the maintained load of all active flows minus the re-filled ones'
                 # (O(re-filled flows) instead of a pass over every fixed flow's entries)
@@ -569,7 +566,7 @@ class _EventLoop(_EpochMixin):
             if all_active:
                 state = np.full(n, _mm.ALIVE, dtype=np.uint8)
             else:
-                state = _states(self.L_act)
+                state = _fo.states(self.L_act)
             cnt = self.cntw.copy()  # maintained on arrivals and departures
             out = self._fill(ix, state, cnt, None, ek)
             if ek is not None:
@@ -618,45 +615,17 @@ class _EventLoop(_EpochMixin):
         keys = np.add(ix.res[sel], 1, dtype=np.intp)
         return _row_bincount(keys, rate[sel], np.take(self.sw, keys), ix.n_res + 1)
 
-    def _order_fill(self, on: bool, perm: np.ndarray | None = None):
-        """The index in *fill order* (``ixf``; None unless ``on``): local flow ``fperm[k]`` is flow ``k`` there, the
-        flows sorted by the last resource of their row (``perm`` given: kept), the same lists, ``ceps`` and rows.
-
-        Only where every coefficient is its slot's (``self.sw``): a fill's sums then add, per slot, one value
-        per candidate in candidate order, whatever the order of the flows inside a list, and every decision is
-        per slot, so a fill of ``ixf`` gives the bits of a fill of ``ix`` (rates, levels, remaining capacities,
-        rounds), with the bottlenecks mapped back by ``finv``.  Why: flows are listed source-major (an
-        all-to-all by source, then destination), so the list of a receiving link, where most flows of a skewed
-        dispatch freeze, holds flows ~F/N rows apart, and the fill's reads of their rows, states and
-        bottlenecks miss the caches once per flow; in fill order they are adjacent (docs/performance.md, round 11).
-        """
-        if not on:
-            self.ixf = self.fperm = self.finv = None
-            return
-        ix = self.ix
-        if perm is None:
-            # maps in the lists' id type (int32 below 2**31 flows): 4 bytes a flow, and the renamed lists come out
-            # of one take in that type
-            perm = np.argsort(ix.res[:, -1], kind="stable").astype(ix.indices.dtype)
-            inv = np.empty_like(perm)
-            inv[perm] = np.arange(perm.shape[0], dtype=perm.dtype)
-            self.fperm, self.finv = perm, inv
-            rows = np.take(ix.res, perm, axis=0)
-        else:
-            rows = self.ixf.res
-        indices = np.take(self.finv, ix.indices)
-        self.ixf = _mm.Index(None, rows, None, ix.indptr, indices, ix.n_res, ix.ceps, None)
+    def _order_fill(self, on: bool):
+        """Keep the index in fill order (:class:`fabric.fillorder.FillOrder`) for the compiled fills, if ``on``."""
+        self.fo = _fo.FillOrder(self.ix) if on else None
 
     def _fill(self, ix, state, cnt, fixed_load=None, ek=None):
         """:func:`fabric.maxmin.fill` of the index, from the per-slot coefficients when they are (same bits); on the
         index in fill order (:meth:`_order_fill`) when there is one and the fill runs compiled (``state`` is then
         not updated: the loop does not read it after a fill)."""
-        if (self.ixf is not None and ix is self.ix and ek is not None
+        if (self.fo is not None and ix is self.ix and ek is not None
                 and _kernels.use_fill(ix.indices.shape[0], FILL_MIN_ENTRIES_LOADED)):
-            out = _sf.fill(self.ixf, self.sw, self.pr.cap, np.take(state, self.fperm), cnt, fixed_load,
-                           FILL_MIN_ENTRIES_LOADED)
-            out.bneck = np.take(out.bneck, self.finv)
-            return out
+            return self.fo.fill(self.sw, self.pr.cap, state, cnt, fixed_load, FILL_MIN_ENTRIES_LOADED)
         if self.sw is not None:
             return _sf.fill(ix, self.sw, self.pr.cap, state, cnt, fixed_load, self._fill_min_entries(ek))
         return _mm.fill(ix, self.pr.cap, state, cnt, fixed_load, min_entries=self._fill_min_entries(ek))

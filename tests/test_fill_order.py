@@ -1,12 +1,12 @@
 """A fill whose coefficients are one factor per slot gives the same bits whatever the order of the flows
-(fabric.eventloop._EventLoop._order_fill fills the full index in fill order), and the event loop's
+(fabric.fillorder.FillOrder, which the epoch loop fills the full index on), and the event loop's
 one-pass fill states equal the np.where it replaces."""
 
 import numpy as np
 import pytest
 from synthetic import numpy_and_numba as _both
 
-from fabric import eventloop, maxmin, slotfill
+from fabric import eventloop, fillorder, maxmin, slotfill
 from fabric.engine import simulate
 
 from test_slotfill import _moe_problem, _per_resource, _same_result
@@ -59,9 +59,9 @@ def test_skewed_moe_fill_order_same_bits(monkeypatch):
     used = []
     real = eventloop._EventLoop._order_fill
 
-    def spy(self, on, perm=None):
-        real(self, on, perm)
-        used.append(self.ixf is not None)
+    def spy(self, on):
+        real(self, on)
+        used.append(self.fo is not None)
 
     monkeypatch.setattr(eventloop._EventLoop, "_order_fill", spy)
     out = {}
@@ -77,6 +77,6 @@ def test_skewed_moe_fill_order_same_bits(monkeypatch):
 def test_fill_states_one_pass():
     rng = np.random.default_rng(3)
     a = rng.random(1000) < 0.6
-    got = eventloop._states(a)
+    got = fillorder.states(a)
     assert got.dtype == np.uint8
     assert np.array_equal(got, np.where(a, maxmin.ALIVE, maxmin.DONE).astype(np.uint8))
