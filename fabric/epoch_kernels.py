@@ -101,7 +101,10 @@ def solve_tail(kind, aidx, fixed, prev, level, bneck, ri, L_bneck, mult, has_mul
 @_jit
 def advance(aidx, rates, dt, done, L_rem, L_rate, L_act):
     """``L_rem[aidx] = max(L_rem[aidx] - rates * dt, 0)``, ``L_rate[aidx] = rates``; the flows ``done``
-    (bool over ``aidx``) leave: ``L_rem = 0``, ``L_act = False`` (one pass)."""
+    (bool over ``aidx``) leave: ``L_rem = 0``, ``L_act = False`` (one pass).  Returns the flows of ``aidx``
+    that stay (``aidx[~done]``: ``np.flatnonzero(L_act)`` when ``aidx`` was that before)."""
+    keep = np.empty(aidx.shape[0], aidx.dtype)
+    m = 0
     for q in range(aidx.shape[0]):
         i = aidx[q]
         r = rates[q]
@@ -113,7 +116,10 @@ def advance(aidx, rates, dt, done, L_rem, L_rate, L_act):
             if left < 0.0:
                 left = 0.0
             L_rem[i] = left
+            keep[m] = i
+            m += 1
         L_rate[i] = r
+    return keep[:m]
 
 
 @_jit

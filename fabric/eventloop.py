@@ -20,6 +20,7 @@ import numpy as np
 
 from fabric import kernels as _kernels
 from fabric import maxmin as _mm
+from fabric import fillorder as _fo
 from fabric import slotfill as _sf
 from fabric.problem import FlowResult, _Prob
 from fabric.epoch import _EpochMixin, _row_bincount
@@ -45,6 +46,8 @@ _INCREMENTAL = True
 _SUB_FILL = 4
 #: active flows from which ``FABRIC_EMU_KERNELS=auto`` runs the fused per-event passes compiled (bit-identical)
 EPOCH_MIN_FLOWS = 1 << 18
+#: fill the full index in fill order (:class:`fabric.fillorder.FillOrder`, same bits) when its fills run compiled
+_FILL_ORDER = True
 #: fill from the per-slot coefficient table when the weights are one factor per resource
 #: (:mod:`fabric.slotfill`, bit-identical; False: the per-entry coefficient rows, the reference of the tests)
 _SLOT_FILL = True
@@ -120,6 +123,7 @@ class _EventLoop(_EpochMixin):
         self.cursor = np.zeros(P, dtype=np.int64)
         # index over the flows of started phases
         self.ix = None
+        self.fo = None  # the index in fill order (_order_fill), or None
         self.loc = np.full(F, -1, dtype=np.int64)
         # coefficients as one factor per slot (epoch mode's unfolded resource weights), or None
         # (compiled when a phase is large enough for the loop's kernels, which then load numba anyway)
@@ -200,6 +204,7 @@ class _EventLoop(_EpochMixin):
             self.ix = _mm.build_index(pr.res, None, None, pr.R, flows)
             used = np.diff(self.ix.indptr) > 0
             self.ix.ceps = 0.5 * float(self.sw[used].min()) if used.any() else 0.5
+            self._order_fill(_FILL_ORDER and _epoch_kernels(flows.shape[0]) is not None)
         else:
             self.ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows)
         self.loc[flows] = np.arange(flows.shape[0])
@@ -235,6 +240,8 @@ class _EventLoop(_EpochMixin):
         ek = _epoch_kernels(ix.size)
         if ek is not None and ix.ecoef is None:
             ix.indptr, ix.indices = ek.compact_lists(ix.indptr, ix.indices, keep)
+            if self.fo is not None:
+                self.fo.rename(ix)
             return
         ke = keep[ix.indices]
         r1 = ix.indptr.shape[0] - 1
@@ -244,6 +251,8 @@ class _EventLoop(_EpochMixin):
         np.cumsum(counts, out=indptr[1:])
         ix.indices = ix.indices[ke]
         ix.indptr = indptr
+        if self.fo is not None:
+            self.fo.rename(ix)
         if ix.ecoef is not None:
             ix.ecoef = ix.ecoef[ke]
 
@@ -270,7 +279,9 @@ class _EventLoop(_EpochMixin):
         last_departed_min = None  # warm start: min max-min rate of the flows that left since the last solve
         need_cold = True
         n_resc = 0  # rescales since the last solve (the warm start needs max-min rates)
+        next_aidx = None  # the active flows the last compiled advance kept
         while True:
+            ix0 = self.ix
             # ---- admit arrivals at t
             admitted = self._admit(t)
             if admitted is not None:
@@ -279,13 +290,13 @@ class _EventLoop(_EpochMixin):
                 self._rebuild()
                 need_cold = True
             else:
-                n_live = int(self.L_act.sum()) + self.n_pending
+                n_live = int(np.count_nonzero(self.L_act)) + self.n_pending
                 if self.ix.size and n_live * 2 < self.ix.size:
                     self._rebuild()
                     need_cold = True
                 elif n_live * 4 < 3 * self.n_listed:
                     self._compact_lists()
-            n_act = int(self.L_act.sum()) if self.ix is not None else 0
+            n_act = int(np.count_nonzero(self.L_act)) if self.ix is not None else 0
             if n_act == 0:
                 if not self.heap:
                     break
@@ -293,7 +304,10 @@ class _EventLoop(_EpochMixin):
                 continue
             self.events += 1
             # ---- solve
-            aidx = np.flatnonzero(self.L_act)
+            # the active flows: what the last advance kept, while no arrival and no rebuild changed the lists
+            aidx = next_aidx if next_aidx is not None and admitted is None and self.ix is ix0 \
+                else np.flatnonzero(self.L_act)
+            next_aidx = None
             rates = tc = None
             if not self.exact and not need_cold and n_resc < _MAX_RESCALES and self._by_aggregate:
                 # the aggregate budget ran out (flows finishing everywhere): a rescale first
@@ -335,7 +349,7 @@ class _EventLoop(_EpochMixin):
             tcd = tc[di]
             self._account(t, t1, aidx, rates, tc, done, sat, di)
             if ek is not None:  # also clears L_act and L_rem of the flows done
-                ek.advance(aidx, rates, t1 - t, done, self.L_rem, self.L_rate, self.L_act)
+                next_aidx = ek.advance(aidx, rates, t1 - t, done, self.L_rem, self.L_rate, self.L_act)
             else:
                 left = (self.L_rem[aidx] if rem is None else rem) - rates * (t1 - t)
                 np.maximum(left, 0.0, out=left)
@@ -491,7 +505,7 @@ class _EventLoop(_EpochMixin):
             if ri is None:
                 ri = np.flatnonzero(self.L_act & ~fixed)
             sub = _INCREMENTAL and not self.exact and ri.shape[0] * _SUB_FILL < self.n_listed
-            state = None if sub else np.where(self.L_act & ~fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8)
+            state = None if sub else _fo.states(self.L_act & ~fixed)
             nfix = aidx.shape[0] - ri.shape[0]
             incr = _INCREMENTAL and self.mm_load is not None
             r1 = self.pr.R + 1
@@ -506,7 +520,7 @@ class _EventLoop(_EpochMixin):
                 else:
                     coef = None if ix.coef is None else np.take(ix.coef, ri, axis=0)
             if 2 * nfix < aidx.shape[0]:
-                cnt = self.cntw - self._coef_sums(ix, np.where(fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8))
+                cnt = self.cntw - self._coef_sums(ix, _fo.states(fixed))
             elif sums is not None:
                 cnt = sums[0]
             elif incr:  # = coef_sums(ix, state), the same entries in the same order
@@ -514,8 +528,7 @@ class _EventLoop(_EpochMixin):
                 w = None if coef is None else (coef.reshape(-1) if coef.ndim == 2 else np.repeat(coef, h))
                 cnt = np.bincount(keys.reshape(-1), weights=w, minlength=r1).astype(np.float64)
             else:
-                cnt = self._coef_sums(ix, state if state is not None else
-                                      np.where(self.L_act & ~fixed, _mm.ALIVE, _mm.DONE).astype(np.uint8))
+                cnt = self._coef_sums(ix, state if state is not None else _fo.states(self.L_act & ~fixed))
             if incr:
                 # the fixed flows' load: the maintained load of all active flows minus the re-filled ones'
                 # (O(re-filled flows) instead of a pass over every fixed flow's entries)
@@ -553,7 +566,7 @@ class _EventLoop(_EpochMixin):
             if all_active:
                 state = np.full(n, _mm.ALIVE, dtype=np.uint8)
             else:
-                state = np.where(self.L_act, _mm.ALIVE, _mm.DONE).astype(np.uint8)
+                state = _fo.states(self.L_act)
             cnt = self.cntw.copy()  # maintained on arrivals and departures
             out = self._fill(ix, state, cnt, None, ek)
             if ek is not None:
@@ -602,8 +615,17 @@ class _EventLoop(_EpochMixin):
         keys = np.add(ix.res[sel], 1, dtype=np.intp)
         return _row_bincount(keys, rate[sel], np.take(self.sw, keys), ix.n_res + 1)
 
+    def _order_fill(self, on: bool):
+        """Keep the index in fill order (:class:`fabric.fillorder.FillOrder`) for the compiled fills, if ``on``."""
+        self.fo = _fo.FillOrder(self.ix) if on else None
+
     def _fill(self, ix, state, cnt, fixed_load=None, ek=None):
-        """:func:`fabric.maxmin.fill` of the index, from the per-slot coefficients when they are (same bits)."""
+        """:func:`fabric.maxmin.fill` of the index, from the per-slot coefficients when they are (same bits); on the
+        index in fill order (:meth:`_order_fill`) when there is one and the fill runs compiled (``state`` is then
+        not updated: the loop does not read it after a fill)."""
+        if (self.fo is not None and ix is self.ix and ek is not None
+                and _kernels.use_fill(ix.indices.shape[0], FILL_MIN_ENTRIES_LOADED)):
+            return self.fo.fill(self.sw, self.pr.cap, state, cnt, fixed_load, FILL_MIN_ENTRIES_LOADED)
         if self.sw is not None:
             return _sf.fill(ix, self.sw, self.pr.cap, state, cnt, fixed_load, self._fill_min_entries(ek))
         return _mm.fill(ix, self.pr.cap, state, cnt, fixed_load, min_entries=self._fill_min_entries(ek))
