@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["NCCL_STEPS", "NCCL_MAX_NTHREADS", "NCCL_MAX_DEV_WORK_P2P_PER_BATCH", "NCCL_P2P_LL_THRESHOLD",
-           "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_LL_STEP_BYTES", "P2pWork", "p2p_channel_batches", "p2p_kernel_terms",
+           "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_LL_STEP_BYTES", "P2pWork", "p2p_channel_batches", "p2p_channel_counts", "p2p_kernel_terms",
            "reverse_bits", "channels_per_peer_min"]
 
 #: ``src/include/device.h`` @ v2.28.7-1.
@@ -112,6 +112,19 @@ def _n_channels(nbytes: int, protocol: str, m: int, c: int) -> int:
     return k
 
 
+def p2p_channel_counts(n_ranks: int, peer_bytes: int, *, p2p_channels: int, channels_per_peer: int) -> tuple:
+    """(protocol of the peers, channels of a peer, channels of the copy to self): what decides the schedule's shape
+    (the plan cache keys it; within one shape every part scales with the size, up to the 4 KiB alignment).
+
+    >>> p2p_channel_counts(4, 1 << 28, p2p_channels=32, channels_per_peer=32)
+    ('Simple', 16, 16)
+    """
+    m = channels_per_peer_min(n_ranks, p2p_channels, channels_per_peer)
+    proto = "LL" if peer_bytes <= channels_per_peer * NCCL_P2P_LL_THRESHOLD else "Simple"
+    return (proto, _n_channels(int(peer_bytes), proto, m, channels_per_peer),
+            _n_channels(int(peer_bytes), "Simple", m, channels_per_peer))
+
+
 def p2p_channel_batches(n_ranks: int, peer_bytes: int, *, p2p_channels: int,
                         channels_per_peer: int) -> list[list[list[P2pWork]]]:
     """NCCL's batches of a uniform all-to-all on each of ``p2p_channels`` channels (one node, one rank).
@@ -160,7 +173,8 @@ def p2p_kernel_terms(n_ranks: int, peer_bytes: int, *, p2p_channels: int, channe
     A channel's time is ``sum over its batches (batch_s[protocol] + NVLink bytes of the batch /
     channel_Bps[protocol])``: one thread block moves its NVLink sends at one rate, shared by the works
     of a batch (their warps split the block); the copy to self moves nothing over NVLink and is not
-    counted. The protocol of a batch is that of its NVLink works. The slowest channel is the one with
+    counted. Every batch costs the fixed cost of the peers' protocol (a batch of the copy to self alone
+as well: the block runs it). The slowest channel is the one with
     the largest total; its two parts are returned apart (the fixed part is the same for every size with
     the same schedule, the data part scales with the size).
 
@@ -170,12 +184,12 @@ def p2p_kernel_terms(n_ranks: int, peer_bytes: int, *, p2p_channels: int, channe
     (40.0, 104.9)
     """
     best = (-1.0, 0.0, 0.0)
+    proto = "LL" if peer_bytes <= channels_per_peer * NCCL_P2P_LL_THRESHOLD else "Simple"  # the peers' protocol
     for ch in p2p_channel_batches(n_ranks, peer_bytes, p2p_channels=p2p_channels,
                                   channels_per_peer=channels_per_peer):
         fixed = data = 0.0
         for batch in ch:
             net = [w for w in batch if not w.is_self]
-            proto = net[0].protocol if net else batch[0].protocol
             fixed += batch_s[proto]
             data += sum(w.part_bytes for w in net) / channel_Bps[proto]
         if fixed + data > best[0]:
