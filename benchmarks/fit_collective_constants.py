@@ -3,7 +3,8 @@
 Usage: PYTHONPATH=. python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|
        nic-drop|per-peer|deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
-       pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|p2p-channels|deepep-sms-tokens]
+       pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|p2p-channels|deepep-sms-tokens|onesided-nvlink|
+       ring-ll-latency]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -17,6 +18,7 @@ import sys
 import numpy as np
 
 import collectives.calibration  # noqa: F401  (the module, not the function of the same name)
+import collectives.ring_ll  # noqa: F401  (patched by ring-ll-latency)
 from collectives import Collective, TokenRouting, run
 from collectives.moe import route_tokens
 from collectives import validate as v
@@ -401,8 +403,12 @@ def pull_combine() -> None:
     """Round 8: the pull combine's extra fixed time (calibration.PULL_COMBINE_FIXED_S) as the mean over token counts
     of (measured - modelled combine) - (measured - modelled dispatch) on the fit-split TensorRT-LLM NVLinkOneSided
     rows (with the barrier set to 0), then the rows' errors with the kept value."""
-    ids = ["flashinfer3697-trtllm-onesided-gb200-ep32-by-tokens"]  # the only fit-split NVLinkOneSided row
+    ids = ["flashinfer3697-trtllm-onesided-gb200-ep32-by-tokens"]  # the only fit-split NVLinkOneSided row in round 8
     old = cal.PULL_COMBINE_FIXED_S
+    # round 11: these rows now take calibration.ONESIDED_NVLINK_S (``onesided-nvlink``); the round-8 path (p2p latency
+    # + LL fixed time + this term) is re-run with that table emptied for the duration of the fit
+    onesided = sys.modules["collectives.moe"].ONESIDED_NVLINK_S
+    sys.modules["collectives.moe"].ONESIDED_NVLINK_S = {}
     sys.modules["collectives.moe"].PULL_COMBINE_FIXED_S = 0.0
     v._ROUTERS.clear()
     rows = {r.id: r for r in v.validate(ids=ids, splits=("fit",)).rows if r.rel_error is not None}
@@ -417,6 +423,8 @@ def pull_combine() -> None:
     v._ROUTERS.clear()
     e = np.abs([r.rel_error for r in v.validate(ids=ids, splits=("fit",)).rows if r.rel_error is not None])
     print(f"  kept {old * 1e6:.1f} us: {len(e)} values, mean |error| {e.mean():.3f}, max {e.max():.3f}")
+    sys.modules["collectives.moe"].ONESIDED_NVLINK_S = onesided
+    v._ROUTERS.clear()
 
 
 FITS.update({"pull-combine": pull_combine})  # round 8, TensorRT-LLM one-sided combine
@@ -620,7 +628,74 @@ def deepep_sms_tokens() -> None:
 FITS.update({"deepep-sms-tokens": deepep_sms_tokens})  # round 10, DeepEP SM budget across token counts
 
 
+def onesided_nvlink() -> None:
+    """Round 11: TensorRT-LLM NVLinkOneSided in one NVLink domain, the fixed time ``t0 + b log2(ep)`` per phase
+    (calibration.ONESIDED_NVLINK_S). Every fit-split NVLinkOneSided row (groups aiconfigurator-trtllm-alltoall-gb200-1rack,
+    EP 2-32 x 1-1024 tokens, and flashinfer3697-gb200-ep32) is run with the fixed time set to 0 (the link model's
+    transfer time ``T``); then weighted least squares (relative error) of ``measured = T + t0 + b log2(ep)``, and for
+    comparison ``T + t0`` and ``T + t0 + c (ep - 1)``. Prints the errors by group with the fitted constants."""
+    import tomllib
+    path = next(p for p in v.default_points_paths() if p.name == "published_points.toml")
+    doc = tomllib.loads(path.read_text())
+    pts = {p["id"]: p for p in doc["moe_alltoall"] if p["split"] == "fit"
+           and "NVLinkOneSided" in str(p.get("settings", {}).get("kernel", ""))}
+    m = sys.modules["collectives.moe"]
+    old = dict(m.ONESIDED_NVLINK_S)
+    m.ONESIDED_NVLINK_S.update({k: (0.0, 0.0) for k in old})
+    v._ROUTERS.clear()
+    rows = [r for r in v.validate(ids=list(pts), splits=("fit",)).rows if r.rel_error is not None]
+    m.ONESIDED_NVLINK_S.update(old)
+    for phase in ("dispatch", "combine"):
+        sel = [r for r in rows if r.id.endswith(":" + phase)]
+        pid = [r.id.split("@")[0].split(":")[0] for r in sel]
+        ep = np.array([pts[i]["ep"] for i in pid], float)
+        T = np.array([r.predicted for r in sel]) * 1e-6
+        y = np.array([r.measured for r in sel]) * 1e-6
+        grp = np.array([pts[i]["group"] for i in pid])
+        for name, A in (("t0", np.c_[np.ones_like(ep)]), ("t0 + b log2(ep)", np.c_[np.ones_like(ep), np.log2(ep)]),
+                        ("t0 + c (ep - 1)", np.c_[np.ones_like(ep), ep - 1])):
+            w = 1 / y
+            c = np.linalg.lstsq(A * w[:, None], (y - T) * w, rcond=None)[0]
+            e = np.abs(T + A @ c - y) / y
+            by = ", ".join(f"{g} {e[grp == g].mean():.3f}" for g in sorted(set(grp)))
+            print(f"  {phase} {name}: {np.round(c * 1e6, 3)} us; {len(y)} values, mean |error| {e.mean():.3f}, "
+                  f"max {e.max():.3f} ({by})")
+    v._ROUTERS.clear()
+    e = np.abs([r.rel_error for r in v.validate(ids=list(pts), splits=("fit",)).rows if r.rel_error is not None])
+    print(f"  validate (constants as shipped): {len(e)} values, mean |error| {e.mean():.3f}, max {e.max():.3f}")
+
+
+FITS.update({"onesided-nvlink": onesided_nvlink})  # round 11, TensorRT-LLM one-sided kernels in one NVLink domain
+
+def ring_ll_latency() -> None:
+    """Round 11: the LL ring's extra latency on one NVLink domain (collectives.ring_ll: base and per-step terms)
+    and, with it, Blackwell's ring LL kernel efficiency (calibration.RING_LL_NVLINK_KERNEL_EFFICIENCY[3], fitted in
+    round 7 without the extra latency). Grid of mean |busbw error| over the fit-split ring/LL rows of the
+    single-domain collective points (categories nvlink / nvl72, no network): (base, step) on the rows <= 8 KiB
+    (the latency-bound sizes), then the efficiency on every ring/LL row with the chosen (base, step)."""
+    rl = sys.modules["collectives.ring_ll"]
+    ids = [p["id"] for p in _fit_collective_points() if p.get("category") in ("nvlink", "nvl72")
+           and int(p.get("domains", 1)) == 1 and p.get("scaleout", "none") == "none" and p["collective"] in
+           ("all_reduce", "all_gather", "reduce_scatter")]
+    small = lambda r: r.note == "ring/LL" and r.id.rsplit("@", 1)[-1] in ("512B", "2KiB", "8KiB")  # noqa: E731
+    old = (rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S, cal.RING_LL_NVLINK_KERNEL_EFFICIENCY[3])
+    for base in (0.0, 0.8, 1.0, 1.2, 1.4, 1.8) if "--efficiency-only" not in sys.argv else ():
+        def setp(step, base=base):
+            rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S = base * 1e-6, step * 1e-6
+        print(f"  base {base} us, step (us):")
+        _grid(ids, setp, (0.0, 0.4, 0.5, 0.55, 0.6, 0.65, 0.8), keep=small)
+    rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S = old[:2]
+    print(f"  Blackwell ring LL efficiency, base {old[0] * 1e6:.1f} us, step {old[1] * 1e6:.1f} us, every ring/LL row:")
+    _grid(ids, lambda x: cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.__setitem__(3, x), (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 1.0),
+          keep=lambda r: r.note == "ring/LL")
+    cal.RING_LL_NVLINK_KERNEL_EFFICIENCY[3] = old[2]
+    v._ROUTERS.clear()
+
+
+FITS.update({"ring-ll-latency": ring_ll_latency})  # round 11, aiconfigurator NCCL sweeps
+
+
 if __name__ == "__main__":
-    for name in sys.argv[1:] or list(FITS):
+    for name in [a for a in sys.argv[1:] if not a.startswith("--")] or list(FITS):
         print(name)
         FITS[name]()

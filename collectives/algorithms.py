@@ -47,6 +47,7 @@ from collectives.moe import plan_moe
 from collectives.nvls_chunks import _NvlsChunkMixin
 from collectives.ops import Collective
 from collectives.p2p import _PointToPointMixin
+from collectives.ring_ll import ring_ll_extra_s
 from collectives.trees import (check_buffsize, nccl_btree_parent, nccl_dtree_parents, tree_channels,
                                tree_correction_factor, tree_fill_s)
 from fabric import Router, route_kernels
@@ -320,7 +321,8 @@ class Planner(_NvlsChunkMixin, _PointToPointMixin):
             sizes[d == ranks[0]] = 0.0
         inter = self.domain[s] != self.domain[d]
         return self.routed(s, d, sizes, kind="collective", protocol=est.protocol, latency_s=est.latency_s,
-                           label=label or op.label, pxn=bool(inter.any()), salt=c * 1_000_003 + s, phase=phase,
+                           label=label or op.label, pxn="host" if inter.any() else False, salt=c * 1_000_003 + s,
+                           phase=phase,
                            kernel=est.kernel_efficiency)
 
     # ------------------------------------------------------------------ trees
@@ -356,7 +358,7 @@ class Planner(_NvlsChunkMixin, _PointToPointMixin):
         if not src:
             raise SpecError("algo: tree needs at least two ranks")
         return self.routed(np.array(src), np.array(dst), np.array(sizes), kind="collective", protocol=est.protocol,
-                           latency_s=est.latency_s, label=label or op.label, pxn=True, salt=np.array(salt),
+                           latency_s=est.latency_s, label=label or op.label, pxn="host", salt=np.array(salt),
                            kernel=est.kernel_efficiency)
 
     # ------------------------------------------------------------------- nvls
@@ -495,13 +497,13 @@ class Planner(_NvlsChunkMixin, _PointToPointMixin):
             n = op.n
             agg = op.options.get("aggregate")
             if agg is None and n * (n - 1) > 4_000_000 and op.options.get("pxn", True):
-                groups = self.groups_by_domain(ranks)
-                if len(groups) > 1 and len({len(x) for x in groups}) == 1 and len(groups[0]) > 1:
+                M = self.host_layout(ranks)
+                if M is not None and M.shape[0] > 1 and M.shape[1] * M.shape[2] > 1:
                     agg = "node"
             if agg == "node":
                 fs = self.all_to_all_aggregated(op)
                 return Plan(op, fs, "direct(node-aggregated)", "Simple", None, float(fs.latency_s.max(initial=0)),
-                            notes="PXN stages aggregated per node pair and rail")
+                            notes="PXN stages aggregated per host pair and rail")
             if agg not in (None, "none"):
                 raise SpecError(f"all_to_all aggregate: {agg!r} must be 'node' or 'none'")
             # every ordered pair, row by row (as meshgrid + mask would give), from broadcast views: no n x n copies
@@ -584,6 +586,9 @@ class Planner(_NvlsChunkMixin, _PointToPointMixin):
             if len(groups) == 1:  # on NVLink only: the ring kernel's own limit (calibration, fitted)
                 keff = keff * ring_nvlink_kernel_efficiency(self.gpu.sm, est.protocol)
                 est = replace(est, kernel_efficiency=keff)
+                extra = ring_ll_extra_s(coll, op.n, est.protocol, self.gpu.sm) if self.router.domain_has_nvlink[
+                    self.domain[groups[0][0]]] else 0.0  # LL's hops on NVLink beyond NCCL's model (ring_ll)
+                est, fill = replace(est, latency_s=est.latency_s + extra), fill + extra
             lat += fill
             fs = self.ring(op, size, est, broadcast=coll == "broadcast")
         elif algo == "tree":

@@ -51,7 +51,8 @@ from dataclasses import dataclass
 from collectives import nccl_model as nm
 from collectives.ep_constants import (DEEPEP_SM_CAP_BPS, DEEPEP_SM_FIT_PEERS, DEEPEP_SM_FIXED_S,  # noqa: F401
                                       DEEPEP_SM_RATE_BPS, DEEPEP_SM_SWEEP, DEEPEP_TEST_SMS, LL_FIXED_S, LL_NVLINK_S, PER_PEER_S,
-                                      PULL_COMBINE_FIXED_S, RDMA_PIPELINE_BPS, deepep_sm_time_s)
+                                      PULL_COMBINE_FIXED_S, RDMA_PIPELINE_BPS, deepep_sm_time_s, ONESIDED_NVLINK_S,
+                                      onesided_fixed_s)
 from collectives.net_plugins import (NET_ALGORITHMS, NET_EAGER_MAX_BYTES, NET_LATENCY_US, NET_PROTOCOLS,  # noqa: F401
                                      NET_STEP_LATENCY_US, NET_TUNER_PROTOCOLS, NIC_VIA_C2C, net_algorithms,
                                      net_eager_max_bytes, net_key, net_latency_us, net_protocols, net_rendezvous_s,
@@ -68,7 +69,7 @@ __all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "NVLS_LOOP_S", "nvls_chu
            "host_link_efficiency", "NIC_PEER_DROP", "PER_PEER_S", "LL_FIXED_S", "LL_NVLINK_S", "nic_p2p_factor",
            "DEEPEP_SM_RATE_BPS", "DEEPEP_SM_FIXED_S", "DEEPEP_SM_CAP_BPS", "DEEPEP_TEST_SMS", "RDMA_PIPELINE_BPS",
            "DEEPEP_SM_SWEEP",
-           "DEEPEP_SM_FIT_PEERS", "deepep_sm_time_s", "PULL_COMBINE_FIXED_S",
+           "DEEPEP_SM_FIT_PEERS", "deepep_sm_time_s", "PULL_COMBINE_FIXED_S", "ONESIDED_NVLINK_S", "onesided_fixed_s",
            "Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
            "p2p_nvlink_efficiency", "Calibration", "calibration", "PROTOCOL_EFFICIENCY"]
 
@@ -150,7 +151,7 @@ def host_link_efficiency() -> float:
 #: has its own entry (``nccl_efa``, :data:`NCCL_NET_PEER_DROP`, counted in connections). ``moe`` (GPU-initiated IBGDA kernels: DeepEP, HybridEP):
 #: the best value on the fit-split DeepEP internode rows (normal and low-latency, k = 1 to 248),
 #: which show no many-peer loss (docs/collectives.md, "Fits").
-NIC_PEER_DROP = {"nccl": 0.338, "moe": 0.0, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll": 0.0}
+NIC_PEER_DROP = {"nccl": 0.338, "moe": 0.0, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll": 0.0, "nvlink_onesided": 0.0}
 
 #: Large NVLink domains (issue 8 item 3). NVLS all-reduce over ``n`` GPUs of one domain: the wire
 #: efficiency is divided by ``1 + NVLS_DOMAIN_SLOWDOWN x log2(n / 8)`` beyond 8 GPUs (one factor per
@@ -361,7 +362,11 @@ RING_NVLINK_KERNEL_EFFICIENCY = {2: 1.0, 3: 0.960}
 #: (tuning.cc, Hopper's 141 doubled); fitted on the fit-split single-domain Blackwell LL values
 #: (docs/collectives.md, "Round 7, NVLink boards mid sizes"). Hopper: 1 (NCCL's LL model reproduces the
 #: fit 8 x H100 / H200 1 MiB rings once the ring fill is off for LL).
-RING_LL_NVLINK_KERNEL_EFFICIENCY = {3: 0.5}
+#: Round 11: refitted to 0.85 together with the LL ring's extra latency on NVLink (collectives.ring_ll), on
+#: the fit-split single-domain ring/LL rows, 216 values (grid 0.5 / 0.6 / 0.7 / 0.8 / 0.85 / 0.9 / 1.0: mean
+#: |busbw error| 0.096 / 0.086 / 0.080 / 0.076 / 0.076 / 0.076 / 0.079; ``fit_collective_constants.py
+#: ring-ll-latency``): the round-7 value 0.5 stood in for that latency on the 1-4 MiB rows.
+RING_LL_NVLINK_KERNEL_EFFICIENCY = {3: 0.85}
 __all__ += ["RING_FILL_PROTOCOLS", "RING_LL_NVLINK_KERNEL_EFFICIENCY"]  # round 7 (kept apart: merge-friendly)
 
 

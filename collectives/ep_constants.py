@@ -10,12 +10,14 @@ from :mod:`collectives.moe`, the model that uses them, as NCCL keeps its tuning 
 
 from __future__ import annotations
 
+import numpy as np
+
 from topologies.errors import SpecError
 
 __all__ = ["PER_PEER_S", "LL_FIXED_S", "LL_NVLINK_S", "PULL_COMBINE_FIXED_S", "DEEPEP_SM_RATE_BPS",
            "DEEPEP_SM_FIXED_S", "DEEPEP_SM_CAP_BPS", "DEEPEP_TEST_SMS", "RDMA_PIPELINE_BPS", "DEEPEP_SM_SWEEP",
-           "DEEPEP_SM_FIT_PEERS",
-           "deepep_sm_time_s"]
+           "DEEPEP_SM_FIT_PEERS", "ONESIDED_NVLINK_S",
+           "deepep_sm_time_s", "onesided_fixed_s"]
 
 #: Per-peer cost of point-to-point kernels, seconds per peer a sender serves (issue 8 item 2),
 #: by kernel family. ``moe``: least squares (through the origin) of measured minus modelled kernel
@@ -31,7 +33,9 @@ __all__ = ["PER_PEER_S", "LL_FIXED_S", "LL_NVLINK_S", "PULL_COMBINE_FIXED_S", "D
 #: combine rows (9.07 us). ``uccl`` (normal kernels): 0 since round 3; the 13.1 us per peer fitted on
 #: the p5en normal dispatch rows (round 2) is replaced by the pipeline rate :data:`RDMA_PIPELINE_BPS`,
 #: which the same rows choose (mean |error| 17 % per-peer form, 3 % pipeline form).
-PER_PEER_S = {"nccl": 0.0, "moe": 1.91e-6, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll": 9.07e-6}
+#: ``nvlink_onesided`` (TensorRT-LLM's NVLinkOneSided, round 11): 0, its one-domain fixed time
+#: (:data:`ONESIDED_NVLINK_S`) grows with the EP size by itself.
+PER_PEER_S = {"nccl": 0.0, "moe": 1.91e-6, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll": 9.07e-6, "nvlink_onesided": 0.0}
 
 #: Fixed time of the GPU-initiated low-latency kernels (DeepEP LL, NCCL EP LL, pplx-kernels), seconds per
 #: call, on top of the one-step point-to-point latency (round 3). A receiver finishes only after the last
@@ -42,7 +46,8 @@ PER_PEER_S = {"nccl": 0.0, "moe": 1.91e-6, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll"
 #: of those rows 5.6 % -> 3.4 %, max 21.7 % -> 7.6 %. ``uccl_ll`` has none (its per-peer fit absorbs its
 #: fixed costs; adding this term moved its fit rows from 10.0 % to 10.2 %). Round 8: the two one-board (EP8)
 #: rows take :data:`LL_NVLINK_S` instead, so the mean is over the 10 multi-node rows: 8.3 -> 6.6 us.
-LL_FIXED_S = {"moe_ll": 6.6e-6}
+#: Round 11: ``nvlink_onesided`` across NVLink domains (no data) keeps the LL family's value.
+LL_FIXED_S = {"moe_ll": 6.6e-6, "nvlink_onesided": 6.6e-6}
 
 #: GPU-initiated LL kernels inside one NVLink domain (round 8): ``(t0_s, rate_Bps)`` by (kernel family,
 #: phase, GPU architecture ``GPU.sm``). On one board every (token, expert) message is a warp copy through
@@ -77,6 +82,27 @@ LL_NVLINK_S = {("moe_ll", "moe_dispatch", 90): (10.96e-6, 288e9), ("moe_ll", "mo
 #: setup's own offset (its dispatch is 3-4.5 us above the model) cancels in the difference. Part (ii)
 #: depends on the caller (staging, ``max_tokens_per_rank``), which no row records.
 PULL_COMBINE_FIXED_S = 3.9e-6
+
+#: Round 11: validate's NVLinkOneSided rows inside one NVLink domain take :data:`ONESIDED_NVLINK_S` instead; this
+#: term stays for a pull combine of another family or across domains (no data), and its round-8 fit is re-run by
+#: ``... pull-combine`` with that table emptied.
+
+#: TensorRT-LLM NVLinkOneSided inside one NVLink domain (round 11, kernel family ``nvlink_onesided``):
+#: ``(t0_s, per_doubling_s)`` by phase; a call's flows start after ``t0 + per_doubling x log2(ep)``, in place of the
+#: one-step point-to-point latency, :data:`LL_FIXED_S` and (combine) :data:`PULL_COMBINE_FIXED_S`. Weighted least
+#: squares (relative error) of ``measured = T + t0 + b log2(ep)`` (``T``: the model's time with the fixed time at 0)
+#: on every fit-split NVLinkOneSided row: group aiconfigurator-trtllm-alltoall-gb200-1rack (ai-dynamo/aiconfigurator
+#: aic-core/src/aiconfigurator_core/systems/data/gb200/comm/trtllm/1.3.0rc10/trtllm_alltoall_perf.parquet @ 095f58a5,
+#: TensorRT-LLM 1.2.0rc6, EP 2-32 x 1-1024 tokens, NVFP4 dispatch / BF16 combine, 110 values) and group
+#: flashinfer3697-gb200-ep32 (17 values); ``python benchmarks/fit_collective_constants.py onesided-nvlink``:
+#: dispatch 11.92 us + 1.92 us per doubling (67 values, mean |error| 5.3 %, max 13.2 %), combine 11.52 us + 3.60 us
+#: (60 values, 8.1 %, max 21.0 %). Measured at 1 token the fixed time grows with the EP size (dispatch 12.9 / 14.9 /
+#: 18.3 / 19.5 / 21.0 us at EP 2 / 4 / 8 / 16 / 32), the gap combine - dispatch too (3.2 -> 11.5 us): every call
+#: exchanges flags with all peers (the dispatch's last CTA; the combine's head barrier in every CTA before any
+#: remote load, moeAlltoAllKernels.cu @ 01f0021), and waits for the last of them. The form is chosen on the fit rows
+#: (a constant: 13.6 / 19.3 %; ``t0 + c (ep - 1)``: 5.5 / 8.3 %, max 15.8 / 23.1 %); log2(ep) is not derived from
+#: the kernel (no serial per-peer loop is there: a warp's lanes serve up to 32 peers at once).
+ONESIDED_NVLINK_S = {"moe_dispatch": (11.92e-6, 1.92e-6), "moe_combine": (11.52e-6, 3.60e-6)}
 
 
 #: SM budget of DeepEP's normal (high-throughput) kernels (round 3; form changed in round 10). The kernels copy
@@ -149,3 +175,19 @@ def deepep_sm_time_s(collective: str, sms: int, rank_bytes: float, peers: int = 
     x = float(rank_bytes)
     return DEEPEP_SM_FIXED_S[collective] + extra + x / (sms * DEEPEP_SM_RATE_BPS[collective]) \
         + x / DEEPEP_SM_CAP_BPS[collective]
+
+
+def onesided_fixed_s(collective: str, ep: int) -> float:
+    """Fixed time of a TensorRT-LLM NVLinkOneSided dispatch or combine of ``ep`` ranks in one NVLink domain:
+    ``t0 + per_doubling x log2(ep)`` (:data:`ONESIDED_NVLINK_S`).
+
+    Examples
+    --------
+    >>> t0, b = ONESIDED_NVLINK_S["moe_dispatch"]
+    >>> onesided_fixed_s("moe_dispatch", 8) == t0 + 3 * b
+    True
+    """
+    if isinstance(ep, bool) or not isinstance(ep, (int, np.integer)) or ep < 2:
+        raise SpecError(f"moe ranks: {ep!r} must be an integer >= 2 (an NVLinkOneSided call of one rank moves nothing)")
+    t0, per_doubling = ONESIDED_NVLINK_S[collective]
+    return t0 + per_doubling * float(np.log2(int(ep)))

@@ -62,8 +62,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from collectives.ep_constants import (DEEPEP_SM_RATE_BPS, LL_FIXED_S, LL_NVLINK_S, PER_PEER_S, PULL_COMBINE_FIXED_S,
-                                      RDMA_PIPELINE_BPS, deepep_sm_time_s)
+from collectives.ep_constants import (DEEPEP_SM_RATE_BPS, LL_FIXED_S, LL_NVLINK_S, ONESIDED_NVLINK_S, PER_PEER_S,
+                                      PULL_COMBINE_FIXED_S, RDMA_PIPELINE_BPS, deepep_sm_time_s, onesided_fixed_s)
 from topologies.errors import SpecError
 from topologies.limits import MAX_HIDDEN, MAX_SEED
 
@@ -455,7 +455,8 @@ def plan_moe(planner, op, plan_type):
     normal kernel inside one NVLink domain (SM-bound floor on the time, ``Plan.min_time_s``);
     ``bytes_per_token`` overrides the payload per token copy; ``pull_combine``: the combine pulls the
     expert outputs with remote loads after a head barrier, TensorRT-LLM's NVLinkOneSided, and pays
-    :data:`collectives.calibration.PULL_COMBINE_FIXED_S` once more).
+    :data:`collectives.calibration.PULL_COMBINE_FIXED_S` once more; the ``nvlink_onesided`` family in one NVLink
+    domain pays :func:`collectives.calibration.onesided_fixed_s` instead, round 11).
 
     ``plan_type`` is the :class:`collectives.algorithms.Plan` class (passed in so that this
     module does not import the algorithms module).
@@ -497,16 +498,20 @@ def plan_moe(planner, op, plan_type):
         fs = replace(fs, latency_s=fs.latency_s + PER_PEER_S[family] * (len(ranks) - 1))
     floor = 0.0  # kernel-side pipelines slower than the links (round 3): the op takes the larger time
     nvl = LL_NVLINK_S.get((family, op.collective, planner.gpu.sm)) if form == "ll" and len(groups) == 1 else None
+    # TensorRT-LLM's one-sided kernels in one NVLink domain (round 11): one fixed time per call, growing with log2(ep)
+    onesided = family == "nvlink_onesided" and len(groups) == 1 and op.collective in ONESIDED_NVLINK_S
     if nvl is not None:  # one NVLink board (round 8): warp copies through P2P pointers, own copies included
         t0, rate = nvl
         fs = replace(fs, latency_s=np.full_like(fs.latency_s, t0))
         floor = t0 + float(traffic.copy_counts.sum(axis=0 if combine else 1).max(initial=0)) * per_token / rate
+    elif onesided:  # in place of the p2p latency, the LL fixed time and (combine) the pull combine's barrier
+        fs = replace(fs, latency_s=np.full_like(fs.latency_s, onesided_fixed_s(op.collective, len(ranks))))
     elif LL_FIXED_S.get(family, 0.0) > 0:  # low-latency kernels: the count flag behind the data, the copy-out
         fs = replace(fs, latency_s=fs.latency_s + LL_FIXED_S[family])
     pull = op.options.get("pull_combine", False)
     if not isinstance(pull, bool):
         raise SpecError(f"moe pull_combine: {pull!r} must be true or false (a combine that pulls after a barrier)")
-    if pull and combine:  # a barrier in every CTA before the first remote load; the prepare grid (round 8)
+    if pull and combine and not onesided:  # a barrier in every CTA before the first remote load; the prepare grid
         fs = replace(fs, latency_s=fs.latency_s + PULL_COMBINE_FIXED_S)
         if nvl is not None:  # a fixed time of the call: the one-board copy floor (t0 + copies) pays it too
             floor += PULL_COMBINE_FIXED_S

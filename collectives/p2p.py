@@ -86,6 +86,49 @@ class _PointToPointMixin:
             np.maximum(per, per_slot[np.add(res[:, j], 1, out=keys, casting="unsafe")], out=per)
         return per, None, None
 
+    def _nic_up_down(self, res: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per flow, the ``nic-up`` and the ``nic-down`` resource it crosses (the largest id if several; -1: none).
+
+        One gather of a tier code per hop column (0: not a NIC port, 1: ``nic-up``, 2: ``nic-down``); a
+        column whose every entry is of one NIC tier, where no earlier column had that tier, is taken as it is
+        (an all-to-all over the network: its first and last network hops), with no mask.
+        """
+        F = len(res)
+        tier = self._resource_tier()
+        up_code, down_code = (int(x) for x in self._nic_tiers)
+        code = np.zeros(len(tier) + 1, np.int8)  # by slot: resource + 1, slot 0 the padding
+        code[1:][tier == up_code] = 1
+        code[1:][tier == down_code] = 2
+        keys = np.empty(F, np.intp)
+        up = dn = None
+        for j in range(res.shape[1]):
+            hop = code[np.add(res[:, j], 1, out=keys, casting="unsafe")]
+            hi = int(hop.max())
+            if hi == 0:  # no NIC port in this column
+                continue
+            whole = int(hop.min()) == hi  # every entry of one NIC tier
+            for c, side in ((1, "up"), (2, "dn")):
+                if whole and c != hi:
+                    continue
+                hit = None if whole else hop == c
+                if hit is not None and not hit.any():
+                    continue
+                col = up if side == "up" else dn
+                if col is None and whole:
+                    col = res[:, j].astype(np.int64)
+                elif whole:
+                    np.maximum(col, res[:, j], out=col)
+                else:
+                    if col is None:
+                        col = np.full(F, -1, np.int64)
+                    np.copyto(col, np.maximum(col, res[:, j]), where=hit)
+                if side == "up":
+                    up = col
+                else:
+                    dn = col
+        none = np.full(F, -1, np.int64) if up is None or dn is None else None
+        return (none if up is None else up), (none if dn is None else dn)
+
     def nic_peer_ports(self, res: np.ndarray) -> np.ndarray:
         """Per flow, the most distinct remote NIC ports that a NIC port it crosses exchanges with (0 if none).
 
@@ -93,29 +136,21 @@ class _PointToPointMixin:
         fan-in (incast) of the receiving one (``nic-down``: distinct sending ports), the larger of the two.
         With PXN a rail-aligned all-to-all over ``D`` nodes has ``D - 1`` on every port whatever the GPUs
         per node; two nodes have 1 (one port pair per rail). Round 5 (calibration ``NCCL_NET_PEER_DROP``).
+        Round 11: NCCL relays inside a host, so over ``D`` NVLink domains of ``h`` hosts each it is ``(D - 1) h``.
         """
         F = len(res)
         if F == 0 or res.ndim != 2:
             return np.zeros(F, np.int64)
-        tier = self._resource_tier()
-        up_code, down_code = (int(x) for x in self._nic_tiers)
-        R = len(tier)
         if route_kernels.use(res.size):
-            out = route_kernels.nic_peer_ports(res, tier, up_code, down_code, _MAX_PAIRS)
+            up_code, down_code = (int(x) for x in self._nic_tiers)
+            out = route_kernels.nic_peer_ports(res, self._resource_tier(), up_code, down_code, _MAX_PAIRS)
             if out is not None:
                 return out
-        # each flow's nic-up and nic-down resource (-1: none), one hop column at a time (no F x h temporaries)
-        is_up = np.r_[False, tier == up_code]  # by slot: resource + 1, slot 0 the padding
-        is_dn = np.r_[False, tier == down_code]
-        keys = np.empty(F, np.intp)
-        up = np.full(F, -1, np.int64)
-        dn = np.full(F, -1, np.int64)
-        for j in range(res.shape[1]):
-            np.add(res[:, j], 1, out=keys, casting="unsafe")
-            for lut, col in ((is_up, up), (is_dn, dn)):
-                hit = lut[keys]
-                if hit.any():  # the largest, if several
-                    np.copyto(col, np.maximum(col, res[:, j]), where=hit)
+        return self._peer_ports_of(*self._nic_up_down(res))
+
+    def _peer_ports_of(self, up: np.ndarray, dn: np.ndarray) -> np.ndarray:
+        """:meth:`nic_peer_ports` from each flow's ``nic-up`` and ``nic-down`` resource (-1: none)."""
+        F = len(up)
         both = (up >= 0) & (dn >= 0)
         if not both.any():
             return np.zeros(F, np.int64)
@@ -123,6 +158,7 @@ class _PointToPointMixin:
         if not every:
             up, dn = up[both], dn[both]
         # distinct (up, down) port pairs: a bitmap over the ports that occur, else a sort (np.unique imports numpy.ma)
+        R = len(self._resource_tier())
         ups, iu = _dense_ids(up, R)
         dns, idn = _dense_ids(dn, R)
         nu, nd = len(ups), len(dns)
@@ -144,14 +180,26 @@ class _PointToPointMixin:
 
     def nic_fan_connections(self, res: np.ndarray) -> tuple[np.ndarray, int | None, int | None]:
         """Per flow, ``max(nic_peer_ports, 1)`` where it crosses a NIC port, else 0; with the least count
-        above 0 (or -1) and the largest when the compiled kernel gave them (else None, None)."""
-        if route_kernels.use(res.size) and len(res) and res.ndim == 2 and self._nic_lut_of().any():
+        above 0 (or -1) and the largest when the compiled kernel gave them (else None, None).
+
+        The numpy path reads each flow's NIC ports once (:meth:`_nic_up_down`): a flow crosses a NIC port
+        iff it has a ``nic-up`` or a ``nic-down`` one (the NIC tiers are these two), so no connection count
+        is needed.
+        """
+        F = len(res)
+        if F == 0 or res.ndim != 2 or not self._nic_lut_of().any():
+            return np.zeros(F, np.int64), None, None
+        if route_kernels.use(res.size):
             up_code, down_code = (int(x) for x in self._nic_tiers)
             got = route_kernels.nic_fan_connections(res, self._resource_tier(), up_code, down_code, _MAX_PAIRS)
             if got is not None:
                 return got
-        conn = self._nic_connections(res)[0]
-        return np.where(conn > 0, np.maximum(self.nic_peer_ports(res), 1), 0), None, None
+        up, dn = self._nic_up_down(res)
+        fan = self._peer_ports_of(up, dn)
+        crossing = (up >= 0) | (dn >= 0)
+        if crossing.all():
+            return np.maximum(fan, 1, out=fan), None, None
+        return np.where(crossing, np.maximum(fan, 1), 0), None, None
 
     def _nic_lut_of(self) -> np.ndarray:
         """bool[R]: the resource is a NIC port (a resource of a NIC tier)."""
@@ -166,18 +214,25 @@ class _PointToPointMixin:
         return lut[np.maximum(res, 0)] & (res >= 0)
 
     def direct(self, op: Collective, src, dst, sizes, *, pxn: bool = True, label=None,
-               kernel: str = "nccl", connections_per_flow: int = 1) -> FlowSet:
+               kernel: str = "nccl", connections_per_flow: int = 1, remote_ports_per_flow: int = 1) -> FlowSet:
         """Point-to-point flows (all-to-all, send/recv, MoE) with the many-peer terms.
 
+        ``pxn``: forward network flows over NVLink to a GPU on the destination's rail first; NCCL's
+        point-to-point (``kernel="nccl"``) relays only inside the sender's host (round 11: NCCL v2.28.7-1
+        src/graph/paths.cc, a relay GPU "(3) is on the same node as us"; :meth:`fabric.routing.Router.route`
+        scope ``"host"``), other kernels (their own relays) across the sender's NVLink domain.
         NIC goodput falls with the concurrent connections ``k`` on the port
         (:func:`collectives.calibration.nic_p2p_factor` of the ``kernel`` family): weights
         on NIC ports x 1/factor(k); a flow that stands for several connections (node-aggregated
         all-to-all) says so with ``connections_per_flow`` (0: the flows are not concurrent connections,
-        e.g. sends routed in one batch for speed). The per-peer cost of MoE kernels is added by
-        :func:`collectives.moe.plan_moe` (it depends on the EP group, not on the flows).
+        e.g. sends routed in one batch for speed), and, for NCCL, a flow that stands for flows to several
+        remote NIC ports with ``remote_ports_per_flow`` (the host-aggregated all-to-all). The per-peer cost
+        of MoE kernels is added by :func:`collectives.moe.plan_moe` (it depends on the EP group, not on the flows).
         """
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
+        if kernel == "nccl" and not isinstance(pxn, str) and bool(pxn):  # round 11: NCCL relays inside the host
+            pxn = "host"
         # the net plugin's latencyInter belongs to NCCL's proxy path; MoE kernels carry their own fits. Round 8: the
         # rendezvous only where the first network message (one connection's bytes, at most NCCL's p2p net chunk) is
         # above the plugin's eager limit (calibration.net_rendezvous_s); the largest flow decides for all
@@ -209,7 +264,8 @@ class _PointToPointMixin:
         if any_inter:
             if kernel == "nccl":  # round 5: on reliable-connected NICs the drop follows the remote NIC ports
                 conn, lo, hi = self.nic_fan_connections(fs.res)  # (incast), not the queue pairs
-                connections_per_flow = min(connections_per_flow, 1)  # 0 (independent sends batched) stays 0
+                # 0 (independent sends batched) stays 0; an aggregated flow stands for remote_ports_per_flow ports
+                connections_per_flow = min(connections_per_flow, 1) * max(int(remote_ports_per_flow), 1)
             else:
                 conn, lo, hi = self._nic_connections(fs.res, per_flow=not (w is None and fs.resource_scale is not None))
             if hi is None:  # the numpy counts: their bounds
@@ -274,31 +330,57 @@ class _PointToPointMixin:
             return "Simple", 1.0
         return "LL", 1.0
 
-    def all_to_all_aggregated(self, op: Collective) -> FlowSet:
-        """All-to-all with node-level forwarding (PXN), flows aggregated per node pair and rail.
+    def host_layout(self, ranks) -> np.ndarray | None:
+        """``[D, h, g]`` ranks by NVLink domain, host inside it (compute tray) and index in the host, when every
+        domain holds as many hosts of the group, each with as many ranks at the same indices (else None)."""
+        r = self.router
+        hosts = []
+        for grp in self.groups_by_domain(ranks):
+            host = r.node_host[r.cf.gpus[grp]]
+            hosts.append(np.split(grp, np.flatnonzero(np.diff(host)) + 1))
+        if len({len(x) for x in hosts}) != 1 or len({len(y) for x in hosts for y in x}) != 1:
+            return None
+        M = np.array(hosts, dtype=np.int64)
+        dev = r.node_host_dev[r.cf.gpus[M]]
+        return M if bool((dev == dev[:1, :1]).all()) else None
 
-        Stage 1 (NVLink): GPU ``(A, i)`` hands the proxy ``(A, j)`` everything it sends to
-        GPUs of local index ``j`` in every domain: ``D x S/n`` bytes. Stage 2 (network):
-        proxy ``(A, j)`` sends GPU ``(B, j)`` the data of all ``g`` GPUs of ``A``:
-        ``g x S/n`` bytes, on rail ``j``. This is what PXN does on the wire; per link
-        the bytes equal those of the per-GPU-pair model with PXN, with
-        ``D g (g-1) + g D (D-1)`` flows instead of ``n (n-1)``.
+    def all_to_all_aggregated(self, op: Collective) -> FlowSet:
+        """All-to-all with NCCL's PXN forwarding, flows aggregated per host pair and rail.
+
+        Ranks ``(A, x, i)``: NVLink domain ``A``, host ``x`` inside it (``h`` per domain), index ``i`` in the
+        host (``g`` per host; on HGX boards one host per domain). NCCL relays a network send inside the
+        sender's host (round 11, :meth:`fabric.routing.Router.route` scope ``"host"``), so:
+        stage 1 (NVLink, same host): ``(A, x, i)`` hands ``(A, x, j)`` its own chunk for it and everything for
+        the ``(D - 1) h`` GPUs of index ``j`` in the other domains, ``(1 + (D - 1) h) S/n`` bytes; inside the
+        domain between hosts every pair is direct (``S/n``); with ``h > 1`` these bytes are spread equally over
+        each GPU's NVLink flows, which keeps every GPU's NVLink ports exact in a pristine domain (the NVLink
+        route of a pair is its two port trunks) and the stage one size class. Stage 2 (network): proxy
+        ``(A, x, j)`` sends each ``(B, y, j)`` the data of the ``g`` GPUs of its host, ``g S/n`` bytes, on rail
+        ``j``; these ``h`` flows into domain ``B`` are carried by one flow to ``(B, x, j)`` of ``h g S/n`` bytes
+        that counts as ``h`` remote NIC ports (the many-peer drop sees ``(D - 1) h`` per port, as NCCL's flows
+        give). Every NIC port carries the same bytes as the per-pair model with PXN, and so does every switch
+        link under spraying on a pristine Clos and wherever one domain's NICs of a rail share a leaf
+        (``tests/test_aggregation.py``, ``tests/test_pxn_host.py``); ECMP hashes ``1/h`` as many network flows.
+        ``D hg (hg - 1) + D hg (D - 1)`` flows instead of ``n (n - 1)``.
         """
-        groups = self.groups_by_domain(op.ranks)
-        g = len(groups[0])
-        D = len(groups)
-        if any(len(x) != g for x in groups) or g < 2 or D < 2:
-            raise SpecError("all_to_all aggregate=node: needs >= 2 domains with the same number (>= 2) of ranks each")
-        M = np.stack(groups)                     # [D, g] ranks, by domain and local order
+        M = self.host_layout(op.ranks)
+        if M is None or M.shape[0] < 2 or M.shape[1] * M.shape[2] < 2:
+            raise SpecError("all_to_all aggregate=node: needs >= 2 domains with the same number (>= 2) of ranks "
+                            "each, in whole hosts of the same size")
+        D, h, g = M.shape
         chunk = op.size_bytes / op.n
-        a = np.repeat(M, g, axis=1).ravel()      # stage 1: (A, i) -> (A, j), j != i
-        b = np.tile(M, (1, g)).ravel()
+        dom = M.reshape(D, h * g)
+        a = np.repeat(dom, h * g, axis=1).ravel()    # every ordered pair inside a domain
+        b = np.tile(dom, (1, h * g)).ravel()
         keep = a != b
-        nv = self.direct(op, a[keep], b[keep], D * chunk, pxn=False)
-        j = np.arange(g)
+        # every GPU sends (g - 1)(1 + (D - 1) h) + (h - 1) g chunks over NVLink and receives as many: spread
+        # equally over its h g - 1 NVLink flows, each GPU port carries its exact bytes and the stage is one size
+        # class (one exact solve, as with one host per domain, where this is D chunks a pair)
+        per_gpu = ((g - 1) * (1 + (D - 1) * h) + (h - 1) * g) * chunk
+        nv = self.direct(op, a[keep], b[keep], per_gpu / (h * g - 1), pxn=False)
         A, B = np.meshgrid(np.arange(D), np.arange(D), indexing="ij")
         off = A != B
-        src = M[A[off]][:, j].ravel()            # stage 2: (A, j) -> (B, j)
-        dst = M[B[off]][:, j].ravel()
-        net = self.direct(op, src, dst, g * chunk, pxn=False, connections_per_flow=g)
+        src = dom[A[off]].ravel()                    # proxy (A, x, j) -> (B, x, j), for the h hosts of B
+        dst = dom[B[off]].ravel()
+        net = self.direct(op, src, dst, h * g * chunk, pxn=False, connections_per_flow=g, remote_ports_per_flow=h)
         return concat([nv, net], merge_phases=True)

@@ -455,7 +455,7 @@ def _moe_one(p: _Point, ep: int, coll: str, measured: float, rid: str, quantity:
         # per distinct target rank (the ``direct`` traffic), all peers at once, and the last CTA writes
         # the completion flags behind the data (fence.release.sys): the low-latency family's fixed time,
         # no per-peer serial work (round 7, docs/collectives.md)
-        opts["kernel"] = "moe_ll"
+        opts["kernel"] = "nvlink_onesided"  # round 11: its own one-domain fixed time (was "moe_ll")
         opts["pull_combine"] = True  # its combine: barrier before the pulls, prepare grid (round 8)
     # DeepEP V1 normal kernels (and UCCL-EP's DeepEP-compatible ones) are SM-bound with the SMs the row names
     if "sms" in p and not low_latency and ("DeepEP V1" in kernel or "DeepEP-compatible" in kernel):

@@ -71,6 +71,53 @@ class _ResourcesMixin:
         loc = cf.node_local[g]
         self._rank_at = np.full((len(self.domain_has_nvlink), int(loc.max(initial=0)) + 1), -1, np.int64)
         self._rank_at[rank_domain, loc] = np.arange(len(g))
+        self._index_hosts(g, rank_domain, loc)
+
+    def _index_hosts(self, g: np.ndarray, rank_domain: np.ndarray, loc: np.ndarray) -> None:
+        """Hosts (compute trays) inside the NVLink domains, for NCCL's PXN, which relays only inside a host.
+
+        A GPU's rail is its index inside its compute tray (:func:`topologies.nvlink.add_nvlink_domain`:
+        ``rail = local % gpus_per_tray``; HGX boards: one tray, the GPU's index), so a domain's tray holds
+        ``max(rail) + 1`` GPUs; a domain whose GPUs have no rail is one host. ``node_host`` (per node, -1 for
+        non-GPUs) numbers the hosts over the fabric, ``node_host_dev`` is the GPU's index inside its host (its
+        ``nvmlDev`` in NCCL) and ``_host_rank_at[host, dev]`` the rank there (-1: none).
+        """
+        cf = self.cf
+        n = cf.n_nodes
+        self.node_host = np.full(n, -1, np.int64)
+        self.node_host_dev = np.full(n, -1, np.int64)
+        if len(g) == 0:
+            self._host_rank_at = np.full((1, 1), -1, np.int64)
+            return
+        nd = len(self.domain_has_nvlink)
+        dom = np.maximum(rank_domain, 0)
+        rail = cf.node_rail[g].astype(np.int64)
+        size = np.zeros(nd, np.int64)
+        np.maximum.at(size, dom, loc + 1)
+        tray = np.zeros(nd, np.int64)
+        np.maximum.at(tray, dom, rail + 1)
+        norail = np.zeros(nd, bool)
+        norail[dom[rail < 0]] = True
+        tray = np.where(norail | (tray < 1), np.maximum(size, 1), tray)
+        per = -(-size // tray)                       # hosts per domain
+        first = np.r_[0, np.cumsum(per)[:-1]]        # each domain's first host number
+        t = tray[dom]
+        self.node_host[g] = first[dom] + loc // t
+        self.node_host_dev[g] = loc % t
+        self._host_rank_at = np.full((int(per.sum()), int(tray.max(initial=1))), -1, np.int64)
+        self._host_rank_at[self.node_host[g], self.node_host_dev[g]] = np.arange(len(g))
+
+    def pxn_tables(self, scope: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(row, col, table)``: the PXN relay of a flow from GPU node ``a`` to GPU node ``b`` is the rank
+        ``table[row[a], col[b]]`` (-1: none). ``scope="domain"``: the GPU of ``a``'s NVLink domain with ``b``'s
+        domain-local index; ``"host"``: the GPU of ``a``'s host with ``b``'s index inside its host, as NCCL
+        (v2.28.7-1 src/graph/search.cc ``ncclTopoGetNetDev``: the NIC local to the GPU of our node with the
+        peer's ``nvmlDev``, ``ncclTopoDevToRank`` in src/graph/topo.h skips GPUs of other nodes; paths.cc
+        ``ncclTopoComputePaths``: a relay GPU must be "(3) on the same node as us").
+        """
+        if scope == "host":
+            return self.node_host, self.node_host_dev, self._host_rank_at
+        return self.cf.node_domain, self.cf.node_local, self._rank_at
 
     def _padded(self, mask: np.ndarray, by: np.ndarray) -> np.ndarray:
         ids = np.flatnonzero(mask)

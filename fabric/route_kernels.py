@@ -70,7 +70,7 @@ def _compile() -> dict:
     from numba import njit, prange
 
     @njit(cache=True, nogil=True)
-    def plan_pass(src, dst, gpus, node_domain, has_nv, pxn, rank_at, node_local, nic_of, nic_up0, nic_down0,
+    def plan_pass(src, dst, gpus, node_domain, has_nv, pxn, rank_at, pxn_row, pxn_col, nic_of, nic_up0, nic_down0,
                   link_dst, link_src, local, group_of, dist, node_plane, node_pod, spray, chunk, kc, inter):
         """Checks every flow (0 = all qualify) and writes each chunk's walk length ``kc`` (ECMP / d-mod-k)
         or whether the chunk has a flow between pods (spray)."""
@@ -91,8 +91,10 @@ def _compile() -> dict:
             if has_nv[max(da, 0)]:  # the numpy path's tests for an NVLink segment and for PXN
                 if da == node_domain[gb]:
                     return 2  # inside one NVLink domain
-                if pxn and da >= 0 and node_local[gb] < rank_at.shape[1]:
-                    prox = rank_at[da, node_local[gb]]
+                ra = pxn_row[ga]
+                cb = pxn_col[gb]
+                if pxn and da >= 0 and ra >= 0 and 0 <= cb < rank_at.shape[1]:
+                    prox = rank_at[ra, cb]  # the relay of the PXN scope (Router.pxn_tables)
                     if prox >= 0 and prox != src[f]:
                         return 2  # forwarded over NVLink to the GPU on the destination's rail first
             an = nic_of[ga]
@@ -456,8 +458,9 @@ def route_plain(router, src: np.ndarray, dst: np.ndarray, salt: np.ndarray, poli
     nic_up0 = np.ascontiguousarray(router.nic_up[:, 0])
     nic_down0 = np.ascontiguousarray(router.nic_down[:, 0])
     look = router._clos_lookup() if spray else None
-    status = k["plan"](src, dst, cf.gpus, cf.node_domain, router.domain_has_nvlink, bool(pxn), router._rank_at,
-                       cf.node_local, router.nic_of, nic_up0,
+    row, col, table = router.pxn_tables("host" if pxn == "host" else "domain")
+    status = k["plan"](src, dst, cf.gpus, cf.node_domain, router.domain_has_nvlink, bool(pxn), table,
+                       row, col, router.nic_of, nic_up0,
                        nic_down0, cf.link_dst, cf.link_src, t["local"], router.group_of, t["dist"],
                        cf.node_plane, cf.node_pod, spray, chunk, kc, inter)
     if status:

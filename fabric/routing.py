@@ -20,9 +20,11 @@ A route from GPU ``a`` to GPU ``b`` has up to three segments:
     capacity (the fluid limit of packet spraying / adaptive routing); on a
     symmetric fabric this is the equal split over all shortest paths.
 * **PXN** (optional, or automatic when the rails only meet over NVLink): the
-  sender first moves the data over NVLink to the GPU of its own domain that has
-  the destination's local index (so its NIC is on the destination's rail), as
-  NCCL's PXN does.
+  sender first moves the data over NVLink to a GPU on the destination's rail, so
+  that GPU's NIC carries the flow: with scope ``"host"`` the GPU of the sender's
+  host (compute tray) with the destination's index inside its host, as NCCL's PXN
+  does (it relays only inside a host); with scope ``"domain"`` (``pxn=True``) the
+  GPU of the sender's NVLink domain with the destination's domain-local index.
 
 Resources are links or *trunks*: sets of parallel links that every flow crossing
 them splits over equally (a GPU's NVLink ports; under spraying a leaf's up-links,
@@ -57,9 +59,11 @@ from fabric.tables import _TablesMixin
 from topologies.errors import RoutingError, UnreachableError
 from topologies.graph import ROLES
 
-__all__ = ["POLICIES", "TRANSPORTS", "Routes", "Router", "splitmix64", "flow_hash", "ecmp_pick"]
+__all__ = ["POLICIES", "PXN_SCOPES", "TRANSPORTS", "Routes", "Router", "splitmix64", "flow_hash", "ecmp_pick"]
 
 POLICIES = ("ecmp", "dmodk", "spray")
+#: Where a PXN relay may sit: the sender's NVLink domain, or (NCCL) the sender's host inside it.
+PXN_SCOPES = ("domain", "host")
 
 _R = {r: i for i, r in enumerate(ROLES)}
 _INF = np.iinfo(np.int32).max // 4
@@ -106,9 +110,13 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
             Seed of the ECMP hash.
         salt : array_like of int, optional
             Per-flow hash salt (e.g. channel or queue-pair index); default the flow index.
-        pxn : bool
+        pxn : bool or {"domain", "host"}
             Forward inter-domain flows over NVLink to the GPU on the destination's
-            rail first. Flows whose rails only meet over NVLink use it regardless.
+            rail first. ``True`` / ``"domain"``: the GPU of the sender's NVLink domain with the
+            destination's domain-local index (kernels that relay across the domain);
+            ``"host"``: the GPU of the sender's host (compute tray) with the destination's index
+            inside its host, as NCCL's PXN does (it relays only inside a host; on HGX boards host and
+            domain coincide). Flows whose rails only meet over NVLink use it regardless.
 
         Raises
         ------
@@ -119,6 +127,12 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
         """
         if policy not in POLICIES:
             raise RoutingError(f"routing: {policy!r} is not one of {', '.join(POLICIES)}")
+        if pxn is None:
+            pxn = False
+        if not (isinstance(pxn, (bool, np.bool_)) or pxn in PXN_SCOPES):
+            raise RoutingError(f"pxn: {pxn!r} must be true, false or one of {', '.join(PXN_SCOPES)}")
+        if pxn == "domain":
+            pxn = True
         cf = self.cf
         src = np.asarray(src, dtype=np.int64).ravel()
         dst = np.asarray(dst, dtype=np.int64).ravel()
@@ -216,11 +230,12 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
             send = ga
             reach = self._reachable(self.nic_of[sub(ga)], self.nic_of[sub(gb)])
             if pxn or not reach.all():
-                loc_b = cf.node_local[sub(gb)]
+                row, col, table = self.pxn_tables("host" if pxn == "host" else "domain")
+                col_b = col[sub(gb)]
+                row_a = row[sub(ga)]
                 dom_a = sub(da)
-                ok = (loc_b < self._rank_at.shape[1]) & (dom_a >= 0)
-                prox = np.where(ok, self._rank_at[np.maximum(dom_a, 0), np.minimum(loc_b, self._rank_at.shape[1] - 1)],
-                                -1)
+                ok = (col_b >= 0) & (col_b < table.shape[1]) & (row_a >= 0) & (dom_a >= 0)
+                prox = np.where(ok, table[np.maximum(row_a, 0), np.clip(col_b, 0, table.shape[1] - 1)], -1)
                 use = (prox >= 0) & (prox != sub(src)) & self.domain_has_nvlink[np.maximum(dom_a, 0)]
                 if not pxn:
                     use &= ~reach

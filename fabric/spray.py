@@ -51,12 +51,18 @@ class _SprayMixin:
         # align planes: for each plane of the source leaf pick the destination leaf of that plane
         plane_a = np.where(la >= 0, cf.node_plane[np.maximum(la, 0)], -2)
         plane_b = np.where(lb >= 0, cf.node_plane[np.maximum(lb, 0)], -3)
+        single = width == 1 and downs.shape[1] == 1  # one plane a NIC: no plane alignment to search
         for j in range(width):
             a_leaf = la[:, j]
-            match = plane_b == plane_a[:, j:j + 1]
-            has = match.any(axis=1) & (a_leaf >= 0)
-            b_leaf = np.where(has, lb[np.arange(n), np.argmax(match, axis=1)], -1)
-            w = np.where(has, 1.0 / np.maximum(planes, 1), 0.0)
+            if single:
+                has = (plane_b[:, 0] == plane_a[:, 0]) & (a_leaf >= 0)
+                b_leaf = np.where(has, lb[:, 0], -1)
+                w = has.astype(np.float64)  # 1 / max(planes, 1) is 1 where a plane matches
+            else:
+                match = plane_b == plane_a[:, j:j + 1]
+                has = match.any(axis=1) & (a_leaf >= 0)
+                b_leaf = np.where(has, lb[np.arange(n), np.argmax(match, axis=1)], -1)
+                w = np.where(has, 1.0 / np.maximum(planes, 1), 0.0)
             cross = has & (a_leaf != b_leaf)
             pa = cf.node_pod[np.maximum(a_leaf, 0)]
             pb = cf.node_pod[np.maximum(b_leaf, 0)]
@@ -78,7 +84,7 @@ class _SprayMixin:
                     r = np.full(n, -1, np.int64)
                 else:
                     r = np.where(sel, mapped, -1)
-                    if (r[sel] < 0).any():
+                    if (sel & (r < 0)).any():
                         raise UnreachableError(f"route: no {name} path between pods (separate rail groups "
                                                f"without cores); use pxn")
                 rows.add(col(r), col(w, 0.0))

@@ -1,0 +1,78 @@
+"""The LL ring's latency inside one NVLink domain beyond NCCL's own tuning model (round 11).
+
+NCCL's latency model of a ring (``src/graph/tuning.cc`` @ v2.29.2-1, the latency loop: ``baseLat +
+nsteps x hwLat[NVLINK][Ring][LL]``, 6.8 us + 0.6 us per step; ``nccl_model.BASE_LATENCIES_US``,
+``nccl_model.HW_LATENCIES_US``) is what NCCL uses to *choose*; it stays the choice here. The measured
+small-message time of the LL ring on NVLink boards is larger, and it grows with the number of ring steps
+at about twice NCCL's per-step figure: nccl-tests sweeps of 2, 4 and 8 GPUs of one board (A100, B200, GB200
+and GB300 trays; ai-dynamo/aiconfigurator ``systems/data/<system>/comm/nccl/<version>/nccl_perf.parquet``
+@ 095f58a5, the fit-split groups of ``published_points.toml``) take 8.2-9.4 us for a 1-step all-gather of
+512 B, 11-12 us for 3 steps and 15-16 us for 7, against NCCL's 7.4, 8.6 and 11.0 us. The time model adds
+
+    t_extra = RING_LL_NVLINK_BASE_S + steps x RING_LL_NVLINK_STEP_S
+
+to the LL ring of one NVLink domain on the architectures whose fit-split rows fitted it
+(:data:`RING_LL_NVLINK_ARCHS`: Ampere and Blackwell; ``steps`` NCCL's: ``2(n-1)`` all-reduce, ``n-1`` all-gather /
+reduce-scatter, 1 broadcast / reduce, whose NVSwitch graphs pay one hop: tuning.cc ``sameChannels``).
+Both constants are fitted (grid, mean |busbw error|) on the fit-split rows that run the LL ring on one
+NVLink domain (``benchmarks/fit_collective_constants.py ring-ll-latency``; docs/collectives.md,
+"Round 11 (2026-12-03), aiconfigurator NCCL sweeps"). LL128 and Simple are not changed. Hopper keeps NCCL's
+latency, the convention of the architecture-indexed kernel constants of ``collectives.calibration`` (an
+architecture without a fit keeps NCCL's constants): the fit split has no Hopper LL row below 1 MiB, and its
+two Hopper LL rows (8 x H100 and 8 x H200 all-reduce at 1 MiB, -2 % and -4 %) move to -27 % and -20 % with
+the extra latency.
+
+Examples
+--------
+>>> ring_ll_extra_s("all_gather", 8, "Simple", 100), ring_ll_extra_s("all_gather", 8, "LL", 90)
+(0.0, 0.0)
+>>> round(ring_ll_extra_s("all_reduce", 8, "LL", 100) * 1e6, 2) == round((RING_LL_NVLINK_BASE_S
+...     + 14 * RING_LL_NVLINK_STEP_S) * 1e6, 2)
+True
+"""
+
+from __future__ import annotations
+
+from collectives import nccl_model as nm
+
+__all__ = ["RING_LL_NVLINK_ARCHS", "RING_LL_NVLINK_BASE_S", "RING_LL_NVLINK_STEP_S", "ring_ll_steps", "ring_ll_extra_s"]
+
+#: NCCL architecture indices (``nccl_model.arch_index``) of the fit rows: 1 Ampere (A100), 3 Blackwell (B200,
+#: GB200, GB300).
+RING_LL_NVLINK_ARCHS = (1, 3)
+
+#: Fixed extra time of one LL ring call inside one NVLink domain, s (fitted, see the module docstring).
+RING_LL_NVLINK_BASE_S = 1.2e-6
+#: Extra time per ring step of the LL ring inside one NVLink domain, s (fitted; NCCL charges 0.6 us).
+RING_LL_NVLINK_STEP_S = 0.6e-6
+
+
+def ring_ll_steps(collective: str, n: int) -> int:
+    """NCCL's ring step count of the latency model (tuning.cc): ``2(n-1)`` for all-reduce, ``n-1`` for
+    all-gather and reduce-scatter, 1 for broadcast / reduce (one hop on NVSwitch graphs), 0 otherwise.
+
+    Examples
+    --------
+    >>> ring_ll_steps("all_reduce", 4), ring_ll_steps("all_gather", 4), ring_ll_steps("broadcast", 4)
+    (6, 3, 1)
+    """
+    n = int(n)
+    if n < 2:
+        return 0
+    if collective == "all_reduce":
+        return 2 * (n - 1)
+    if collective in ("all_gather", "reduce_scatter"):
+        return n - 1
+    if collective in ("broadcast", "reduce"):
+        return 1
+    return 0
+
+
+def ring_ll_extra_s(collective: str, n: int, protocol: str, sm: int) -> float:
+    """Extra latency in s of a ring of ``n`` ranks inside one NVLink domain of SM ``sm`` GPUs: the LL
+    protocol's base and per-step terms (:data:`RING_LL_NVLINK_BASE_S`, :data:`RING_LL_NVLINK_STEP_S`) on
+    the architectures of :data:`RING_LL_NVLINK_ARCHS`, else 0 (other protocols, other architectures)."""
+    steps = ring_ll_steps(collective, n)
+    if protocol != "LL" or steps == 0 or nm.arch_index(sm) not in RING_LL_NVLINK_ARCHS:
+        return 0.0
+    return RING_LL_NVLINK_BASE_S + steps * RING_LL_NVLINK_STEP_S
