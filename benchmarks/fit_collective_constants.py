@@ -3,7 +3,7 @@
 Usage: PYTHONPATH=. python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|
        nic-drop|per-peer|deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
-       pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|p2p-ll|deepep-sms-tokens|onesided-nvlink|
+       pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|p2p-channels|deepep-sms-tokens|onesided-nvlink|
        ring-ll-latency]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
@@ -530,23 +530,48 @@ def nvl72_loop_sync() -> None:
 FITS.update({"nvl72-loop-sync": nvl72_loop_sync})  # round 8, large NVLink domains
 
 
-def p2p_ll() -> None:
-    """Round 8, all-to-all inside one NVLink domain: the LL p2p kernel fraction
-    (calibration.NCCL_P2P_LL_KERNEL_FRACTION) on the LL-regime values (<= 512 KiB a peer) of the fit-split OCI GB300
-    one-rack all-to-all sweeps (4 / 8 / 64 ranks); the Simple-regime values of the same sweeps do not depend on it."""
-    ids = [f"oci-gb300-{h}host-alltoall-by-size" for h in (1, 2, 16)]
-    old = cal.NCCL_P2P_LL_KERNEL_FRACTION
-    ll = {1: 2, 2: 3, 16: 6}  # sizes 1 MiB .. : values with <= 512 KiB a peer (size / ranks)
-    keep = {f"oci-gb300-{h}host-alltoall-by-size@{1 << i}MiB" for h, k in ll.items() for i in range(k)}
+#: Round 11: the Blackwell one-domain all-to-all sweeps of the fit split (what p2p-channels reads).
+P2P_CHANNEL_FIT_IDS = ([f"oci-gb300-{h}host-alltoall-by-size" for h in (1, 2, 16)]
+                       + [f"oci-gb200-{h}host-alltoall" for h in (1, 2, 16)])
 
-    def setv(x):
-        cal.NCCL_P2P_LL_KERNEL_FRACTION = float(x)
-    _grid(ids, setv, [round(0.2 + 0.05 * i, 2) for i in range(17)], keep=lambda r: r.id in keep)
-    cal.NCCL_P2P_LL_KERNEL_FRACTION = old
+
+def p2p_channels() -> None:
+    """Round 11, all-to-all inside one NVLink domain: NCCL's p2p block rate and fixed cost per batch, by protocol
+    (calibration.NCCL_P2P_CHANNEL_BPS, NCCL_P2P_BATCH_S; collectives.p2p_channels), least mean |relative busbw
+    error| on the fit-split values of :data:`P2P_CHANNEL_FIT_IDS` (groups ``oci-gb300-1rack-nvlink`` and
+    ``oci-gb200-1rack-nvlink``: 51 values). Simple first on the values above 512 KiB a peer (grid rate 19-24 GB/s
+    step 0.5, cost 10-34 us step 2), then LL on the others (rate 3.6-6.0 GB/s step 0.2, cost 0-20 us step 1);
+    prints the best of each grid and the errors of all 51 values with the result. The held-out rows are not read."""
+    old = dict(cal.NCCL_P2P_CHANNEL_BPS), dict(cal.NCCL_P2P_BATCH_S)
+
+    def errors(keep):
+        v._ROUTERS.clear()
+        rows = [r for r in v.validate(ids=P2P_CHANNEL_FIT_IDS, splits=("fit",)).rows if r.rel_error is not None]
+        return np.abs([r.rel_error for r in rows if keep(r)])
+
+    def best(proto, rates, costs, keep):
+        out = None
+        for rate in rates:
+            for cost in costs:
+                cal.NCCL_P2P_CHANNEL_BPS[proto], cal.NCCL_P2P_BATCH_S[proto] = rate * 1e9, cost * 1e-6
+                e = errors(keep)
+                if out is None or e.mean() < out[0]:
+                    out = (float(e.mean()), float(e.max()), len(e), rate, cost)
+        cal.NCCL_P2P_CHANNEL_BPS[proto], cal.NCCL_P2P_BATCH_S[proto] = out[3] * 1e9, out[4] * 1e-6
+        print(f"  {proto}: {out[3]:.1f} GB/s per channel, {out[4]:.0f} us per batch: {out[2]} values, "
+              f"mean |error| {out[0]:.4f}, max {out[1]:.3f}")
+
+    simple = lambda r: r.note.startswith("direct/Simple")  # noqa: E731 (the protocol the model ran)
+    best("Simple", [round(19 + 0.5 * i, 1) for i in range(11)], range(10, 36, 2), simple)
+    best("LL", [round(3.6 + 0.2 * i, 1) for i in range(13)], range(0, 21), lambda r: not simple(r))
+    e = errors(lambda r: True)
+    print(f"  all: {len(e)} values, mean |error| {e.mean():.4f}, max {e.max():.3f}")
+    cal.NCCL_P2P_CHANNEL_BPS.update(old[0])
+    cal.NCCL_P2P_BATCH_S.update(old[1])
     v._ROUTERS.clear()
 
 
-FITS.update({"p2p-ll": p2p_ll})  # round 8, all-to-all inside one NVLink domain
+FITS.update({"p2p-channels": p2p_channels})  # round 11, all-to-all inside one NVLink domain (replaced round 8's p2p-ll)
 
 
 def deepep_sms_tokens() -> None:

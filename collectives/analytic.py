@@ -95,4 +95,5 @@ def time_s(planner, plan) -> float | None:
     V = port_bytes(op.collective, plan.algorithm, op.n, float(op.size_bytes))
     if V is None:
         return None
-    return plan.latency_s + V / (B * eta * plan.kernel_efficiency)
+    # a kernel-side floor (Plan.min_time_s: round 11, NCCL's p2p schedule inside one NVLink domain) bounds it too
+    return max(plan.latency_s + V / (B * eta * plan.kernel_efficiency), plan.min_time_s)

@@ -545,16 +545,27 @@ __all__ += ["NET_PROTOCOLS", "net_protocols", "NIC_VIA_C2C", "NET_STEP_LATENCY_U
 #: Blackwell only (no fit row elsewhere shows the step). Value: the largest per-peer bytes that run LL.
 NCCL_P2P_LL_MAX_BYTES_BY_ARCH = {100: 32 * 16384}
 
-#: The LL point-to-point kernel's rate as a fraction of the Simple p2p rate over NVLink, on top of LL's 0.5 wire
-#: efficiency (:data:`PROTOCOL_EFFICIENCY`): LL's receiver polls flags on every 8-byte line, so its copy is kernel
-#: bound. Fit (least mean |relative busbw error|, grid 0.2-1.0 step 0.05,
-#: ``python benchmarks/fit_collective_constants.py p2p-ll``) on the LL-regime values of the same fit sweeps
-#: (per peer <= 512 KiB: 4 ranks 1-2 MiB, 8 ranks 1-4 MiB, 64 ranks 1-32 MiB; 11 values). See docs/collectives.md
-#: "Round 8 (2026-12-02), all-to-all inside one NVLink domain".
-NCCL_P2P_LL_KERNEL_FRACTION = 0.45
+#: NCCL's p2p channels inside one NVLink domain, ``(p2pnChannels, p2pnChannelsPerPeer)`` by architecture (round 11,
+#: :mod:`collectives.p2p_channels`). Both are powers of two (src/graph/paths.cc ``ncclTopoComputeP2pChannels`` @
+#: v2.28.7-1); ``p2pnChannelsPerPeer`` = 32 is the value of :data:`NCCL_P2P_LL_MAX_BYTES_BY_ARCH` (32 x 16 KiB, read
+#: from where the fit sweeps step). ``p2pnChannels`` = 32 is read from the same fit sweeps, not rebuilt: 64 would
+#: give each of 64 ranks one batch on its own channel (the measured 64-rank call at 1 MiB a peer, 162 us, is twice
+#: the 4-rank time of the same 1 MiB parts, i.e. two batches one after the other on 32 channels) and 4 ranks 16
+#: channels a peer (48 blocks sending; the measured 4-rank rate at 64-512 MiB, 415-512 GB/s, is that of 24).
+NCCL_P2P_CHANNELS_BY_ARCH = {100: (32, 32)}
 
-__all__ += ["NCCL_P2P_LL_MAX_BYTES_BY_ARCH", "NCCL_P2P_LL_KERNEL_FRACTION", "nccl_p2p_ll_max_bytes",
-            "nccl_p2p_ll_kernel_fraction"]
+#: One p2p channel's (thread block's) NVLink send rate, shared by the works of a batch, by protocol (round 11,
+#: :func:`collectives.p2p_channels.p2p_kernel_terms`), and the fixed cost of each batch a channel runs (the kernel's
+#: launch and a batch's first step and completion, counted per batch). Fitted together, least mean |relative busbw
+#: error|, on the 51 fit-split values of the Blackwell one-domain all-to-all sweeps (groups ``oci-gb300-1rack-nvlink``:
+#: 4 / 8 / 64 ranks, 1 MiB - 16 GiB, and ``oci-gb200-1rack-nvlink``: its 1 / 2 / 16 host all-to-all rows),
+#: ``python benchmarks/fit_collective_constants.py p2p-channels``. See docs/collectives.md "Round 11 (2026-12-03),
+#: all-to-all inside one NVLink domain".
+NCCL_P2P_CHANNEL_BPS = {"Simple": 21.5e9, "LL": 4.8e9}
+NCCL_P2P_BATCH_S = {"Simple": 22e-6, "LL": 10e-6}
+
+__all__ += ["NCCL_P2P_LL_MAX_BYTES_BY_ARCH", "NCCL_P2P_CHANNELS_BY_ARCH", "NCCL_P2P_CHANNEL_BPS", "NCCL_P2P_BATCH_S",
+            "nccl_p2p_ll_max_bytes", "nccl_p2p_channels"]
 
 
 def nccl_p2p_ll_max_bytes(sm: int) -> int:
@@ -569,12 +580,13 @@ def nccl_p2p_ll_max_bytes(sm: int) -> int:
     return NCCL_P2P_LL_MAX_BYTES_BY_ARCH[arch] if arch is not None else 0
 
 
-def nccl_p2p_ll_kernel_fraction() -> float:
-    """:data:`NCCL_P2P_LL_KERNEL_FRACTION` (read at call time, so a fit grid can patch it).
+def nccl_p2p_channels(sm: int) -> tuple[int, int] | None:
+    """:data:`NCCL_P2P_CHANNELS_BY_ARCH` of the GPU's architecture (None: not modelled, the flows alone).
 
     Examples
     --------
-    >>> 0 < nccl_p2p_ll_kernel_fraction() <= 1
-    True
+    >>> nccl_p2p_channels(103), nccl_p2p_channels(90)
+    ((32, 32), None)
     """
-    return NCCL_P2P_LL_KERNEL_FRACTION
+    arch = max((a for a in NCCL_P2P_CHANNELS_BY_ARCH if a <= sm), default=None)
+    return NCCL_P2P_CHANNELS_BY_ARCH[arch] if arch is not None else None

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from collectives.calibration import (nccl_p2p_family, nccl_p2p_ll_kernel_fraction, nccl_p2p_ll_max_bytes,
-                                    nccl_p2p_per_peer_s, nic_p2p_factor)
+from collectives.calibration import (NCCL_P2P_BATCH_S, NCCL_P2P_CHANNEL_BPS, nccl_p2p_channels, nccl_p2p_family,
+                                    nccl_p2p_ll_max_bytes, nccl_p2p_per_peer_s, nic_p2p_factor)
+from collectives.p2p_channels import p2p_kernel_terms
 from collectives.ops import Collective
 from fabric import route_kernels
 from fabric.flowset import FlowSet, concat
@@ -238,6 +239,9 @@ class _PointToPointMixin:
         msg = float(np.max(sizes, initial=0.0)) / max(int(connections_per_flow), 1)
         lat_inter = self.p2p_latency_s(True, plugin=kernel == "nccl", message_bytes=msg)
         lat_intra = self.p2p_latency_s(False)
+        terms = self.p2p_kernel_terms(op, msg) if kernel == "nccl" else None
+        if terms is not None:  # round 11: NCCL's p2p kernel inside one NVLink domain (its batches' fixed costs)
+            lat_intra = terms[0]
         if kernel == "nccl":  # round 5: NCCL's p2p rounds (one per peer) and its net transport's many-peer drop
             c = nccl_p2p_per_peer_s(self.calib.nic)
             if c > 0:  # on the flows that cross the network only
@@ -290,10 +294,33 @@ class _PointToPointMixin:
             w = fac
         return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": latency_s})
 
+    def p2p_kernel_terms(self, op: Collective, peer_bytes: float) -> tuple[float, float] | None:
+        """(fixed, data) seconds of NCCL's p2p kernel for an all-to-all whose ranks share one NVLink domain, on the
+        architectures of :data:`collectives.calibration.NCCL_P2P_CHANNELS_BY_ARCH` (round 11,
+        :func:`collectives.p2p_channels.p2p_kernel_terms`); None elsewhere (the flows alone).
+
+        The fixed part replaces the flows' intra-domain latency; the plan's time is at least the latency plus the
+        data part (``Plan.min_time_s``), the NVLink ports' limit staying with the flows.
+        """
+        chans = nccl_p2p_channels(self.gpu.sm)
+        if chans is None or op.collective != "all_to_all" or op.n < 2 or peer_bytes <= 0:
+            return None
+        doms = self.domain[np.asarray(op.ranks, dtype=np.int64)]
+        if doms.min() != doms.max():
+            return None
+        key = (op.n, int(peer_bytes), chans, tuple(sorted(NCCL_P2P_CHANNEL_BPS.items())),
+               tuple(sorted(NCCL_P2P_BATCH_S.items())))
+        cache = self.__dict__.setdefault("_p2p_terms", {})
+        if key not in cache:
+            cache[key] = p2p_kernel_terms(op.n, int(peer_bytes), p2p_channels=chans[0], channels_per_peer=chans[1],
+                                          channel_Bps=NCCL_P2P_CHANNEL_BPS, batch_s=NCCL_P2P_BATCH_S)
+        return cache[key]
+
     def p2p_protocol(self, op: Collective, peer_bytes: float) -> tuple[str, float]:
-        """NCCL's p2p protocol of ``op`` and its kernel fraction: ``("LL", f)`` for an all-to-all whose ranks share
+        """NCCL's p2p protocol of ``op`` and its kernel fraction: ``("LL", 1.0)`` for an all-to-all whose ranks share
         one NVLink domain and whose bytes per peer are at most :func:`collectives.calibration.nccl_p2p_ll_max_bytes` (round 8:
-        NCCL's ``thresholdLL``), else ``("Simple", 1.0)``.
+        NCCL's ``thresholdLL``), else ``("Simple", 1.0)``. Round 11: the LL kernel's own rate is the channel term of
+        :meth:`p2p_kernel_terms` (it replaced round 8's LL kernel fraction); the flows keep LL's wire efficiency.
         """
         limit = nccl_p2p_ll_max_bytes(self.gpu.sm)
         if op.collective != "all_to_all" or limit <= 0 or peer_bytes > limit or peer_bytes <= 0:
@@ -301,7 +328,7 @@ class _PointToPointMixin:
         doms = self.domain[np.asarray(op.ranks, dtype=np.int64)]
         if doms.size == 0 or doms.min() != doms.max():  # across domains: not fitted (the net transport's LL)
             return "Simple", 1.0
-        return "LL", nccl_p2p_ll_kernel_fraction()
+        return "LL", 1.0
 
     def host_layout(self, ranks) -> np.ndarray | None:
         """``[D, h, g]`` ranks by NVLink domain, host inside it (compute tray) and index in the host, when every

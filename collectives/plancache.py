@@ -12,7 +12,9 @@ import numpy as np
 
 from collectives import nccl_model as nm
 from collectives.algorithms import NCCL_TO_OURS, Plan, Planner
-from collectives.calibration import NVLS_PIPELINE_WINDOW_BYTES, net_eager_max_bytes, net_rendezvous_s, ring_window_bytes
+from collectives.calibration import (NVLS_PIPELINE_WINDOW_BYTES, net_eager_max_bytes, net_rendezvous_s, nccl_p2p_channels,
+                                    ring_window_bytes)
+from collectives.p2p_channels import p2p_channel_counts
 from collectives.trees import check_buffsize, tree_channels, tree_correction_factor, tree_depth, tree_window_bytes
 from collectives.ops import Collective
 from fabric.flowset import FlowSet
@@ -63,7 +65,12 @@ class PlanCache:
         if op.collective in ("all_to_all", "send_recv"):  # round 8: the rendezvous of the first network message
             per_peer = op.size_bytes / (op.n if op.collective == "all_to_all" else 1)
             # round 8: and NCCL's p2p protocol inside one NVLink domain (LL up to its threshold)
-            return (self._above_eager(per_peer), self.planner.p2p_protocol(op, per_peer)[0])
+            # round 11: and, inside one NVLink domain, the shape of NCCL's p2p schedule (channels per peer)
+            p = self.planner
+            chans = nccl_p2p_channels(p.gpu.sm) if p.p2p_kernel_terms(op, per_peer) is not None else None
+            shape = () if chans is None else p2p_channel_counts(op.n, int(per_peer), p2p_channels=chans[0],
+                                                                channels_per_peer=chans[1])
+            return (self._above_eager(per_peer), p.p2p_protocol(op, per_peer)[0], shape)
         if op.collective not in nm.MODELED_COLLECTIVES:
             return ()
         size = max(op.size_bytes, 1)
