@@ -28,3 +28,64 @@ def test_sizes_and_rates_take_ascii_digits_only(parse, text):
 
 def test_a_degradation_in_non_ascii_digits_is_refused():
     _refused(["run", "all_reduce", "--topo", "hgx-h100", "--degrade", "gpu 0=\u0665" "0%"], "degradation")
+
+
+def test_topk_of_all_experts_finishes_fast():
+    # top-256 of 256 experts: the rejection draw was quadratic in k (over a minute for 32,768 tokens)
+    import time
+
+    t0 = time.perf_counter()
+    res = CliRunner().invoke(cli, ["run", "moe_dispatch", "--topo", "hgx-h100", "--topk", "256", "--json"])
+    assert res.exit_code == 0, res.output
+    assert time.perf_counter() - t0 < 15
+
+
+def test_the_race_has_the_law_of_the_rejection_draw():
+    import numpy as np
+
+    from collectives.token_routing import _race, alias_table, sample_distinct
+
+    w = np.array([5.0, 1, 1, 0.5, 3, 0, 2, 0.2])
+    n, k = 200_000, 3
+    a = sample_distinct(np.random.default_rng(1), alias_table(w), n, k)
+    b = _race(np.random.default_rng(2), w, n, k)
+    assert (np.diff(b, axis=1) > 0).all() and not (b == 5).any()  # distinct, ascending, zero weight never drawn
+    fa, fb = (np.bincount(x.ravel(), minlength=8) / n for x in (a, b))
+    assert np.abs(fa - fb).max() < 0.006
+    full = _race(np.random.default_rng(0), w[w > 0], 4, 7)
+    assert (full == np.arange(7)).all()
+
+
+def test_the_shipped_topk_keeps_its_draw():
+    import numpy as np
+
+    from collectives.token_routing import RACE_MIN_K2_PER_EXPERT, alias_table, sample_distinct
+
+    assert 8 * 8 <= RACE_MIN_K2_PER_EXPERT * 256 and 2 * 2 <= RACE_MIN_K2_PER_EXPERT * 8  # DeepSeek-V3, Mixtral
+    w = np.ones(256)
+    a = sample_distinct(np.random.default_rng(3), alias_table(w), 1000, 8)
+    assert a.shape == (1000, 8)
+
+
+def test_an_oversized_grid_is_refused_before_its_rows_are_built():
+    # 200 x 200 x 200 values built 8 million rows (minutes, gigabytes) before the limit refused them
+    import time
+
+    from workloads.sweep.grid import expand
+
+    axes = [("size", tuple(f"{i}KiB" for i in range(1, 201))), ("ranks", tuple(str(i) for i in range(2, 202))),
+            ("groups", tuple(str(i) for i in range(1, 201)))]
+    t0 = time.perf_counter()
+    with pytest.raises(FabricEmuError, match="8,000,000 points exceed"):
+        expand({"op": "all_reduce", "topo": "hgx-h100"}, axes)
+    assert time.perf_counter() - t0 < 2
+
+
+def test_planning_a_sweep_reads_the_package_version_once():
+    from workloads.sweep import params
+
+    assert hasattr(params.package_version, "cache_info")
+    params.package_version()
+    before = params.package_version.cache_info().misses
+    params.package_version()
+    assert params.package_version.cache_info().misses == before
