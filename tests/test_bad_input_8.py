@@ -89,3 +89,27 @@ def test_planning_a_sweep_reads_the_package_version_once():
     before = params.package_version.cache_info().misses
     params.package_version()
     assert params.package_version.cache_info().misses == before
+
+
+_COLL = ('[[collective]]\nid="p1"\nsystem="hgx-h100"\nranks=8\ncollective="all_reduce"\nalgorithm="ring"\n'
+         'size_bytes=1048576\nbusbw_GBps=100\n')
+_MOE = ('[[moe_alltoall]]\nid="m1"\nsystem="hgx-h100"\nep=8\nexperts=256\ntopk=8\ntokens=4096\nhidden=7168\n'
+        'dispatch_GBps=100\ncombine_GBps=100\n')
+
+
+@pytest.mark.parametrize("text, needle", [
+    (_MOE.replace("ep=8", "ep=9"), "ep = 9 is more than the 8 GPUs"),              # was an IndexError traceback
+    (_MOE + 'metric="rmda"\n', "metric = 'rmda': must be one of"),                 # was "not modelled", exit 0
+    (_COLL.replace("hgx-h100", "hgx-h10"), "no point could be predicted"),          # was "0 points, 0.0%", exit 0
+])
+def test_validation_files_that_predict_nothing_or_crash_are_refused(tmp_path, text, needle):
+    f = tmp_path / "v.toml"
+    f.write_text(text)
+    _refused(["validate", "--file", str(f)], needle)
+
+
+def test_a_validation_file_with_a_predictable_point_still_runs(tmp_path):
+    f = tmp_path / "v.toml"
+    f.write_text(_COLL + _COLL.replace('"p1"', '"p2"').replace("hgx-h100", "hgx-h10"))
+    res = CliRunner().invoke(cli, ["validate", "--file", str(f), "--json"])
+    assert res.exit_code == 0, res.output
