@@ -113,3 +113,21 @@ def test_a_validation_file_with_a_predictable_point_still_runs(tmp_path):
     f.write_text(_COLL + _COLL.replace('"p1"', '"p2"').replace("hgx-h100", "hgx-h10"))
     res = CliRunner().invoke(cli, ["validate", "--file", str(f), "--json"])
     assert res.exit_code == 0, res.output
+
+
+@pytest.mark.parametrize("var, value", [("FABRIC_EMU_KERNELS", "numpi"), ("FABRIC_EMU_MALLOC", "sys")])
+def test_a_misspelt_environment_variable_is_refused(monkeypatch, tmp_path, var, value):
+    # both were read as unset (auto / reuse freed memory) without a word
+    monkeypatch.setenv(var, value)
+    _refused(["run", "all_reduce", "--topo", "hgx-h100", "--size", "1MiB"], var)
+    db = tmp_path / "s.db"
+    _refused(["sweep", "run", "all_reduce", "--topo", "hgx-h100", "--grid", "size=1KiB,2KiB", "--db", str(db)], var)
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("value", ["", "NumPy", " auto "])
+def test_kernels_variable_spellings_still_run(monkeypatch, value):
+    from fabric.kernels import mode
+
+    monkeypatch.setenv("FABRIC_EMU_KERNELS", value)
+    assert mode() in ("auto", "numpy")
