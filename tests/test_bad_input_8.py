@@ -131,3 +131,14 @@ def test_kernels_variable_spellings_still_run(monkeypatch, value):
 
     monkeypatch.setenv("FABRIC_EMU_KERNELS", value)
     assert mode() in ("auto", "numpy")
+
+
+def test_the_same_svg_plot_twice_gives_the_same_bytes(tmp_path):
+    pytest.importorskip("matplotlib")
+    out = []
+    for name in ("a.svg", "b.svg"):
+        res = CliRunner().invoke(cli, ["run", "all_reduce", "--topo", "hgx-h100", "--sizes", "1KiB:64KiB",
+                                       "--plot", str(tmp_path / name)])
+        assert res.exit_code == 0, res.output
+        out.append((tmp_path / name).read_bytes())
+    assert out[0] == out[1]  # matplotlib drew random clip-path ids
