@@ -149,6 +149,8 @@ def _exact(rng: np.random.Generator, w: np.ndarray, prev: np.ndarray) -> np.ndar
 def _race(rng: np.random.Generator, w: np.ndarray, n: int, k: int) -> np.ndarray:
     """``(n, k)`` ascending rows: the k experts of smallest ``Exp(1) / w_e`` (zero weights never win)."""
     E = w.shape[0]
+    if k == E:  # every expert (all weights positive, as sample_distinct checked): nothing to draw
+        return np.broadcast_to(np.arange(E, dtype=np.int64), (n, E)).copy()
     inv = np.divide(1.0, w, out=np.full(E, np.inf), where=w > 0)
     out = np.empty((n, k), np.int64)
     step = max(1, _FALLBACK_ENTRIES // E)
@@ -156,8 +158,7 @@ def _race(rng: np.random.Generator, w: np.ndarray, n: int, k: int) -> np.ndarray
         m = min(step, n - a)
         keys = rng.standard_exponential((m, E))
         keys *= inv
-        part = np.argpartition(keys, k - 1, axis=1)[:, :k] if k < E else np.broadcast_to(np.arange(E), (m, E))
-        out[a:a + m] = part
+        out[a:a + m] = np.argpartition(keys, k - 1, axis=1)[:, :k]
         out[a:a + m].sort(axis=1)
     return out
 
