@@ -142,3 +142,17 @@ def test_the_same_svg_plot_twice_gives_the_same_bytes(tmp_path):
         assert res.exit_code == 0, res.output
         out.append((tmp_path / name).read_bytes())
     assert out[0] == out[1]  # matplotlib drew random clip-path ids
+
+
+_STEP = ["step", "--model", "llama3-8b", "--system", "hgx-h100", "--global-batch", "16", "--micro-batch", "1",
+         "--seq-len", "4096", "--precision", "bf16"]
+
+
+def test_placement_spread_inside_one_domain_is_refused():
+    # the same step as megatron placement, only the label differed
+    _refused(_STEP + ["--gpus", "8", "--placement", "spread"], "--placement spread: the job fits in one NVLink domain")
+
+
+def test_placement_spread_over_two_domains_still_runs():
+    res = CliRunner().invoke(cli, _STEP + ["--gpus", "16", "--placement", "spread", "--json"])
+    assert res.exit_code == 0, res.output
