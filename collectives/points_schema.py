@@ -28,7 +28,7 @@ import math
 from topologies.errors import SpecError, brief
 from topologies.limits import MAX_MESSAGE_BYTES
 
-__all__ = ["check_point", "check_ids", "SPLITS", "MAX_SIZE_BYTES", "MEASUREMENTS", "KNOWN_KEYS"]
+__all__ = ["check_point", "check_ids", "SPLITS", "MAX_SIZE_BYTES", "MEASUREMENTS", "KNOWN_KEYS", "MOE_METRICS"]
 
 #: Values of ``split`` (``held_out`` is read as ``heldout``).
 SPLITS = ("fit", "heldout", "held_out", "unsplit")
