@@ -63,7 +63,12 @@ def _save(fig, path: str) -> None:
 
     buf = io.BytesIO()
     fmt = Path(path).suffix.lower()[1:]
-    fig.savefig(buf, format=fmt, dpi=120, bbox_inches="tight", metadata={"Date": None} if fmt == "svg" else None)
+    import matplotlib
+
+    # svg.hashsalt: clip-path and glyph ids are derived from it instead of random, so the same run gives the
+    # same bytes (two identical runs differed in every clip-path id)
+    with matplotlib.rc_context({"svg.hashsalt": "fabric-emu"}):
+        fig.savefig(buf, format=fmt, dpi=120, bbox_inches="tight", metadata={"Date": None} if fmt == "svg" else None)
     write_atomic(path, buf.getvalue(), what="--plot")
 
 

@@ -258,6 +258,10 @@ def step_cmd(model, system, sets, gpus, tp, pp, vpp, ep, etp, cp, global_batch, 
     if "routing" in given and res.placement.get("domains", 1) == 1:
         raise SpecError(f"--routing: the job fits in one NVLink domain of {_clean(system)}, with no scale-out "
                         "network; the routing policy only picks paths through network switches")
+    if "placement" in given and placement != "megatron" and res.placement.get("domains", 1) == 1:
+        # dealing ranks round robin over one domain is the megatron order: the same step, byte for byte
+        raise SpecError(f"--placement {placement}: the job fits in one NVLink domain of {_clean(system)}; "
+                        "placement deals ranks over several domains")
     if routing == "auto":  # one NVLink domain: no scale-out switch hashes anything
         _check_seed_used(spec, ep=ep, moe_routing=moe_routing, routing=routing,
                          resolved=res.policy if res.placement.get("domains", 1) > 1 else "none")

@@ -96,6 +96,10 @@ def _sweep_run(op, sets, fail, degrade, pxn, grid, zipped, sweep_file, db, jobs,
     from topologies.errors import SpecError
     from workloads.sweep import Store, default_jobs, load_sweep_file, make_executor, parse_grid, plan_sweep
 
+    from fabric.allocator import malloc_mode
+    from fabric.kernels import mode as kernels_mode
+
+    kernels_mode(), malloc_mode()  # a bad environment variable once, not as an error stored for every point
     _check_db(db)
     from topologies.files import check_output_name
 

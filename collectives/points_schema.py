@@ -28,7 +28,7 @@ import math
 from topologies.errors import SpecError, brief
 from topologies.limits import MAX_MESSAGE_BYTES
 
-__all__ = ["check_point", "check_ids", "SPLITS", "MAX_SIZE_BYTES", "MEASUREMENTS", "KNOWN_KEYS"]
+__all__ = ["check_point", "check_ids", "SPLITS", "MAX_SIZE_BYTES", "MEASUREMENTS", "KNOWN_KEYS", "MOE_METRICS"]
 
 #: Values of ``split`` (``held_out`` is read as ``heldout``).
 SPLITS = ("fit", "heldout", "held_out", "unsplit")
@@ -58,6 +58,9 @@ MEASUREMENTS = {
     "collective": ("busbw_GBps", *_SWEEPS["collective"]),
     "moe_alltoall": ("dispatch_GBps", "ep_dispatch_combine_GBps", "ep_and_rdma_GBps"),
 }
+#: MoE metrics the evaluator predicts (docs/validation-data.md; ``collectives.validate`` uses this list):
+#: a point with another ``metric`` (a misspelt ``rmda``) was listed as "not modelled" with exit status 0.
+MOE_METRICS = ("logical", "rdma", "nccl_ep", "latency", "trtllm_logical")
 _VALUES = ("busbw_GBps", "dispatch_GBps", "combine_GBps", "dispatch_latency_us", "combine_latency_us")
 _STRINGS = ("id", "system", "source", "note", "category", "group", "prior_use", "nccl_version", "assumed",
             "collective", "algorithm", "scaleout", "nic", "spine_scope", "metric", "routing", "kernel", "form",
@@ -131,6 +134,8 @@ def check_point(kind: str, p: dict, index: int) -> None:
             raise bad(key, "must be a string")
     if "split" in p and p["split"] not in SPLITS:
         raise bad("split", f"must be one of {', '.join(SPLITS)}")
+    if kind == "moe_alltoall" and "metric" in p and p["metric"] not in MOE_METRICS:
+        raise bad("metric", f"must be one of {', '.join(MOE_METRICS)}")
     if "consistency" in p and not isinstance(p["consistency"], bool):
         raise bad("consistency", "must be true or false")
     if "pxn" in p and not isinstance(p["pxn"], bool):

@@ -53,7 +53,7 @@ from collectives import nccl_model as nm
 from collectives.runner import planner_for, run
 from fabric import Router, compile_fabric
 from topologies import build
-from collectives.points_schema import check_ids, check_point
+from collectives.points_schema import MOE_METRICS, check_ids, check_point
 from topologies.errors import FabricEmuError, SpecError, brief
 from topologies.files import parse_toml, read_text
 
@@ -422,8 +422,6 @@ def _moe_router(p, ep: int) -> Router:
     return _router(p["system"], _fabric_overrides(p))
 
 
-#: MoE metrics this module predicts (docs/validation-data.md); ``latency`` compares the kernel time.
-MOE_METRICS = ("logical", "rdma", "nccl_ep", "latency", "trtllm_logical")
 #: Metrics whose rows compare the kernel time: ``trtllm_logical`` (TensorRT-LLM's NVLinkOneSided blog)
 #: reports GB/s derived from the measured latency (``tokens x min(ep, top_k) x bytes_per_token / latency``),
 #: so the latency, the measured quantity, is what is compared.
@@ -436,6 +434,9 @@ def _moe_one(p: _Point, ep: int, coll: str, measured: float, rid: str, quantity:
     if metric is not None and metric not in MOE_METRICS:
         raise _Unmodelled(f"metric {metric}")
     r = _moe_router(p, ep)
+    if ep > r.cf.n_gpus:  # was an IndexError deep in the planner
+        raise SpecError(f"validation point {brief(p.id)}: ep = {ep} is more than the {r.cf.n_gpus} GPUs of "
+                        f"{brief(p['system'])} (domains = {p.get('domains', 1)}); give ep <= {r.cf.n_gpus} or more domains")
     multi = r.cf.n_gpus > 0 and len(np.unique(r.cf.node_domain[r.cf.gpus[:ep]])) > 1
     tr = _moe_routing(p, "node_limited" if multi else "uniform", ep)
     if tokens is not None:
@@ -562,6 +563,12 @@ def validate(path: str | Path | None = None, *, ids: list[str] | None = None, pr
                             "or [[training]] tables); nothing was checked")
         items += found
     rows, training = _predict(items, ids, splits, progress, policy)
+    if path and rows and all(r.predicted is None for r in rows):
+        # a user's file of which nothing could be predicted (a misspelt preset) reported "0 points, mean
+        # |error| 0.0%" with exit status 0; the shipped files list such points beside the predicted ones
+        first = next(r for r in rows)
+        raise SpecError(f"validation file {brief(str(path))}: no point could be predicted ({brief(first.id)}: "
+                        f"{first.note}); check the names against fabric-emu topo list")
     errors = [r for r in rows if not r.consistency]
     summaries = tuple(_summary(s, [r for r in errors if r.split == s]) for s in SPLITS
                       if any(r.split == s for r in errors))

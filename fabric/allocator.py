@@ -36,7 +36,7 @@ import ctypes
 import os
 import sys
 
-__all__ = ["MIN_ENTRIES", "HINT_MIN_ENTRIES", "reuse_freed_memory"]
+__all__ = ["MIN_ENTRIES", "HINT_MIN_ENTRIES", "malloc_mode", "reuse_freed_memory"]
 
 #: Flow x hop entries from which the allocator keeps freed memory (a 1,024-GPU all-to-all has 6.3 M).
 MIN_ENTRIES = 1 << 22
@@ -48,12 +48,24 @@ _M_MMAP_MAX = -4
 _STATE: dict = {}
 
 
+def malloc_mode() -> str:
+    """``FABRIC_EMU_MALLOC``: ``""`` (unset: reuse freed memory on large problems) or ``system`` (glibc's
+    defaults); another value is a ``SpecError`` (it was read as unset without a word)."""
+    raw = os.environ.get("FABRIC_EMU_MALLOC", "")
+    m = raw.strip().lower()
+    if m not in ("", "system"):
+        from topologies.errors import SpecError, brief
+
+        raise SpecError(f"FABRIC_EMU_MALLOC: {brief(raw)} is not 'system' (glibc's defaults) or unset")
+    return m
+
+
 def reuse_freed_memory(*, entries: int) -> bool:
     """Switch glibc to reusing freed blocks (no mmap, no trimming) for a problem of ``entries``; True if on.
 
     Idempotent: the first call that qualifies sets it for the rest of the process.
     """
-    system = os.environ.get("FABRIC_EMU_MALLOC", "").strip().lower() == "system"
+    system = malloc_mode() == "system"
     if entries >= HINT_MIN_ENTRIES and not system and not _STATE.get("hint_off"):
         _no_huge_page_hint()
         _STATE["hint_off"] = True

@@ -203,7 +203,7 @@ def parse_degradation(text: str) -> tuple[str, float | None, float | None]:
     if not isinstance(text, str) or "=" not in text:
         raise SelectorError(f"degradation {brief(text)}: expected 'SELECTOR=VALUE' with VALUE like '50%', '0.5' or '200Gb/s'")
     sel, value = (s.strip() for s in text.rsplit("=", 1))
-    number = r"(?:\d+(?:\.\d*)?|\.\d+)"
+    number = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
     if re.fullmatch(number + "%", value):
         frac = float(value[:-1]) / 100.0
     elif re.fullmatch(number, value):

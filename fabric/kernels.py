@@ -36,7 +36,7 @@ import os
 import time
 
 
-__all__ = ["MIN_ENTRIES_INDEX", "MIN_ENTRIES_INDEX_LOADED", "FILL_MIN_ENTRIES_LOADED", "mode", "available",
+__all__ = ["MIN_ENTRIES_INDEX", "MIN_ENTRIES_INDEX_LOADED", "FILL_MIN_ENTRIES_LOADED", "MODES", "mode", "available",
            "use_compiled", "use_index", "use_fill", "fill_loaded", "index", "load_seconds", "timed", "jit"]
 
 #: Adjacency entries (flows x hops) from which ``auto`` uses the kernels of :mod:`fabric.index_kernels`, when
@@ -61,10 +61,20 @@ FILL_MIN_ENTRIES_LOADED = 1 << 16
 _STATE: dict = {"load_s": 0.0}
 
 
+#: Values of ``FABRIC_EMU_KERNELS`` (unset or empty: ``auto``).
+MODES = ("auto", "numpy", "numba")
+
+
 def mode() -> str:
-    """``FABRIC_EMU_KERNELS``: ``auto`` (default), ``numpy`` or ``numba``."""
-    m = os.environ.get("FABRIC_EMU_KERNELS", "auto").strip().lower() or "auto"
-    return m if m in ("auto", "numpy", "numba") else "auto"
+    """``FABRIC_EMU_KERNELS``: ``auto`` (default), ``numpy`` or ``numba``; another value is a ``SpecError``
+    (a misspelt ``numpi`` ran ``auto`` without a word)."""
+    raw = os.environ.get("FABRIC_EMU_KERNELS", "auto")
+    m = raw.strip().lower() or "auto"
+    if m not in MODES:
+        from topologies.errors import SpecError, brief
+
+        raise SpecError(f"FABRIC_EMU_KERNELS: {brief(raw)} is not one of {', '.join(MODES)} (or unset)")
+    return m
 
 
 def timed(f):

@@ -17,6 +17,7 @@ from synthetic import leaf_spine
 from fabric import adjacency, kernels, maxmin, reductions
 from fabric.engine import FlowProblem, simulate
 from fabric.problem import _Prob
+from topologies.errors import SpecError
 
 
 def _paths(monkeypatch, f):
@@ -308,8 +309,9 @@ def test_default_mode_is_auto_and_numpy_turns_everything_off(monkeypatch):
     assert not kernels.use_compiled(1 << 40, None)  # a kernel without a threshold: never under auto
     monkeypatch.setenv("FABRIC_EMU_KERNELS", "numpy")
     assert not kernels.use_compiled(1 << 40, 0)
-    monkeypatch.setenv("FABRIC_EMU_KERNELS", "bogus")
-    assert kernels.mode() == "auto"
+    monkeypatch.setenv("FABRIC_EMU_KERNELS", "bogus")  # robustness round 8: refused (it was read as auto)
+    with pytest.raises(SpecError, match="FABRIC_EMU_KERNELS"):
+        kernels.mode()
 
 
 def test_without_numba_every_path_runs_numpy(monkeypatch):

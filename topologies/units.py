@@ -69,7 +69,7 @@ def _pow10(num: str, exponent: int) -> float:
     mantissa, _, exp = num.lower().partition("e")
     return float(f"{mantissa}e{int(exp or 0) + exponent}")
 
-_NUM = r"(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"
+_NUM = r"(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
 _BW_RE = re.compile(_NUM + r"\s*(?P<prefix>Ki|Mi|Gi|Ti|Pi|[kKMGTP]?)(?P<unit>[bB])(?:/s|ps)$")
 _SIZE_RE = re.compile(_NUM + r"\s*(?P<prefix>Ki|Mi|Gi|Ti|Pi|[kKMGTP]?)(?P<unit>[bB])$")
 _BARE_RE = re.compile(_NUM + r"$")
@@ -219,7 +219,7 @@ def parse_size_range(text: str, *, field: str | None = None) -> list[int]:
     factor = 2
     if len(parts) == 3:
         f = parts[2].strip()
-        if not re.fullmatch(r"x\d+", f) or int(f[1:]) < 2:
+        if not re.fullmatch(r"x[0-9]+", f) or int(f[1:]) < 2:
             raise UnitError(f"{_where(field)}size range factor {f!r} must look like 'x2' (an integer >= 2)")
         factor = int(f[1:])
     if lo <= 0 or hi < lo:

@@ -46,6 +46,7 @@ Examples
 from __future__ import annotations
 
 import itertools
+import math
 import re
 
 import numpy as np
@@ -165,11 +166,14 @@ def expand(base: dict, grid: list[Axis], zip_axes: list[Axis] = (), *, zipped: b
     ``fail``/``degrade`` values of an axis are appended to the base lists. The
     result keeps ``each:`` values; :func:`each` expands them on the built fabric.
     """
-    rows_grid = _combine(list(grid), zipped)
-    rows_zip = _combine(list(zip_axes), True)
-    total = len(rows_grid) * len(rows_zip)
+    grid, zip_axes = list(grid), list(zip_axes)
+    # counted before any row is built: 200 x 200 x 200 values built 8 million rows before the refusal
+    total = (math.prod(len(v) for _, v in grid) if not zipped or not grid else len(grid[0][1])) * \
+        (len(zip_axes[0][1]) if zip_axes else 1)
     if total > MAX_POINTS:
         raise SpecError(f"--grid: {total:,} points exceed the limit of {MAX_POINTS:,}; split the sweep")
+    rows_grid = _combine(grid, zipped)
+    rows_zip = _combine(zip_axes, True)
     out = []
     for a in rows_grid:
         for b in rows_zip:
