@@ -31,7 +31,7 @@ NCCL_SWITCH_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 PXN_COLLECTIVES = ("all_to_all", "send_recv", "moe_dispatch", "moe_combine")
 #: Oldest NCCL release an ``nccl_version`` option takes: the release histories of the tuning tables start there.
 OLDEST_NCCL = (2, 18, 0)
-_NCCL_RE = re.compile(r"v?2\.([0-9]{1,3})(?:\.([0-9]{1,3}))?")
+_NCCL_RE = re.compile(r"v?2\.(0|[1-9][0-9]{0,2})(?:\.(0|[1-9][0-9]{0,2}))?")  # no leading zeros: 2.021 is not 2.21
 
 
 def check_nccl_version(text, *, field: str = "nccl_version") -> str:

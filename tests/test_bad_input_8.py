@@ -156,3 +156,16 @@ def test_placement_spread_inside_one_domain_is_refused():
 def test_placement_spread_over_two_domains_still_runs():
     res = CliRunner().invoke(cli, _STEP + ["--gpus", "16", "--placement", "spread", "--json"])
     assert res.exit_code == 0, res.output
+
+
+@pytest.mark.parametrize("version", ["2.021", "2.21.05", "02.21"])
+def test_nccl_version_with_leading_zeros_is_refused(version):
+    # '2.021' was read as 2.21: NCCL releases carry no leading zeros
+    _refused(["run", "all_reduce", "--topo", "hgx-h100", "--size", "1MiB", "--nccl-version", version],
+             "--nccl-version")
+
+
+def test_nccl_version_of_a_real_release_still_runs():
+    res = CliRunner().invoke(cli, ["run", "all_reduce", "--topo", "hgx-h100", "--size", "1MiB", "--nccl-version",
+                                   "2.20.3", "--json"])
+    assert res.exit_code == 0, res.output
