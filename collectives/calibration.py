@@ -543,7 +543,13 @@ __all__ += ["NET_PROTOCOLS", "net_protocols", "NIC_VIA_C2C", "NET_STEP_LATENCY_U
 #: (group ``oci-gb300-1rack-nvlink``, 4 / 8 / 64 ranks) all step up between 512 KiB and 1 MiB a peer (64 ranks:
 #: 140 -> 409 GB/s busbw), i.e. 32 channels x 16 KiB; 16 or 64 would put the step a size lower or higher.
 #: Blackwell only (no fit row elsewhere shows the step). Value: the largest per-peer bytes that run LL.
-NCCL_P2P_LL_MAX_BYTES_BY_ARCH = {100: 32 * 16384}
+NCCL_P2P_LL_MAX_BYTES_BY_ARCH = {100: 32 * 16384, 80: 32 * 16384}
+#: Round 11 (p2p schedule on Ampere): on A100 boards ``p2pnChannelsPerPeer`` = 32 is rebuilt from the source, not read
+#: off a step (src/graph/paths.cc @ v2.27.3-1 ``ncclTopoGetNchannels``: ``2 x max(1, path->bw / nvlBw)`` = 2 x 12 links
+#: = 24 on an NVSwitch board, ``pow2Up`` 32, capped at ``p2pnChannels`` = ``pow2Up(comm->nChannels)`` = pow2Up(24) = 32:
+#: ``comm->nChannels`` is twice the 12 ring channels, src/graph/connect.cc ``ncclTopoPostset`` l.452 @ v2.27.3-1, the
+#: 12 from ``collectives.nccl_model.nccl_graph``), so LL up to 32 x 16 KiB a peer as on Blackwell; public
+#: ``NCCL_DEBUG=INFO`` logs of A100-SXM4 boards print "24 coll channels, ... 32 p2p channels, 32 p2p channels per peer".
 
 #: NCCL's p2p channels inside one NVLink domain, ``(p2pnChannels, p2pnChannelsPerPeer)`` by architecture (round 11,
 #: :mod:`collectives.p2p_channels`). Both are powers of two (src/graph/paths.cc ``ncclTopoComputeP2pChannels`` @
@@ -552,7 +558,9 @@ NCCL_P2P_LL_MAX_BYTES_BY_ARCH = {100: 32 * 16384}
 #: give each of 64 ranks one batch on its own channel (the measured 64-rank call at 1 MiB a peer, 162 us, is twice
 #: the 4-rank time of the same 1 MiB parts, i.e. two batches one after the other on 32 channels) and 4 ranks 16
 #: channels a peer (48 blocks sending; the measured 4-rank rate at 64-512 MiB, 415-512 GB/s, is that of 24).
-NCCL_P2P_CHANNELS_BY_ARCH = {100: (32, 32)}
+NCCL_P2P_CHANNELS_BY_ARCH = {100: (32, 32), 80: (32, 32)}
+#: Round 11: Ampere (sm80) as rebuilt in :data:`NCCL_P2P_LL_MAX_BYTES_BY_ARCH` (32 / 32 from NCCL v2.27.3-1's own
+#: rules: 24 coll channels -> 32 p2p channels; 12 NVLink links -> 32 a peer).
 
 #: One p2p channel's (thread block's) NVLink send rate, shared by the works of a batch, by protocol (round 11,
 #: :func:`collectives.p2p_channels.p2p_kernel_terms`), and the fixed cost of each batch a channel runs (the kernel's
@@ -561,11 +569,37 @@ NCCL_P2P_CHANNELS_BY_ARCH = {100: (32, 32)}
 #: 4 / 8 / 64 ranks, 1 MiB - 16 GiB, and ``oci-gb200-1rack-nvlink``: its 1 / 2 / 16 host all-to-all rows),
 #: ``python benchmarks/fit_collective_constants.py p2p-channels``. See docs/collectives.md "Round 11 (2026-12-03),
 #: all-to-all inside one NVLink domain".
-NCCL_P2P_CHANNEL_BPS = {"Simple": 21.5e9, "LL": 4.8e9}
-NCCL_P2P_BATCH_S = {"Simple": 22e-6, "LL": 10e-6}
+#: By architecture (round 11, "p2p schedule on Ampere and Hopper"): 100 is the Blackwell fit above; 80 (Ampere) is
+#: fitted the same way on the 33 fit values of the A100 one-board all-to-all sweeps (group
+#: ``aiconfigurator-nccl-a100-1node``, NCCL 2.27.3, 2 / 4 / 8 GPUs, 512 B - 512 MiB),
+#: ``python benchmarks/fit_collective_constants.py p2p-channels-ampere``.
+NCCL_P2P_CHANNEL_BPS = {100: {"Simple": 21.5e9, "LL": 4.8e9}, 80: {"Simple": 21.5e9, "LL": 4.8e9}}
+NCCL_P2P_BATCH_S = {100: {"Simple": 22e-6, "LL": 10e-6}, 80: {"Simple": 22e-6, "LL": 10e-6}}
 
 __all__ += ["NCCL_P2P_LL_MAX_BYTES_BY_ARCH", "NCCL_P2P_CHANNELS_BY_ARCH", "NCCL_P2P_CHANNEL_BPS", "NCCL_P2P_BATCH_S",
-            "nccl_p2p_ll_max_bytes", "nccl_p2p_channels"]
+            "nccl_p2p_ll_max_bytes", "nccl_p2p_channels", "nccl_p2p_arch", "nccl_p2p_constants"]
+
+
+def nccl_p2p_arch(sm: int) -> int:
+    """The architecture family (100 Blackwell, 90 Hopper, 80 Ampere, 0 older) whose p2p tables apply: an exact
+    family, so a family without its own entry is not modelled (it never borrows an older family's constants).
+
+    >>> [nccl_p2p_arch(s) for s in (103, 100, 90, 89, 80, 70)]
+    [100, 100, 90, 80, 80, 0]
+    """
+    return 100 if sm >= 100 else 90 if sm >= 90 else 80 if sm >= 80 else 0
+
+
+def nccl_p2p_constants(sm: int) -> tuple[dict, dict] | None:
+    """(:data:`NCCL_P2P_CHANNEL_BPS`, :data:`NCCL_P2P_BATCH_S`) of the GPU's architecture family (None: none fitted).
+
+    >>> nccl_p2p_constants(103)[1]["Simple"] * 1e6, nccl_p2p_constants(70)
+    (22.0, None)
+    """
+    a = nccl_p2p_arch(sm)
+    if a not in NCCL_P2P_CHANNEL_BPS or a not in NCCL_P2P_BATCH_S:
+        return None
+    return NCCL_P2P_CHANNEL_BPS[a], NCCL_P2P_BATCH_S[a]
 
 
 def nccl_p2p_ll_max_bytes(sm: int) -> int:
@@ -576,8 +610,7 @@ def nccl_p2p_ll_max_bytes(sm: int) -> int:
     >>> nccl_p2p_ll_max_bytes(103), nccl_p2p_ll_max_bytes(90)
     (524288, 0)
     """
-    arch = max((a for a in NCCL_P2P_LL_MAX_BYTES_BY_ARCH if a <= sm), default=None)
-    return NCCL_P2P_LL_MAX_BYTES_BY_ARCH[arch] if arch is not None else 0
+    return NCCL_P2P_LL_MAX_BYTES_BY_ARCH.get(nccl_p2p_arch(sm), 0)
 
 
 def nccl_p2p_channels(sm: int) -> tuple[int, int] | None:
@@ -588,5 +621,4 @@ def nccl_p2p_channels(sm: int) -> tuple[int, int] | None:
     >>> nccl_p2p_channels(103), nccl_p2p_channels(90)
     ((32, 32), None)
     """
-    arch = max((a for a in NCCL_P2P_CHANNELS_BY_ARCH if a <= sm), default=None)
-    return NCCL_P2P_CHANNELS_BY_ARCH[arch] if arch is not None else None
+    return NCCL_P2P_CHANNELS_BY_ARCH.get(nccl_p2p_arch(sm))
