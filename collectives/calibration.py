@@ -543,13 +543,17 @@ __all__ += ["NET_PROTOCOLS", "net_protocols", "NIC_VIA_C2C", "NET_STEP_LATENCY_U
 #: (group ``oci-gb300-1rack-nvlink``, 4 / 8 / 64 ranks) all step up between 512 KiB and 1 MiB a peer (64 ranks:
 #: 140 -> 409 GB/s busbw), i.e. 32 channels x 16 KiB; 16 or 64 would put the step a size lower or higher.
 #: Blackwell only (no fit row elsewhere shows the step). Value: the largest per-peer bytes that run LL.
-NCCL_P2P_LL_MAX_BYTES_BY_ARCH = {100: 32 * 16384, 80: 32 * 16384}
+NCCL_P2P_LL_MAX_BYTES_BY_ARCH = {100: 32 * 16384, 90: 32 * 16384, 80: 32 * 16384}
 #: Round 11 (p2p schedule on Ampere): on A100 boards ``p2pnChannelsPerPeer`` = 32 is rebuilt from the source, not read
 #: off a step (src/graph/paths.cc @ v2.27.3-1 ``ncclTopoGetNchannels``: ``2 x max(1, path->bw / nvlBw)`` = 2 x 12 links
 #: = 24 on an NVSwitch board, ``pow2Up`` 32, capped at ``p2pnChannels`` = ``pow2Up(comm->nChannels)`` = pow2Up(24) = 32:
 #: ``comm->nChannels`` is twice the 12 ring channels, src/graph/connect.cc ``ncclTopoPostset`` l.452 @ v2.27.3-1, the
 #: 12 from ``collectives.nccl_model.nccl_graph``), so LL up to 32 x 16 KiB a peer as on Blackwell; public
 #: ``NCCL_DEBUG=INFO`` logs of A100-SXM4 boards print "24 coll channels, ... 32 p2p channels, 32 p2p channels per peer".
+#: Hopper (sm90) boards the same way: 2 x 18 links = 36 -> pow2Up 64, capped at p2pnChannels = pow2Up(2 x 12 ring
+#: channels) = 32 (src/graph/paths.cc, connect.cc @ v2.27.3-1 .. v2.29.2-1; ``nccl_graph(90, 8, 18, ...)``: ring 12 x
+#: 30 GB/s, as NCCL's own GRAPH log, NVIDIA/nccl#1197); the aws-samples EKS nccl-tests README's p5.48xlarge (8 x H100)
+#: log prints "24 coll channels, 16 nvls channels, 32 p2p channels, 32 p2p channels per peer".
 
 #: NCCL's p2p channels inside one NVLink domain, ``(p2pnChannels, p2pnChannelsPerPeer)`` by architecture (round 11,
 #: :mod:`collectives.p2p_channels`). Both are powers of two (src/graph/paths.cc ``ncclTopoComputeP2pChannels`` @
@@ -558,9 +562,9 @@ NCCL_P2P_LL_MAX_BYTES_BY_ARCH = {100: 32 * 16384, 80: 32 * 16384}
 #: give each of 64 ranks one batch on its own channel (the measured 64-rank call at 1 MiB a peer, 162 us, is twice
 #: the 4-rank time of the same 1 MiB parts, i.e. two batches one after the other on 32 channels) and 4 ranks 16
 #: channels a peer (48 blocks sending; the measured 4-rank rate at 64-512 MiB, 415-512 GB/s, is that of 24).
-NCCL_P2P_CHANNELS_BY_ARCH = {100: (32, 32), 80: (32, 32)}
-#: Round 11: Ampere (sm80) as rebuilt in :data:`NCCL_P2P_LL_MAX_BYTES_BY_ARCH` (32 / 32 from NCCL v2.27.3-1's own
-#: rules: 24 coll channels -> 32 p2p channels; 12 NVLink links -> 32 a peer).
+NCCL_P2P_CHANNELS_BY_ARCH = {100: (32, 32), 90: (32, 32), 80: (32, 32)}
+#: Round 11: Ampere (sm80) and Hopper (sm90) as rebuilt in :data:`NCCL_P2P_LL_MAX_BYTES_BY_ARCH` (32 / 32 from NCCL's
+#: own rules: 24 coll channels -> 32 p2p channels; 12 or 18 NVLink links -> 32 a peer after the cap).
 
 #: One p2p channel's (thread block's) NVLink send rate, shared by the works of a batch, by protocol (round 11,
 #: :func:`collectives.p2p_channels.p2p_kernel_terms`), and the fixed cost of each batch a channel runs (the kernel's
@@ -573,8 +577,15 @@ NCCL_P2P_CHANNELS_BY_ARCH = {100: (32, 32), 80: (32, 32)}
 #: fitted the same way on the 33 fit values of the A100 one-board all-to-all sweeps (group
 #: ``aiconfigurator-nccl-a100-1node``, NCCL 2.27.3, 2 / 4 / 8 GPUs, 512 B - 512 MiB),
 #: ``python benchmarks/fit_collective_constants.py p2p-channels-ampere``.
-NCCL_P2P_CHANNEL_BPS = {100: {"Simple": 21.5e9, "LL": 4.8e9}, 80: {"Simple": 21.5e9, "LL": 4.8e9}}
-NCCL_P2P_BATCH_S = {100: {"Simple": 22e-6, "LL": 10e-6}, 80: {"Simple": 22e-6, "LL": 10e-6}}
+#: 90 (Hopper) has no fit one-board all-to-all below the NVLink plateau (the one fit Hopper one-board all-to-all,
+#: ``h100x8-alltoall``, is a plateau value), so it takes the constants of the family whose p2p transport it shares:
+#: Hopper and Blackwell write over NVLink from the send warps (``NCCL_P2P_WRITE``), Ampere reads from the receive warps
+#: (src/graph/paths.cc ``ncclTopoCheckP2p`` @ v2.28.7-1: P2P read only between two sm80 GPUs). Decided before any
+#: held-out row was looked at; the same dict objects (a Blackwell refit carries over).
+NCCL_P2P_CHANNEL_BPS = {100: {"Simple": 21.5e9, "LL": 4.8e9}, 80: {"Simple": 10.0e9, "LL": 2.8e9}}
+NCCL_P2P_BATCH_S = {100: {"Simple": 22e-6, "LL": 10e-6}, 80: {"Simple": 32e-6, "LL": 12e-6}}
+NCCL_P2P_CHANNEL_BPS[90] = NCCL_P2P_CHANNEL_BPS[100]
+NCCL_P2P_BATCH_S[90] = NCCL_P2P_BATCH_S[100]
 
 __all__ += ["NCCL_P2P_LL_MAX_BYTES_BY_ARCH", "NCCL_P2P_CHANNELS_BY_ARCH", "NCCL_P2P_CHANNEL_BPS", "NCCL_P2P_BATCH_S",
             "nccl_p2p_ll_max_bytes", "nccl_p2p_channels", "nccl_p2p_arch", "nccl_p2p_constants"]
@@ -607,8 +618,8 @@ def nccl_p2p_ll_max_bytes(sm: int) -> int:
 
     Examples
     --------
-    >>> nccl_p2p_ll_max_bytes(103), nccl_p2p_ll_max_bytes(90)
-    (524288, 0)
+    >>> nccl_p2p_ll_max_bytes(103), nccl_p2p_ll_max_bytes(90), nccl_p2p_ll_max_bytes(70)
+    (524288, 524288, 0)
     """
     return NCCL_P2P_LL_MAX_BYTES_BY_ARCH.get(nccl_p2p_arch(sm), 0)
 
@@ -618,7 +629,7 @@ def nccl_p2p_channels(sm: int) -> tuple[int, int] | None:
 
     Examples
     --------
-    >>> nccl_p2p_channels(103), nccl_p2p_channels(90)
-    ((32, 32), None)
+    >>> nccl_p2p_channels(103), nccl_p2p_channels(90), nccl_p2p_channels(80), nccl_p2p_channels(70)
+    ((32, 32), (32, 32), (32, 32), None)
     """
     return NCCL_P2P_CHANNELS_BY_ARCH.get(nccl_p2p_arch(sm))
