@@ -9,7 +9,7 @@ alone (one latency, the NVLink rate at every size) and every release ran the v2.
 import numpy as np
 
 from collectives import Collective
-from collectives import calibration as cal
+from collectives.calibration import nccl_p2p_channels, nccl_p2p_constants, nccl_p2p_ll_max_bytes
 from collectives import validate as v
 from collectives.p2p_channels import p2p_channel_batches, p2p_kernel_terms, p2p_rules
 from collectives.runner import planner_for
@@ -18,10 +18,10 @@ from collectives.validate import _router
 
 def test_channel_counts_by_architecture_family():
     """32 / 32 on Ampere and Hopper (NCCL's rules and logs); the families are exact (no borrowing downwards)."""
-    assert cal.nccl_p2p_channels(80) == (32, 32) and cal.nccl_p2p_channels(90) == (32, 32)
-    assert cal.nccl_p2p_ll_max_bytes(80) == 32 * 16384 and cal.nccl_p2p_ll_max_bytes(90) == 32 * 16384
-    assert cal.nccl_p2p_channels(70) is None and cal.nccl_p2p_constants(70) is None
-    assert cal.nccl_p2p_constants(90) == cal.nccl_p2p_constants(100)
+    assert nccl_p2p_channels(80) == (32, 32) and nccl_p2p_channels(90) == (32, 32)
+    assert nccl_p2p_ll_max_bytes(80) == 32 * 16384 and nccl_p2p_ll_max_bytes(90) == 32 * 16384
+    assert nccl_p2p_channels(70) is None and nccl_p2p_constants(70) is None
+    assert nccl_p2p_constants(90) == nccl_p2p_constants(100)
 
 
 def test_release_rules_change_the_schedule():
