@@ -3,7 +3,7 @@
 Usage: PYTHONPATH=. python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|
        nic-drop|per-peer|deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
-       pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|p2p-channels|deepep-sms-tokens|onesided-nvlink|
+       pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|p2p-channels|p2p-channels-ampere|deepep-sms-tokens|onesided-nvlink|
        ring-ll-latency]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
@@ -535,42 +535,65 @@ P2P_CHANNEL_FIT_IDS = ([f"oci-gb300-{h}host-alltoall-by-size" for h in (1, 2, 16
                        + [f"oci-gb200-{h}host-alltoall" for h in (1, 2, 16)])
 
 
-def p2p_channels() -> None:
-    """Round 11, all-to-all inside one NVLink domain: NCCL's p2p block rate and fixed cost per batch, by protocol
-    (calibration.NCCL_P2P_CHANNEL_BPS, NCCL_P2P_BATCH_S; collectives.p2p_channels), least mean |relative busbw
-    error| on the fit-split values of :data:`P2P_CHANNEL_FIT_IDS` (groups ``oci-gb300-1rack-nvlink`` and
-    ``oci-gb200-1rack-nvlink``: 51 values). Simple first on the values above 512 KiB a peer (grid rate 19-24 GB/s
-    step 0.5, cost 10-34 us step 2), then LL on the others (rate 3.6-6.0 GB/s step 0.2, cost 0-20 us step 1);
-    prints the best of each grid and the errors of all 51 values with the result. The held-out rows are not read."""
-    old = dict(cal.NCCL_P2P_CHANNEL_BPS), dict(cal.NCCL_P2P_BATCH_S)
+def _p2p_channels_fit(arch, ids, simple_grid, ll_grid) -> None:
+    """Grid fit of one architecture's p2p block rate and batch cost (Simple first, then LL) on the fit rows of ``ids``."""
+    old = dict(cal.NCCL_P2P_CHANNEL_BPS[arch]), dict(cal.NCCL_P2P_BATCH_S[arch])
 
     def errors(keep):
         v._ROUTERS.clear()
-        rows = [r for r in v.validate(ids=P2P_CHANNEL_FIT_IDS, splits=("fit",)).rows if r.rel_error is not None]
+        rows = [r for r in v.validate(ids=ids, splits=("fit",)).rows if r.rel_error is not None]
         return np.abs([r.rel_error for r in rows if keep(r)])
 
     def best(proto, rates, costs, keep):
         out = None
         for rate in rates:
             for cost in costs:
-                cal.NCCL_P2P_CHANNEL_BPS[proto], cal.NCCL_P2P_BATCH_S[proto] = rate * 1e9, cost * 1e-6
+                cal.NCCL_P2P_CHANNEL_BPS[arch][proto], cal.NCCL_P2P_BATCH_S[arch][proto] = rate * 1e9, cost * 1e-6
                 e = errors(keep)
                 if out is None or e.mean() < out[0]:
                     out = (float(e.mean()), float(e.max()), len(e), rate, cost)
-        cal.NCCL_P2P_CHANNEL_BPS[proto], cal.NCCL_P2P_BATCH_S[proto] = out[3] * 1e9, out[4] * 1e-6
-        print(f"  {proto}: {out[3]:.1f} GB/s per channel, {out[4]:.0f} us per batch: {out[2]} values, "
-              f"mean |error| {out[0]:.4f}, max {out[1]:.3f}")
+        cal.NCCL_P2P_CHANNEL_BPS[arch][proto], cal.NCCL_P2P_BATCH_S[arch][proto] = out[3] * 1e9, out[4] * 1e-6
+        print(f"  sm{arch} {proto}: {out[3]:.1f} GB/s per channel, {out[4]:.0f} us per batch: {out[2]} values, "
+              f"mean |error| {out[0]:.4f}, max {out[1]:.3f} (grid {rates[0]}-{rates[-1]} GB/s x "
+              f"{costs[0]}-{costs[-1]} us)")
 
     simple = lambda r: r.note.startswith("direct/Simple")  # noqa: E731 (the protocol the model ran)
-    best("Simple", [round(19 + 0.5 * i, 1) for i in range(11)], range(10, 36, 2), simple)
-    best("LL", [round(3.6 + 0.2 * i, 1) for i in range(13)], range(0, 21), lambda r: not simple(r))
+    best("Simple", *simple_grid, simple)
+    best("LL", *ll_grid, lambda r: not simple(r))
     e = errors(lambda r: True)
     print(f"  all: {len(e)} values, mean |error| {e.mean():.4f}, max {e.max():.3f}")
-    cal.NCCL_P2P_CHANNEL_BPS.update(old[0])
-    cal.NCCL_P2P_BATCH_S.update(old[1])
+    cal.NCCL_P2P_CHANNEL_BPS[arch].update(old[0])
+    cal.NCCL_P2P_BATCH_S[arch].update(old[1])
     v._ROUTERS.clear()
 
 
+def p2p_channels() -> None:
+    """Round 11, all-to-all inside one NVLink domain: NCCL's p2p block rate and fixed cost per batch, by protocol
+    (calibration.NCCL_P2P_CHANNEL_BPS[100], NCCL_P2P_BATCH_S[100]; collectives.p2p_channels), least mean |relative
+    busbw error| on the fit-split values of :data:`P2P_CHANNEL_FIT_IDS` (groups ``oci-gb300-1rack-nvlink`` and
+    ``oci-gb200-1rack-nvlink``: 51 values). Simple first on the values above 512 KiB a peer (grid rate 19-24 GB/s
+    step 0.5, cost 10-34 us step 2), then LL on the others (rate 3.6-6.0 GB/s step 0.2, cost 0-20 us step 1);
+    prints the best of each grid and the errors of all 51 values with the result. The held-out rows are not read."""
+    _p2p_channels_fit(100, P2P_CHANNEL_FIT_IDS,
+                      ([round(19 + 0.5 * i, 1) for i in range(11)], list(range(10, 36, 2))),
+                      ([round(3.6 + 0.2 * i, 1) for i in range(13)], list(range(0, 21))))
+
+
+#: Round 11 (p2p schedule on Ampere): the A100 one-board all-to-all sweeps of the fit split (NCCL 2.27.3).
+P2P_CHANNEL_FIT_IDS_AMPERE = [f"aic-nccl-a100-alltoall-{n}gpu-by-size" for n in (2, 4, 8)]
+
+
+def p2p_channels_ampere() -> None:
+    """Round 11, p2p schedule on Ampere: calibration.NCCL_P2P_CHANNEL_BPS[80], NCCL_P2P_BATCH_S[80], the same
+    form and procedure as :func:`p2p_channels` on the 33 fit values of :data:`P2P_CHANNEL_FIT_IDS_AMPERE`
+    (group ``aiconfigurator-nccl-a100-1node``). Grids: Simple 6-24 GB/s step 1 x 0-40 us step 2, LL 1-8 GB/s step
+    0.25 x 0-20 us step 1. The held-out rows are not read."""
+    _p2p_channels_fit(80, P2P_CHANNEL_FIT_IDS_AMPERE,
+                      ([float(x) for x in range(6, 25)], list(range(0, 42, 2))),
+                      ([1 + 0.25 * i for i in range(29)], list(range(0, 21))))
+
+
+FITS.update({"p2p-channels-ampere": p2p_channels_ampere})  # round 11, p2p schedule on Ampere
 FITS.update({"p2p-channels": p2p_channels})  # round 11, all-to-all inside one NVLink domain (replaced round 8's p2p-ll)
 
 

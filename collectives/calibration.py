@@ -533,60 +533,11 @@ __all__ += ["NET_PROTOCOLS", "net_protocols", "NIC_VIA_C2C", "NET_STEP_LATENCY_U
             "NET_ALGORITHMS", "net_algorithms", "NET_EAGER_MAX_BYTES", "net_eager_max_bytes", "net_rendezvous_s",
             "NET_TUNER_PROTOCOLS", "net_tuner_protocols"]
 
-#: NCCL's point-to-point protocol inside one NVLink domain (round 8). NCCL runs a send or receive on LL when its
-#: bytes are at most ``p2pnChannelsPerPeer x NCCL_P2P_LL_THRESHOLD`` (src/enqueue.cc ``addP2pToPlan`` @ v2.28.7-1:
-#: ``thresholdLL = nChannelsMax*ncclParamP2pLLThreshold()``, ``protoLL[dir] &= bytes[dir] <= thresholdLL``;
-#: ``NCCL_P2P_LL_THRESHOLD`` default 16384), else Simple. ``p2pnChannelsPerPeer`` is a power of two
-#: (src/graph/paths.cc ``ncclTopoComputeP2pChannels``: ``pow2Up`` of min(p2pnChannels, 2 x NVLink links), capped
-#: at p2pnChannels = pow2Up(comm->nChannels)); the model does not rebuild comm->nChannels after NCCL's channel
-#: duplication, so the power of two is read from the fit sweeps: the three OCI GB300 nccl-tests all-to-all sweeps
-#: (group ``oci-gb300-1rack-nvlink``, 4 / 8 / 64 ranks) all step up between 512 KiB and 1 MiB a peer (64 ranks:
-#: 140 -> 409 GB/s busbw), i.e. 32 channels x 16 KiB; 16 or 64 would put the step a size lower or higher.
-#: Blackwell only (no fit row elsewhere shows the step). Value: the largest per-peer bytes that run LL.
-NCCL_P2P_LL_MAX_BYTES_BY_ARCH = {100: 32 * 16384}
-
-#: NCCL's p2p channels inside one NVLink domain, ``(p2pnChannels, p2pnChannelsPerPeer)`` by architecture (round 11,
-#: :mod:`collectives.p2p_channels`). Both are powers of two (src/graph/paths.cc ``ncclTopoComputeP2pChannels`` @
-#: v2.28.7-1); ``p2pnChannelsPerPeer`` = 32 is the value of :data:`NCCL_P2P_LL_MAX_BYTES_BY_ARCH` (32 x 16 KiB, read
-#: from where the fit sweeps step). ``p2pnChannels`` = 32 is read from the same fit sweeps, not rebuilt: 64 would
-#: give each of 64 ranks one batch on its own channel (the measured 64-rank call at 1 MiB a peer, 162 us, is twice
-#: the 4-rank time of the same 1 MiB parts, i.e. two batches one after the other on 32 channels) and 4 ranks 16
-#: channels a peer (48 blocks sending; the measured 4-rank rate at 64-512 MiB, 415-512 GB/s, is that of 24).
-NCCL_P2P_CHANNELS_BY_ARCH = {100: (32, 32)}
-
-#: One p2p channel's (thread block's) NVLink send rate, shared by the works of a batch, by protocol (round 11,
-#: :func:`collectives.p2p_channels.p2p_kernel_terms`), and the fixed cost of each batch a channel runs (the kernel's
-#: launch and a batch's first step and completion, counted per batch). Fitted together, least mean |relative busbw
-#: error|, on the 51 fit-split values of the Blackwell one-domain all-to-all sweeps (groups ``oci-gb300-1rack-nvlink``:
-#: 4 / 8 / 64 ranks, 1 MiB - 16 GiB, and ``oci-gb200-1rack-nvlink``: its 1 / 2 / 16 host all-to-all rows),
-#: ``python benchmarks/fit_collective_constants.py p2p-channels``. See docs/collectives.md "Round 11 (2026-12-03),
-#: all-to-all inside one NVLink domain".
-NCCL_P2P_CHANNEL_BPS = {"Simple": 21.5e9, "LL": 4.8e9}
-NCCL_P2P_BATCH_S = {"Simple": 22e-6, "LL": 10e-6}
+# The one-domain p2p tables live in collectives/p2p_constants.py (round 11); re-exported here under the names the docs
+# use (the same objects: a fit that patches one of these dicts patches the model).
+from collectives.p2p_constants import (NCCL_P2P_BATCH_S, NCCL_P2P_CHANNEL_BPS, NCCL_P2P_CHANNELS_BY_ARCH,  # noqa: E402
+                                       NCCL_P2P_LL_MAX_BYTES_BY_ARCH, nccl_p2p_arch, nccl_p2p_channels,
+                                       nccl_p2p_constants, nccl_p2p_ll_max_bytes)
 
 __all__ += ["NCCL_P2P_LL_MAX_BYTES_BY_ARCH", "NCCL_P2P_CHANNELS_BY_ARCH", "NCCL_P2P_CHANNEL_BPS", "NCCL_P2P_BATCH_S",
-            "nccl_p2p_ll_max_bytes", "nccl_p2p_channels"]
-
-
-def nccl_p2p_ll_max_bytes(sm: int) -> int:
-    """:data:`NCCL_P2P_LL_MAX_BYTES_BY_ARCH` of the GPU's architecture (0: no LL modelled).
-
-    Examples
-    --------
-    >>> nccl_p2p_ll_max_bytes(103), nccl_p2p_ll_max_bytes(90)
-    (524288, 0)
-    """
-    arch = max((a for a in NCCL_P2P_LL_MAX_BYTES_BY_ARCH if a <= sm), default=None)
-    return NCCL_P2P_LL_MAX_BYTES_BY_ARCH[arch] if arch is not None else 0
-
-
-def nccl_p2p_channels(sm: int) -> tuple[int, int] | None:
-    """:data:`NCCL_P2P_CHANNELS_BY_ARCH` of the GPU's architecture (None: not modelled, the flows alone).
-
-    Examples
-    --------
-    >>> nccl_p2p_channels(103), nccl_p2p_channels(90)
-    ((32, 32), None)
-    """
-    arch = max((a for a in NCCL_P2P_CHANNELS_BY_ARCH if a <= sm), default=None)
-    return NCCL_P2P_CHANNELS_BY_ARCH[arch] if arch is not None else None
+            "nccl_p2p_ll_max_bytes", "nccl_p2p_channels", "nccl_p2p_arch", "nccl_p2p_constants"]

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from collectives.calibration import (NCCL_P2P_BATCH_S, NCCL_P2P_CHANNEL_BPS, nccl_p2p_channels, nccl_p2p_family,
+from collectives.calibration import (nccl_p2p_channels, nccl_p2p_constants, nccl_p2p_family,
                                     nccl_p2p_ll_max_bytes, nccl_p2p_per_peer_s, nic_p2p_factor)
-from collectives.p2p_channels import p2p_kernel_terms
+from collectives.nccl_model.constants import parse_nccl_version
+from collectives.p2p_channels import p2p_kernel_terms, p2p_rules
 from collectives.ops import Collective
 from fabric import route_kernels
 from fabric.flowset import FlowSet, concat
@@ -303,17 +304,21 @@ class _PointToPointMixin:
         data part (``Plan.min_time_s``), the NVLink ports' limit staying with the flows.
         """
         chans = nccl_p2p_channels(self.gpu.sm)
-        if chans is None or op.collective != "all_to_all" or op.n < 2 or peer_bytes <= 0:
+        consts = nccl_p2p_constants(self.gpu.sm)
+        if chans is None or consts is None or op.collective != "all_to_all" or op.n < 2 or peer_bytes <= 0:
             return None
         doms = self.domain[np.asarray(op.ranks, dtype=np.int64)]
         if doms.min() != doms.max():
             return None
-        key = (op.n, int(peer_bytes), chans, tuple(sorted(NCCL_P2P_CHANNEL_BPS.items())),
-               tuple(sorted(NCCL_P2P_BATCH_S.items())))
+        # round 11: the release's channel mapping and batching rules (p2p_channels.p2p_rules; None: v2.28.7's)
+        release = parse_nccl_version(op.options.get("nccl_version"))
+        rules = p2p_rules(release)
+        bps, batch = consts
+        key = (op.n, int(peer_bytes), chans, rules, tuple(sorted(bps.items())), tuple(sorted(batch.items())))
         cache = self.__dict__.setdefault("_p2p_terms", {})
         if key not in cache:
             cache[key] = p2p_kernel_terms(op.n, int(peer_bytes), p2p_channels=chans[0], channels_per_peer=chans[1],
-                                          channel_Bps=NCCL_P2P_CHANNEL_BPS, batch_s=NCCL_P2P_BATCH_S)
+                                          channel_Bps=bps, batch_s=batch, release=release)
         return cache[key]
 
     def p2p_protocol(self, op: Collective, peer_bytes: float) -> tuple[str, float]:

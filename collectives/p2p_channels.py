@@ -27,7 +27,14 @@ below is read from that tag:
   (``20 / nWorks`` each, about half sending, half receiving): the works of a batch share one block.
 * ``src/graph/paths.cc`` ``ncclTopoCheckP2p``: P2P read only between two sm80 GPUs; on Hopper and
   Blackwell the transport writes (``src/transport/p2p.cc``: ``NCCL_P2P_WRITE``), so the send warps
-  move the bytes over NVLink.
+  move the bytes over NVLink (on Ampere the receive warps read them: one block either way).
+
+Older releases (round 11, by tag; ``release`` below): up to v2.27.7-1 ``ncclP2pChannelBaseForRound``
+(one node) is the round itself and ``ncclP2pChannelForPart`` puts part ``p`` on channel
+``(base + reverseBits(p, log2 P)) & (P - 1)`` (``src/include/channel.h``, ``src/include/device.h`` @
+v2.27.3-1); v2.28.3-1 has the bit-reversed base and contiguous parts above; the 8-round epoch rule of
+``addWorkBatchToPlan`` first appears in v2.28.7-1 (before it a batch closes only at 8 works or a repeated
+round). Channel counts, parts and the LL rule are the same in v2.27.3-1 and v2.28.7-1.
 
 The time model built on it (:func:`p2p_kernel_terms`): a channel's time is the sum over its batches
 of a fixed cost per batch plus the batch's NVLink bytes at one rate per block; the kernel's time is
@@ -42,7 +49,7 @@ from dataclasses import dataclass
 
 __all__ = ["NCCL_STEPS", "NCCL_MAX_NTHREADS", "NCCL_MAX_DEV_WORK_P2P_PER_BATCH", "NCCL_P2P_LL_THRESHOLD",
            "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_LL_STEP_BYTES", "P2pWork", "p2p_channel_batches", "p2p_channel_counts", "p2p_kernel_terms",
-           "reverse_bits", "channels_per_peer_min"]
+           "reverse_bits", "channels_per_peer_min", "p2p_rules"]
 
 #: ``src/include/device.h`` @ v2.28.7-1.
 NCCL_STEPS = 8
@@ -73,6 +80,22 @@ class P2pWork:
     def is_self(self) -> bool:
         """Round 0 is the copy to self (no NVLink traffic)."""
         return self.round == 0
+
+
+def p2p_rules(release) -> tuple[bool, bool]:
+    """(bit-reversed round bases, 8-round epochs) of NCCL's one-node p2p schedule in ``release``.
+
+    ``release`` is a ``(major, minor, patch)`` tuple or None (None: the v2.28.7-1 rules, the model's default
+    for every newer release too). Read by tag (module docstring): v2.27.x reverses the parts, not the bases,
+    and has no epoch rule; v2.28.3 has the bases, not the epochs; v2.28.7 both.
+
+    >>> p2p_rules((2, 27, 3)), p2p_rules((2, 28, 3)), p2p_rules((2, 28, 7)), p2p_rules(None)
+    ((False, False), (True, False), (True, True), (True, True))
+    """
+    if release is None:
+        return True, True
+    v = tuple(release)
+    return v >= (2, 28, 0), v >= (2, 28, 7)
 
 
 def reverse_bits(x: int, n_bits: int) -> int:
@@ -126,11 +149,12 @@ def p2p_channel_counts(n_ranks: int, peer_bytes: int, *, p2p_channels: int, chan
 
 
 def p2p_channel_batches(n_ranks: int, peer_bytes: int, *, p2p_channels: int,
-                        channels_per_peer: int) -> list[list[list[P2pWork]]]:
+                        channels_per_peer: int, release=None) -> list[list[list[P2pWork]]]:
     """NCCL's batches of a uniform all-to-all on each of ``p2p_channels`` channels (one node, one rank).
 
     Returns, per channel, its batches in order, each a list of :class:`P2pWork`. Every rank runs the
-    same shape (the schedule is a permutation per round), so rank 0's is every rank's.
+    same shape (the schedule is a permutation per round), so rank 0's is every rank's. ``release``: the
+    NCCL release whose channel mapping and batching rules apply (:func:`p2p_rules`).
 
     >>> b = p2p_channel_batches(4, 1 << 20, p2p_channels=32, channels_per_peer=32)
     >>> sorted({len(ch) for ch in b}), b[16][0][0]
@@ -138,6 +162,9 @@ def p2p_channel_batches(n_ranks: int, peer_bytes: int, *, p2p_channels: int,
     >>> b = p2p_channel_batches(64, 1 << 20, p2p_channels=32, channels_per_peer=32)
     >>> sorted({len(ch) for ch in b}), [w.round for batch in b[16] for w in batch]
     ([2], [1, 33])
+    >>> b = p2p_channel_batches(64, 1 << 20, p2p_channels=32, channels_per_peer=32, release=(2, 27, 3))
+    >>> sorted({len(ch) for ch in b}), [[w.round for w in batch] for batch in b[1]]  # no epochs: one batch
+    ([1], [[1, 33]])
     """
     P, C = int(p2p_channels), int(channels_per_peer)
     if P < 1 or P & (P - 1) or C < 1 or C & (C - 1) or C > P:
@@ -145,6 +172,7 @@ def p2p_channel_batches(n_ranks: int, peer_bytes: int, *, p2p_channels: int,
     m = channels_per_peer_min(n_ranks, P, C)
     ll_max = C * NCCL_P2P_LL_THRESHOLD
     log2p = P.bit_length() - 1
+    rev_base, epochs = p2p_rules(release)
     chans: list[list[list[tuple[int, str, int]]]] = [[] for _ in range(P)]
     epoch_of: list[int] = [-1] * P
     for r in range(n_ranks):
@@ -152,14 +180,15 @@ def p2p_channel_batches(n_ranks: int, peer_bytes: int, *, p2p_channels: int,
         k = _n_channels(int(peer_bytes), proto, m, C)
         part = -(-int(peer_bytes) // k)
         part = -(-part // _ALIGN) * _ALIGN
-        base = reverse_bits(r, log2p)
+        base = reverse_bits(r, log2p) if rev_base else r & 0xff
         for p in range(k):
             beg = min(p * part, int(peer_bytes))
             end = min((p + 1) * part, int(peer_bytes))
-            c = (base + p) & (P - 1)
-            e = r // NCCL_MAX_DEV_WORK_P2P_PER_BATCH
+            c = (base + (p if rev_base else reverse_bits(p, log2p))) & (P - 1)
+            e = r // NCCL_MAX_DEV_WORK_P2P_PER_BATCH if epochs else 0
             batches = chans[c]
-            if not batches or epoch_of[c] != e or len(batches[-1]) == NCCL_MAX_DEV_WORK_P2P_PER_BATCH:
+            if (not batches or epoch_of[c] != e or len(batches[-1]) == NCCL_MAX_DEV_WORK_P2P_PER_BATCH
+                    or any(w[0] == r for w in batches[-1])):
                 batches.append([])
                 epoch_of[c] = e
             batches[-1].append((r, proto, end - beg))
@@ -167,7 +196,7 @@ def p2p_channel_batches(n_ranks: int, peer_bytes: int, *, p2p_channels: int,
 
 
 def p2p_kernel_terms(n_ranks: int, peer_bytes: int, *, p2p_channels: int, channels_per_peer: int,
-                     channel_Bps: dict, batch_s: dict) -> tuple[float, float]:
+                     channel_Bps: dict, batch_s: dict, release=None) -> tuple[float, float]:
     """(fixed, data) seconds of the slowest channel of NCCL's p2p kernel for a uniform all-to-all.
 
     A channel's time is ``sum over its batches (batch_s[protocol] + NVLink bytes of the batch /
@@ -186,7 +215,7 @@ as well: the block runs it). The slowest channel is the one with
     best = (-1.0, 0.0, 0.0)
     proto = "LL" if peer_bytes <= channels_per_peer * NCCL_P2P_LL_THRESHOLD else "Simple"  # the peers' protocol
     for ch in p2p_channel_batches(n_ranks, peer_bytes, p2p_channels=p2p_channels,
-                                  channels_per_peer=channels_per_peer):
+                                  channels_per_peer=channels_per_peer, release=release):
         fixed = data = 0.0
         for batch in ch:
             net = [w for w in batch if not w.is_self]

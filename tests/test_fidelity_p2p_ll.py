@@ -48,10 +48,13 @@ def test_ll_regime_values_of_the_fit_sweeps_are_within_the_fit():
     assert np.mean(e) <= 0.15
 
 
-def test_hopper_and_cross_domain_all_to_alls_stay_simple():
-    """No LL where no fit row shows the step: Hopper boards, and all-to-alls that leave the NVLink domain."""
+def test_cross_domain_all_to_alls_stay_simple_and_hopper_boards_take_the_sourced_rule():
+    """No LL for all-to-alls that leave the NVLink domain. Hopper boards: round 11 ("p2p schedule on Ampere and
+    Hopper") gave them NCCL's own threshold (32 channels a peer x 16 KiB, rebuilt from the source and NCCL's logs):
+    LL at 64 KiB a peer, Simple above 512 KiB (it was Simple at every size before)."""
     h100 = planner_for(_router("hgx-h100", {}))
-    assert _a2a(h100, range(8), 64 << 10).protocol == "Simple"
+    assert _a2a(h100, range(8), 64 << 10).protocol == "LL"
+    assert _a2a(h100, range(8), (512 << 10) + 4096).protocol == "Simple"
     two = planner_for(_router("gb300-nvl72", {"domains": 2, "gpus_per_domain": 4, "scaleout": "spectrum-x"}))
     assert _a2a(two, range(8), 64 << 10).protocol == "Simple"
 

@@ -1,0 +1,109 @@
+"""NCCL's point-to-point tables inside one NVLink domain, by architecture family: the LL threshold (round 8), the
+p2p channel counts and the p2p schedule's block rates and batch costs (round 11; :mod:`collectives.p2p_channels`).
+
+Split out of :mod:`collectives.calibration` (which re-exports every name here) when round 11 added the Ampere and
+Hopper entries. Every value is sourced or fitted on the fit split; each comment names its source or data.
+"""
+
+from __future__ import annotations
+
+__all__ = ["NCCL_P2P_LL_MAX_BYTES_BY_ARCH", "NCCL_P2P_CHANNELS_BY_ARCH", "NCCL_P2P_CHANNEL_BPS", "NCCL_P2P_BATCH_S",
+            "nccl_p2p_ll_max_bytes", "nccl_p2p_channels", "nccl_p2p_arch", "nccl_p2p_constants"]
+
+#: NCCL's point-to-point protocol inside one NVLink domain (round 8). NCCL runs a send or receive on LL when its
+#: bytes are at most ``p2pnChannelsPerPeer x NCCL_P2P_LL_THRESHOLD`` (src/enqueue.cc ``addP2pToPlan`` @ v2.28.7-1:
+#: ``thresholdLL = nChannelsMax*ncclParamP2pLLThreshold()``, ``protoLL[dir] &= bytes[dir] <= thresholdLL``;
+#: ``NCCL_P2P_LL_THRESHOLD`` default 16384), else Simple. ``p2pnChannelsPerPeer`` is a power of two
+#: (src/graph/paths.cc ``ncclTopoComputeP2pChannels``: ``pow2Up`` of min(p2pnChannels, 2 x NVLink links), capped
+#: at p2pnChannels = pow2Up(comm->nChannels)); the model does not rebuild comm->nChannels after NCCL's channel
+#: duplication, so the power of two is read from the fit sweeps: the three OCI GB300 nccl-tests all-to-all sweeps
+#: (group ``oci-gb300-1rack-nvlink``, 4 / 8 / 64 ranks) all step up between 512 KiB and 1 MiB a peer (64 ranks:
+#: 140 -> 409 GB/s busbw), i.e. 32 channels x 16 KiB; 16 or 64 would put the step a size lower or higher.
+#: Blackwell only (no fit row elsewhere shows the step). Value: the largest per-peer bytes that run LL.
+NCCL_P2P_LL_MAX_BYTES_BY_ARCH = {100: 32 * 16384, 90: 32 * 16384, 80: 32 * 16384}
+#: Round 11 (p2p schedule on Ampere): on A100 boards ``p2pnChannelsPerPeer`` = 32 is rebuilt from the source, not read
+#: off a step (src/graph/paths.cc @ v2.27.3-1 ``ncclTopoGetNchannels``: ``2 x max(1, path->bw / nvlBw)`` = 2 x 12 links
+#: = 24 on an NVSwitch board, ``pow2Up`` 32, capped at ``p2pnChannels`` = ``pow2Up(comm->nChannels)`` = pow2Up(24) = 32:
+#: ``comm->nChannels`` is twice the 12 ring channels, src/graph/connect.cc ``ncclTopoPostset`` l.452 @ v2.27.3-1, the
+#: 12 from ``collectives.nccl_model.nccl_graph``), so LL up to 32 x 16 KiB a peer as on Blackwell; public
+#: ``NCCL_DEBUG=INFO`` logs of A100-SXM4 boards print "24 coll channels, ... 32 p2p channels, 32 p2p channels per peer".
+#: Hopper (sm90) boards the same way: 2 x 18 links = 36 -> pow2Up 64, capped at p2pnChannels = pow2Up(2 x 12 ring
+#: channels) = 32 (src/graph/paths.cc, connect.cc @ v2.27.3-1 .. v2.29.2-1; ``nccl_graph(90, 8, 18, ...)``: ring 12 x
+#: 30 GB/s, as NCCL's own GRAPH log, NVIDIA/nccl#1197); the aws-samples EKS nccl-tests README's p5.48xlarge (8 x H100)
+#: log prints "24 coll channels, 16 nvls channels, 32 p2p channels, 32 p2p channels per peer".
+
+#: NCCL's p2p channels inside one NVLink domain, ``(p2pnChannels, p2pnChannelsPerPeer)`` by architecture (round 11,
+#: :mod:`collectives.p2p_channels`). Both are powers of two (src/graph/paths.cc ``ncclTopoComputeP2pChannels`` @
+#: v2.28.7-1); ``p2pnChannelsPerPeer`` = 32 is the value of :data:`NCCL_P2P_LL_MAX_BYTES_BY_ARCH` (32 x 16 KiB, read
+#: from where the fit sweeps step). ``p2pnChannels`` = 32 is read from the same fit sweeps, not rebuilt: 64 would
+#: give each of 64 ranks one batch on its own channel (the measured 64-rank call at 1 MiB a peer, 162 us, is twice
+#: the 4-rank time of the same 1 MiB parts, i.e. two batches one after the other on 32 channels) and 4 ranks 16
+#: channels a peer (48 blocks sending; the measured 4-rank rate at 64-512 MiB, 415-512 GB/s, is that of 24).
+NCCL_P2P_CHANNELS_BY_ARCH = {100: (32, 32), 90: (32, 32), 80: (32, 32)}
+#: Round 11: Ampere (sm80) and Hopper (sm90) as rebuilt in :data:`NCCL_P2P_LL_MAX_BYTES_BY_ARCH` (32 / 32 from NCCL's
+#: own rules: 24 coll channels -> 32 p2p channels; 12 or 18 NVLink links -> 32 a peer after the cap).
+
+#: One p2p channel's (thread block's) NVLink send rate, shared by the works of a batch, by protocol (round 11,
+#: :func:`collectives.p2p_channels.p2p_kernel_terms`), and the fixed cost of each batch a channel runs (the kernel's
+#: launch and a batch's first step and completion, counted per batch). Fitted together, least mean |relative busbw
+#: error|, on the 51 fit-split values of the Blackwell one-domain all-to-all sweeps (groups ``oci-gb300-1rack-nvlink``:
+#: 4 / 8 / 64 ranks, 1 MiB - 16 GiB, and ``oci-gb200-1rack-nvlink``: its 1 / 2 / 16 host all-to-all rows),
+#: ``python benchmarks/fit_collective_constants.py p2p-channels``. See docs/collectives.md "Round 11 (2026-12-03),
+#: all-to-all inside one NVLink domain".
+#: By architecture (round 11, "p2p schedule on Ampere and Hopper"): 100 is the Blackwell fit above; 80 (Ampere) is
+#: fitted the same way on the 33 fit values of the A100 one-board all-to-all sweeps (group
+#: ``aiconfigurator-nccl-a100-1node``, NCCL 2.27.3, 2 / 4 / 8 GPUs, 512 B - 512 MiB),
+#: ``python benchmarks/fit_collective_constants.py p2p-channels-ampere``.
+#: 90 (Hopper) has no fit one-board all-to-all below the NVLink plateau (the one fit Hopper one-board all-to-all,
+#: ``h100x8-alltoall``, is a plateau value), so it takes the constants of the family whose p2p transport it shares:
+#: Hopper and Blackwell write over NVLink from the send warps (``NCCL_P2P_WRITE``), Ampere reads from the receive warps
+#: (src/graph/paths.cc ``ncclTopoCheckP2p`` @ v2.28.7-1: P2P read only between two sm80 GPUs). Decided before any
+#: held-out row was looked at; the same dict objects (a Blackwell refit carries over).
+NCCL_P2P_CHANNEL_BPS = {100: {"Simple": 21.5e9, "LL": 4.8e9}, 80: {"Simple": 10.0e9, "LL": 2.8e9}}
+NCCL_P2P_BATCH_S = {100: {"Simple": 22e-6, "LL": 10e-6}, 80: {"Simple": 32e-6, "LL": 12e-6}}
+NCCL_P2P_CHANNEL_BPS[90] = NCCL_P2P_CHANNEL_BPS[100]
+NCCL_P2P_BATCH_S[90] = NCCL_P2P_BATCH_S[100]
+
+
+def nccl_p2p_arch(sm: int) -> int:
+    """The architecture family (100 Blackwell, 90 Hopper, 80 Ampere, 0 older) whose p2p tables apply: an exact
+    family, so a family without its own entry is not modelled (it never borrows an older family's constants).
+
+    >>> [nccl_p2p_arch(s) for s in (103, 100, 90, 89, 80, 70)]
+    [100, 100, 90, 80, 80, 0]
+    """
+    return 100 if sm >= 100 else 90 if sm >= 90 else 80 if sm >= 80 else 0
+
+
+def nccl_p2p_constants(sm: int) -> tuple[dict, dict] | None:
+    """(:data:`NCCL_P2P_CHANNEL_BPS`, :data:`NCCL_P2P_BATCH_S`) of the GPU's architecture family (None: none fitted).
+
+    >>> nccl_p2p_constants(103)[1]["Simple"] * 1e6, nccl_p2p_constants(70)
+    (22.0, None)
+    """
+    a = nccl_p2p_arch(sm)
+    if a not in NCCL_P2P_CHANNEL_BPS or a not in NCCL_P2P_BATCH_S:
+        return None
+    return NCCL_P2P_CHANNEL_BPS[a], NCCL_P2P_BATCH_S[a]
+
+
+def nccl_p2p_ll_max_bytes(sm: int) -> int:
+    """:data:`NCCL_P2P_LL_MAX_BYTES_BY_ARCH` of the GPU's architecture (0: no LL modelled).
+
+    Examples
+    --------
+    >>> nccl_p2p_ll_max_bytes(103), nccl_p2p_ll_max_bytes(90), nccl_p2p_ll_max_bytes(70)
+    (524288, 524288, 0)
+    """
+    return NCCL_P2P_LL_MAX_BYTES_BY_ARCH.get(nccl_p2p_arch(sm), 0)
+
+
+def nccl_p2p_channels(sm: int) -> tuple[int, int] | None:
+    """:data:`NCCL_P2P_CHANNELS_BY_ARCH` of the GPU's architecture (None: not modelled, the flows alone).
+
+    Examples
+    --------
+    >>> nccl_p2p_channels(103), nccl_p2p_channels(90), nccl_p2p_channels(80), nccl_p2p_channels(70)
+    ((32, 32), (32, 32), (32, 32), None)
+    """
+    return NCCL_P2P_CHANNELS_BY_ARCH.get(nccl_p2p_arch(sm))
