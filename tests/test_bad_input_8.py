@@ -6,16 +6,14 @@ import pytest
 from click.testing import CliRunner
 
 from cli.app import cli
+from tests.test_bad_input import refused
 from topologies.errors import FabricEmuError
 from topologies.units import parse_bandwidth, parse_size, parse_size_range
 
 
 def _refused(args, needle):
-    res = CliRunner().invoke(cli, args)
-    assert res.exit_code == 2, res.output
-    lines = [ln for ln in res.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], res.output
-    return lines[0]
+    """The one error line of ``args`` (:func:`tests.test_bad_input.refused`: exit 2, one line, no traceback)."""
+    return refused(*args, needle=needle).strip()
 
 
 @pytest.mark.parametrize("parse, text", [(parse_size, "\uff11KiB"), (parse_size, "\u0664096"),
