@@ -140,16 +140,15 @@ class _Pending:
 
     def ensure(self, slots) -> None:
         """Place the columns with entries on any of ``slots`` (int array or int)."""
-        if not self.todo:
-            return
-        for j in [j for j in self.todo if self.counts[j, slots].any()]:
-            self.todo.remove(j)
-            _place(self.rows, j, self.counts[j], self.start[j], self.indices, None, None, True, [], self.r1,
-                   self.idx_t)
+        if self.todo:
+            self._take([j for j in self.todo if self.counts[j, slots].any()])
 
     def all(self) -> None:
         """Place every column left."""
-        for j in list(self.todo):
+        self._take(list(self.todo))
+
+    def _take(self, cols) -> None:
+        for j in cols:
             self.todo.remove(j)
             _place(self.rows, j, self.counts[j], self.start[j], self.indices, None, None, True, [], self.r1,
                    self.idx_t)
