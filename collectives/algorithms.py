@@ -517,11 +517,11 @@ class Planner(_NvlsChunkMixin, _PointToPointMixin):
             lat = float(fs.latency_s.max(initial=0))
             # round 11: inside one NVLink domain NCCL's p2p kernel (its channels' batches) bounds the time
             terms = self.p2p_kernel_terms(op, size / n)
-            return Plan(op, fs, "direct", self.p2p_protocol(op, size / n)[0], None, lat,
+            return Plan(op, fs, "direct", self.p2p_protocol(op, size / n), None, lat,
                         min_time_s=lat + terms[1] if terms is not None else 0.0)
         if coll == "send_recv":
             fs = self.direct(op, ranks, np.roll(ranks, -1), float(size), pxn=op.options.get("pxn", False))
-            return Plan(op, fs, "direct", self.p2p_protocol(op, float(size))[0], None, float(fs.latency_s.max(initial=0)))
+            return Plan(op, fs, "direct", self.p2p_protocol(op, float(size)), None, float(fs.latency_s.max(initial=0)))
         hier_opts = dict(op.options.get("hier", {}))
         groups = self.groups_by_domain(ranks)
         # across domains NVLS pairs with an inter-domain stage: SHARP or a tree for all-reduce (NCCL's NVLS +

@@ -248,9 +248,9 @@ class _PointToPointMixin:
             if c > 0:  # on the flows that cross the network only
                 lat_inter = lat_inter + c * (op.n - 1 if op.collective == "all_to_all" else 1)
             kernel = nccl_p2p_family(kernel, self.calib.nic)
-        protocol, ll_kernel = self.p2p_protocol(op, msg) if kernel == "nccl" else ("Simple", 1.0)
+        protocol = self.p2p_protocol(op, msg) if kernel == "nccl" else "Simple"
         fs = self.routed(src, dst, sizes, kind="p2p", protocol=protocol, latency_s=0.0, label=label or op.label,
-                         pxn=pxn, salt=0, kernel=ll_kernel)  # one salt for every flow (a broadcast, no F-sized array)
+                         pxn=pxn, salt=0)  # one salt for every flow (a broadcast, no F-sized array)
         if route_kernels.use(fs.res.size) and src.ndim == 1:
             latency_s, any_inter = route_kernels.p2p_latency(src, dst, self.domain, fs.latency_s, lat_inter,
                                                              lat_intra)
@@ -321,19 +321,19 @@ class _PointToPointMixin:
                                           channel_Bps=bps, batch_s=batch, release=release)
         return cache[key]
 
-    def p2p_protocol(self, op: Collective, peer_bytes: float) -> tuple[str, float]:
-        """NCCL's p2p protocol of ``op`` and its kernel fraction: ``("LL", 1.0)`` for an all-to-all whose ranks share
-        one NVLink domain and whose bytes per peer are at most :func:`collectives.calibration.nccl_p2p_ll_max_bytes` (round 8:
-        NCCL's ``thresholdLL``), else ``("Simple", 1.0)``. Round 11: the LL kernel's own rate is the channel term of
+    def p2p_protocol(self, op: Collective, peer_bytes: float) -> str:
+        """NCCL's p2p protocol of ``op``: ``"LL"`` for an all-to-all whose ranks share one NVLink domain and whose
+        bytes per peer are at most :func:`collectives.calibration.nccl_p2p_ll_max_bytes` (round 8: NCCL's
+        ``thresholdLL``), else ``"Simple"``. Round 11: the LL kernel's own rate is the channel term of
         :meth:`p2p_kernel_terms` (it replaced round 8's LL kernel fraction); the flows keep LL's wire efficiency.
         """
         limit = nccl_p2p_ll_max_bytes(self.gpu.sm)
         if op.collective != "all_to_all" or limit <= 0 or peer_bytes > limit or peer_bytes <= 0:
-            return "Simple", 1.0
+            return "Simple"
         doms = self.domain[np.asarray(op.ranks, dtype=np.int64)]
         if doms.size == 0 or doms.min() != doms.max():  # across domains: not fitted (the net transport's LL)
-            return "Simple", 1.0
-        return "LL", 1.0
+            return "Simple"
+        return "LL"
 
     def host_layout(self, ranks) -> np.ndarray | None:
         """``[D, h, g]`` ranks by NVLink domain, host inside it (compute tray) and index in the host, when every

@@ -70,7 +70,7 @@ class PlanCache:
             chans = nccl_p2p_channels(p.gpu.sm) if p.p2p_kernel_terms(op, per_peer) is not None else None
             shape = () if chans is None else p2p_channel_counts(op.n, int(per_peer), p2p_channels=chans[0],
                                                                 channels_per_peer=chans[1])
-            return (self._above_eager(per_peer), p.p2p_protocol(op, per_peer)[0], shape)
+            return (self._above_eager(per_peer), p.p2p_protocol(op, per_peer), shape)
         if op.collective not in nm.MODELED_COLLECTIVES:
             return ()
         size = max(op.size_bytes, 1)
