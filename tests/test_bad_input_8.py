@@ -167,3 +167,16 @@ def test_nccl_version_of_a_real_release_still_runs():
     res = CliRunner().invoke(cli, ["run", "all_reduce", "--topo", "hgx-h100", "--size", "1MiB", "--nccl-version",
                                    "2.20.3", "--json"])
     assert res.exit_code == 0, res.output
+
+
+def test_an_overlap_list_of_empty_names_says_so_once():
+    # "," read as two empty names: "an empty name, an empty name not among ..."
+    from workloads.step import parse_overlap
+
+    for text in (",", "tp,,ep", "tp,"):
+        with pytest.raises(FabricEmuError, match="an empty name") as info:
+            parse_overlap(text, moe=True)
+        assert str(info.value).count("empty name") == 1
+    with pytest.raises(FabricEmuError) as info:
+        parse_overlap("foo,foo,tp", moe=True)
+    assert str(info.value).count("foo") == 1

@@ -139,7 +139,9 @@ def parse_overlap(text: str | None, *, moe: bool = False, schedule: str = "1f1b"
         ov = Overlap(False, False, False, False, False)
     else:
         names = [t.strip() for t in text.split(",")]
-        bad = [n or "an empty name" for n in names if n not in OVERLAPS]
+        if "" in names:
+            raise SpecError(f"--overlap: an empty name in {text!r}; use a comma list of {', '.join(OVERLAPS)}")
+        bad = sorted({n for n in names if n not in OVERLAPS})
         if bad:
             raise SpecError(f"--overlap: {', '.join(bad)} not among auto, none, {', '.join(OVERLAPS)}")
         twice = sorted({n for n in names if names.count(n) > 1})
