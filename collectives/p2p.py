@@ -246,7 +246,7 @@ class _PointToPointMixin:
         if kernel == "nccl":  # round 5: NCCL's p2p rounds (one per peer) and its net transport's many-peer drop
             c = nccl_p2p_per_peer_s(self.calib.nic)
             if c > 0:  # on the flows that cross the network only
-                lat_inter = lat_inter + c * (op.n - 1 if op.collective == "all_to_all" else 1)
+                lat_inter = lat_inter + c * self.net_p2p_units(op, msg)
             kernel = nccl_p2p_family(kernel, self.calib.nic)
         protocol = self.p2p_protocol(op, msg) if kernel == "nccl" else "Simple"
         fs = self.routed(src, dst, sizes, kind="p2p", protocol=protocol, latency_s=0.0, label=label or op.label,
@@ -294,6 +294,13 @@ class _PointToPointMixin:
                 fac *= w
             w = fac
         return FlowSet(**{**fs.__dict__, "weight": w, "latency_s": latency_s})
+
+    def net_p2p_units(self, op: Collective, peer_bytes: float) -> float:
+        """What NCCL's per-peer network cost (``calibration.NCCL_P2P_PER_PEER_S``) is paid for: one round per peer
+        (round 5), ``n - 1`` in an all-to-all and 1 in a send/recv ring, whatever ``peer_bytes``. Round 12 tried
+        NCCL's parts and network messages a peer in its place (``benchmarks/fit_collective_constants.py
+        a2a-efa-schedule``; docs/collectives.md "Round 12"): not adopted."""
+        return float(op.n - 1 if op.collective == "all_to_all" else 1)
 
     def p2p_kernel_terms(self, op: Collective, peer_bytes: float) -> tuple[float, float] | None:
         """(fixed, data) seconds of NCCL's p2p kernel for an all-to-all whose ranks share one NVLink domain, on the
