@@ -24,7 +24,8 @@ import numpy as np
 
 from fabric import kernels as _kernels
 
-__all__ = ["COLD", "WARM", "WARM_SUB", "solve_tail", "advance", "warm_sums", "compact_lists", "slot_table", "warm_split", "saturated_order"]
+__all__ = ["COLD", "WARM", "WARM_SUB", "solve_tail", "advance", "warm_sums", "compact_lists", "slot_table", "warm_split",
+           "saturated_order", "epoch_window"]
 
 COLD = 0  #: every active flow was filled
 WARM = 1  #: warm start on the full index: the flows ``ri`` were re-filled, the others kept their rates
@@ -219,3 +220,99 @@ def saturated_order(keys, m, nm, r1):
             out[start[k]] = e
             start[k] += 1
     return out
+
+
+@_jit
+def _max_np(a, b):
+    """``np.maximum(a, b)`` of two floats (``a`` when ``a >= b`` or ``a`` is NaN)."""
+    return a if (a >= b or a != a) else b
+
+
+@_jit
+def epoch_window(sel, aidx, tc, rates, L_keys, L_bneck, sw, has_sw, mult, has_mult, sat, ec_all, idle0, budget0,
+                 members, capx, wagg, t0, t_next, want_firstc):
+    """One window of :meth:`fabric.epoch._EpochMixin._epoch_end` over its completions ``sel`` (positions in
+    ``aidx``, by completion time): ``(best, wH, firstc)``, the same values as the numpy body.
+
+    ``best``: the earliest time a per-resource budget runs out inside the window (inf if none); ``wH[j]``: the
+    change of the aggregate idle weight when completion ``j`` leaves (``np.bincount`` order: entries sorted by
+    slot, completion order kept); ``firstc``: per slot the first completion on it (``t_next`` where none; only
+    with ``want_firstc``).  Coefficients from the per-slot table ``sw`` (``has_sw``) or none.  The numpy
+    body's operations in its order: global prefix sums minus the group's offset, ``(A - ec) + i0``,
+    ``((B + budget0) - (ec - i0) t0) / slope``, ``((i0 + A) max(members - M, 0)) / c``.
+    """
+    k = sel.shape[0]
+    h = L_keys.shape[1]
+    r1 = capx.shape[0]
+    ne = k * h
+    # the entries of saturated slots, stably by slot (a counting sort, as saturated_order)
+    start = np.zeros(r1 + 1, np.int64)
+    for j in range(k):
+        i = aidx[sel[j]]
+        for c in range(h):
+            s = L_keys[i, c]
+            if sat[s]:
+                start[s + 1] += 1
+    for s in range(1, r1 + 1):
+        start[s] += start[s - 1]
+    nm = start[r1]
+    pos = start[:r1].copy()
+    o = np.empty(nm, np.int64)
+    for j in range(k):
+        i = aidx[sel[j]]
+        for c in range(h):
+            s = L_keys[i, c]
+            if sat[s]:
+                o[pos[s]] = j * h + c
+                pos[s] += 1
+    firstc = np.full(r1 if want_firstc else 0, t_next)
+    wH = np.zeros(k)
+    best = np.inf
+    if nm == 0:
+        return best, wH, firstc
+    A = B = M = 0.0  # global prefix sums, as np.cumsum over the sorted entries
+    offA = offB = offM = 0.0  # their values before the group's first entry (what the numpy body subtracts)
+    prev_s = -1
+    prev_prod = 0.0
+    for e in range(nm):
+        jc = o[e]
+        j = jc // h
+        q = sel[j]
+        i = aidx[q]
+        s = L_keys[i, jc - j * h]
+        first = s != prev_s
+        if first:
+            offA, offB, offM = A, B, M
+        a = rates[q] * sw[s] if has_sw else rates[q]
+        te = tc[q]
+        A += a
+        B += a * te
+        mw = 1.0 if L_bneck[i] == s else 0.0
+        if has_mult:
+            mw *= mult[i]
+        M += mw
+        Ag = A - offA
+        Bg = B - offB
+        Mg = M - offM
+        tn = t_next
+        if e + 1 < nm:
+            jn = o[e + 1] // h
+            qn = sel[jn]
+            if L_keys[aidx[qn], o[e + 1] - jn * h] == s:
+                tn = tc[qn]
+        ec = ec_all[s]
+        i0 = idle0[s]
+        slope = (Ag - ec) + i0
+        root = ((Bg + budget0[s]) - (ec - i0) * t0) / slope
+        if slope > 0 and root <= tn:
+            v = _max_np(root, te)
+            if v < best:
+                best = v
+        if first and want_firstc:
+            firstc[s] = te
+        prod = ((i0 + Ag) * _max_np(members[s] - Mg, 0.0)) / capx[s]
+        before = i0 * wagg[s] if first else prev_prod
+        wH[j] += prod - before
+        prev_prod = prod
+        prev_s = s
+    return best, wH, firstc
