@@ -245,12 +245,28 @@ def epoch_window(sel, aidx, tc, rates, L_keys, L_bneck, sw, has_sw, mult, has_mu
     h = L_keys.shape[1]
     r1 = capx.shape[0]
     ne = k * h
-    # the entries of saturated slots, stably by slot (a counting sort, as saturated_order)
+    # the window's entries gathered once (slot, rate x coefficient, member weight; completion time per flow),
+    # then the entries of saturated slots stably by slot (a counting sort, as saturated_order)
+    keys = np.empty(ne, np.int64)
+    ar = np.empty(ne)
+    mws = np.empty(ne)
+    tcs = np.empty(k)
     start = np.zeros(r1 + 1, np.int64)
     for j in range(k):
-        i = aidx[sel[j]]
+        q = sel[j]
+        i = aidx[q]
+        tcs[j] = tc[q]
+        r = rates[q]
+        b = L_bneck[i]
         for c in range(h):
             s = L_keys[i, c]
+            e = j * h + c
+            keys[e] = s
+            ar[e] = r * sw[s] if has_sw else r
+            mw = 1.0 if b == s else 0.0
+            if has_mult:
+                mw *= mult[i]
+            mws[e] = mw
             if sat[s]:
                 start[s + 1] += 1
     for s in range(1, r1 + 1):
@@ -258,13 +274,11 @@ def epoch_window(sel, aidx, tc, rates, L_keys, L_bneck, sw, has_sw, mult, has_mu
     nm = start[r1]
     pos = start[:r1].copy()
     o = np.empty(nm, np.int64)
-    for j in range(k):
-        i = aidx[sel[j]]
-        for c in range(h):
-            s = L_keys[i, c]
-            if sat[s]:
-                o[pos[s]] = j * h + c
-                pos[s] += 1
+    for e in range(ne):
+        s = keys[e]
+        if sat[s]:
+            o[pos[s]] = e
+            pos[s] += 1
     firstc = np.full(r1 if want_firstc else 0, t_next)
     wH = np.zeros(k)
     best = np.inf
@@ -277,29 +291,21 @@ def epoch_window(sel, aidx, tc, rates, L_keys, L_bneck, sw, has_sw, mult, has_mu
     for e in range(nm):
         jc = o[e]
         j = jc // h
-        q = sel[j]
-        i = aidx[q]
-        s = L_keys[i, jc - j * h]
+        s = keys[jc]
         first = s != prev_s
         if first:
             offA, offB, offM = A, B, M
-        a = rates[q] * sw[s] if has_sw else rates[q]
-        te = tc[q]
+        a = ar[jc]
+        te = tcs[j]
         A += a
         B += a * te
-        mw = 1.0 if L_bneck[i] == s else 0.0
-        if has_mult:
-            mw *= mult[i]
-        M += mw
+        M += mws[jc]
         Ag = A - offA
         Bg = B - offB
         Mg = M - offM
         tn = t_next
-        if e + 1 < nm:
-            jn = o[e + 1] // h
-            qn = sel[jn]
-            if L_keys[aidx[qn], o[e + 1] - jn * h] == s:
-                tn = tc[qn]
+        if e + 1 < nm and keys[o[e + 1]] == s:
+            tn = tcs[o[e + 1] // h]
         ec = ec_all[s]
         i0 = idle0[s]
         slope = (Ag - ec) + i0
