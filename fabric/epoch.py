@@ -206,12 +206,18 @@ class _EpochMixin:
                 sel = np.argsort(tc, kind="stable")
                 t_next = _INF
             tcs = tc[sel]
-            if ek is not None and (self.sw is not None or ix.coef is None):
+            if ek is not None:
                 # the same values in one compiled pass over the window's entries (fabric.epoch_kernels)
+                if self.sw is not None:
+                    kind, cf = 1, capx.reshape(-1, 1)
+                elif ix.coef is None:
+                    kind, cf = 0, capx.reshape(-1, 1)
+                else:
+                    kind, cf = (2, ix.coef.reshape(-1, 1)) if ix.coef.ndim == 1 else (3, ix.coef)
                 with np.errstate(divide="ignore", invalid="ignore"):
                     best, wH, firstc = ek.epoch_window(
-                        sel, aidx, tc, rates, self.L_keys, self.L_bneck, self.sw if self.sw is not None else capx,
-                        self.sw is not None, capx if self.L_mult is None else self.L_mult, self.L_mult is not None,
+                        sel, aidx, tc, rates, self.L_keys, self.L_bneck, kind, self.sw if kind == 1 else capx, cf,
+                        capx if self.L_mult is None else self.L_mult, self.L_mult is not None,
                         sat, ec_all, idle0, budget0, members, capx, wagg, float(t0), float(t_next), r0 is not None)
             else:
                 lidx = aidx[sel]

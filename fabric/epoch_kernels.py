@@ -229,7 +229,7 @@ def _max_np(a, b):
 
 
 @_jit
-def epoch_window(sel, aidx, tc, rates, L_keys, L_bneck, sw, has_sw, mult, has_mult, sat, ec_all, idle0, budget0,
+def epoch_window(sel, aidx, tc, rates, L_keys, L_bneck, coef_kind, sw, cf, mult, has_mult, sat, ec_all, idle0, budget0,
                  members, capx, wagg, t0, t_next, want_firstc):
     """One window of :meth:`fabric.epoch._EpochMixin._epoch_end` over its completions ``sel`` (positions in
     ``aidx``, by completion time): ``(best, wH, firstc)``, the same values as the numpy body.
@@ -237,7 +237,8 @@ def epoch_window(sel, aidx, tc, rates, L_keys, L_bneck, sw, has_sw, mult, has_mu
     ``best``: the earliest time a per-resource budget runs out inside the window (inf if none); ``wH[j]``: the
     change of the aggregate idle weight when completion ``j`` leaves (``np.bincount`` order: entries sorted by
     slot, completion order kept); ``firstc``: per slot the first completion on it (``t_next`` where none; only
-    with ``want_firstc``).  Coefficients from the per-slot table ``sw`` (``has_sw``) or none.  The numpy
+    with ``want_firstc``).  Coefficients (``coef_kind``): 0 none, 1 the per-slot table ``sw[slot]``, 2 one per
+    flow ``cf[i, 0]``, 3 one per entry ``cf[i, column]`` (the index's rows, by local flow ``i``).  The numpy
     body's operations in its order: global prefix sums minus the group's offset, ``(A - ec) + i0``,
     ``((B + budget0) - (ec - i0) t0) / slope``, ``((i0 + A) max(members - M, 0)) / c``.
     """
@@ -262,7 +263,14 @@ def epoch_window(sel, aidx, tc, rates, L_keys, L_bneck, sw, has_sw, mult, has_mu
             s = L_keys[i, c]
             e = j * h + c
             keys[e] = s
-            ar[e] = r * sw[s] if has_sw else r
+            if coef_kind == 1:
+                ar[e] = r * sw[s]
+            elif coef_kind == 2:
+                ar[e] = r * cf[i, 0]
+            elif coef_kind == 3:
+                ar[e] = r * cf[i, c]
+            else:
+                ar[e] = r
             mw = 1.0 if b == s else 0.0
             if has_mult:
                 mw *= mult[i]
