@@ -25,7 +25,7 @@ import numpy as np
 from fabric import kernels as _kernels
 
 __all__ = ["COLD", "WARM", "WARM_SUB", "solve_tail", "advance", "warm_sums", "compact_lists", "slot_table", "warm_split",
-           "saturated_order", "epoch_window"]
+           "saturated_order", "epoch_window", "advance_split", "solve_tail_ri"]
 
 COLD = 0  #: every active flow was filled
 WARM = 1  #: warm start on the full index: the flows ``ri`` were re-filled, the others kept their rates
@@ -330,3 +330,74 @@ def epoch_window(sel, aidx, tc, rates, L_keys, L_bneck, coef_kind, sw, cf, mult,
         prev_prod = prod
         prev_s = s
     return best, wH, firstc
+
+
+@_jit
+def advance_split(aidx, rates, dt, done, L_rem, L_rate, L_act, prev, thr, t1, n):
+    """:func:`advance`, and in the same pass the split of the next warm start at ``thr`` (:func:`warm_split`
+    over the flows that stay) with the fixed flows' next rates and completion times.
+
+    Returns ``(keep, fixed, ri, ripos, r_next, tc_next, n_fixed)``: ``keep`` as :func:`advance`; ``fixed``,
+    ``ri`` as :func:`warm_split` of ``keep`` at ``thr``; ``ripos`` the positions of ``ri`` in ``keep``;
+    ``r_next[m] = prev[i]`` and ``tc_next[m] = t1 + L_rem[i] / prev[i]`` for every fixed flow ``i = keep[m]``
+    (what :func:`solve_tail` gives it at ``t1``: a fixed flow keeps ``prev``), unset for the others.
+    """
+    na = aidx.shape[0]
+    keep = np.empty(na, aidx.dtype)
+    fixed = np.zeros(n, np.bool_)
+    ri = np.empty(na, np.int64)
+    ripos = np.empty(na, np.int64)
+    r_next = np.empty(na)
+    tc_next = np.empty(na)
+    m = 0
+    nr = 0
+    for q in range(aidx.shape[0]):
+        i = aidx[q]
+        r = rates[q]
+        if done[q]:
+            L_rem[i] = 0.0
+            L_act[i] = False
+        else:
+            left = L_rem[i] - r * dt
+            if left < 0.0:
+                left = 0.0
+            L_rem[i] = left
+            keep[m] = i
+            p = prev[i]
+            if p < thr:
+                fixed[i] = True
+                r_next[m] = p
+                tc_next[m] = t1 + left / p
+            else:
+                ri[nr] = i
+                ripos[nr] = m
+                nr += 1
+            m += 1
+        L_rate[i] = r
+    return keep[:m], fixed, ri[:nr].copy(), ripos[:nr].copy(), r_next[:m], tc_next[:m], m - nr
+
+
+@_jit
+def solve_tail_ri(kind, ri, ripos, level, bneck, L_bneck, t, L_rem, L_mm, members0, r1, rates, tc):
+    """:func:`solve_tail` of a warm start (``kind`` WARM or WARM_SUB, incremental members, no multiplicities)
+    over the re-filled flows ``ri`` only: ``rates`` and ``tc`` (by position in the active flows, ``ripos``)
+    hold the fixed flows' values already (:func:`advance_split`); the re-filled flows' are written, with
+    ``L_bneck``, ``L_mm`` and the members moved flow by flow (the same values)."""
+    members = np.empty(r1)
+    for s in range(r1):
+        members[s] = members0[s]
+    for q in range(ri.shape[0]):
+        i = ri[q]
+        b = bneck[q] if kind == WARM_SUB else bneck[i]
+        members[L_bneck[i]] -= 1.0
+        members[b] += 1.0
+        L_bneck[i] = b
+    for q in range(ri.shape[0]):
+        i = ri[q]
+        r = level[L_bneck[i]]
+        p = ripos[q]
+        rates[p] = r
+        L_mm[i] = r
+        tc[p] = t + L_rem[i] / r
+    members[0] = 0.0
+    return members
