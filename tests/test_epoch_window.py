@@ -1,6 +1,6 @@
-"""The compiled window of the epoch end (fabric.epoch_kernels.epoch_window) gives the numpy body's values:
-every epoch end of a run is computed both ways and compared (end time, budget curve, next window size,
-whether the aggregate budget ended it)."""
+"""Compiled epoch passes give the numpy values: the window of the epoch end (fabric.epoch_kernels.epoch_window;
+every epoch end of a run computed both ways and compared: end time, budget curve, next window size, whether the
+aggregate budget ended it), and the warm-start split made by the advance (advance_split, solve_tail_ri)."""
 
 import numpy as np
 import pytest
@@ -80,3 +80,31 @@ def test_epoch_window_multiplicity_and_phases(monkeypatch, seed):
                     multiplicity=rng.integers(1, 4, F).astype(np.float64),
                     phase=(np.arange(F) % 2), phase_deps=(np.array([0, 0, 1]), np.array([0])))
     _run(monkeypatch, p)
+
+
+@pytest.mark.parametrize("mode,hosts", [("epoch", 64), ("exact", 16)])
+def test_warm_split_from_the_advance_same_bits(monkeypatch, mode, hosts):
+    """The compiled advance splits the next warm start (epoch_kernels.advance_split) and the tail then walks
+    the re-filled flows only (solve_tail_ri, epoch mode): used, and the same finish and busy times, events,
+    solves and rounds as the numpy path."""
+    pytest.importorskip("numba")
+    from synthetic import numpy_and_numba
+    from test_slotfill import _same_result
+
+    from fabric import epoch_kernels
+
+    p = _moe_problem(monkeypatch, hosts=hosts, radix=8 if hosts > 16 else 4)
+    used = {"split": 0, "tail": 0, "warm_split": 0}
+    for name, key in (("advance_split", "split"), ("solve_tail_ri", "tail"), ("warm_split", "warm_split")):
+        real = getattr(epoch_kernels, name)
+
+        def spy(*a, _real=real, _key=key):
+            used[_key] += 1
+            return _real(*a)
+
+        monkeypatch.setattr(epoch_kernels, name, spy)
+    a, b = numpy_and_numba(monkeypatch, lambda: simulate(p, mode=mode, epsilon=0.01))
+    _same_result(a, b)
+    assert used["split"] > 0
+    if mode == "epoch":
+        assert used["tail"] > 0 and b.solves > used["tail"]  # cold solves keep the full tail
