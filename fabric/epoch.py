@@ -205,79 +205,65 @@ class _EpochMixin:
                 k = n
                 sel = np.argsort(tc, kind="stable")
                 t_next = _INF
+            lidx = aidx[sel]
             tcs = tc[sel]
-            if ek is not None:
-                # the same values in one compiled pass over the window's entries (fabric.epoch_kernels)
-                if self.sw is not None:
-                    kind, cf = 1, capx.reshape(-1, 1)
-                elif ix.coef is None:
-                    kind, cf = 0, capx.reshape(-1, 1)
+            keys2 = np.take(self.L_keys, lidx, axis=0)
+            h = keys2.shape[1]
+            ar = np.repeat(rates[sel], h)
+            if self.sw is not None or ix.coef is not None:
+                c = self._coef_rows(lidx, keys2)
+                ar = ar * (np.repeat(c, h) if c.ndim == 1 else c.reshape(-1))
+            memb = (keys2 == self.L_bneck[lidx][:, None]).reshape(-1)
+            keys = keys2.reshape(-1)
+            m = sat[keys]
+            nm = int(np.count_nonzero(m))
+            wH = np.zeros(k)
+            best = _INF
+            if r0 is not None:
+                firstc = np.full(capx.shape[0], t_next)
+            if nm:
+                # entries of saturated slots, by slot, completion order kept (the others sort last)
+                if ek is not None:  # the same stable order by a counting sort (fabric.epoch_kernels)
+                    o = ek.saturated_order(keys, m, nm, capx.shape[0])
                 else:
-                    kind, cf = (2, ix.coef.reshape(-1, 1)) if ix.coef.ndim == 1 else (3, ix.coef)
+                    o = _argsort_slots(np.where(m, keys, capx.shape[0]), capx.shape[0])[:nm]
+                jj = o // h
+                keys, ar, memb = keys[o], ar[o], memb[o]
+                te = tcs[jj]
+                A = np.cumsum(ar)
+                B = np.cumsum(ar * te)
+                newgrp = np.ones(keys.shape[0], dtype=np.bool_)
+                newgrp[1:] = keys[1:] != keys[:-1]
+                gstart = np.flatnonzero(newgrp)
+                glen = np.diff(np.append(gstart, keys.shape[0]))
+                A -= np.repeat(np.concatenate([[0.0], A[gstart[1:] - 1]]), glen)
+                B -= np.repeat(np.concatenate([[0.0], B[gstart[1:] - 1]]), glen)
+                # ---- per resource: g(t) = lost + idle0 (t - t0) + A t - B - eps_l c (busy + t - t0)
+                tnext = np.empty_like(te)
+                tnext[:-1] = te[1:]
+                last = np.append(gstart[1:] - 1, keys.shape[0] - 1)
+                tnext[last] = t_next
+                ec = ec_all[keys]
+                i0 = idle0[keys]
+                slope = A - ec + i0
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    best, wH, firstc = ek.epoch_window(
-                        sel, aidx, tc, rates, self.L_keys, self.L_bneck, kind, self.sw if kind == 1 else capx, cf,
-                        capx if self.L_mult is None else self.L_mult, self.L_mult is not None,
-                        sat, ec_all, idle0, budget0, members, capx, wagg, float(t0), float(t_next), r0 is not None)
-            else:
-                lidx = aidx[sel]
-                keys2 = np.take(self.L_keys, lidx, axis=0)
-                h = keys2.shape[1]
-                ar = np.repeat(rates[sel], h)
-                if self.sw is not None or ix.coef is not None:
-                    c = self._coef_rows(lidx, keys2)
-                    ar = ar * (np.repeat(c, h) if c.ndim == 1 else c.reshape(-1))
-                memb = (keys2 == self.L_bneck[lidx][:, None]).reshape(-1)
-                keys = keys2.reshape(-1)
-                m = sat[keys]
-                nm = int(np.count_nonzero(m))
-                wH = np.zeros(k)
-                best = _INF
+                    root = (B + budget0[keys] - (ec - i0) * t0) / slope
+                ok = (slope > 0) & (root <= tnext)
+                if ok.any():
+                    best = min(best, float(np.maximum(root[ok], te[ok]).min()))
                 if r0 is not None:
-                    firstc = np.full(capx.shape[0], t_next)
-                if nm:
-                    # entries of saturated slots, by slot, completion order kept (the others sort last)
-                    if ek is not None:  # the same stable order by a counting sort (fabric.epoch_kernels)
-                        o = ek.saturated_order(keys, m, nm, capx.shape[0])
-                    else:
-                        o = _argsort_slots(np.where(m, keys, capx.shape[0]), capx.shape[0])[:nm]
-                    jj = o // h
-                    keys, ar, memb = keys[o], ar[o], memb[o]
-                    te = tcs[jj]
-                    A = np.cumsum(ar)
-                    B = np.cumsum(ar * te)
-                    newgrp = np.ones(keys.shape[0], dtype=np.bool_)
-                    newgrp[1:] = keys[1:] != keys[:-1]
-                    gstart = np.flatnonzero(newgrp)
-                    glen = np.diff(np.append(gstart, keys.shape[0]))
-                    A -= np.repeat(np.concatenate([[0.0], A[gstart[1:] - 1]]), glen)
-                    B -= np.repeat(np.concatenate([[0.0], B[gstart[1:] - 1]]), glen)
-                    # ---- per resource: g(t) = lost + idle0 (t - t0) + A t - B - eps_l c (busy + t - t0)
-                    tnext = np.empty_like(te)
-                    tnext[:-1] = te[1:]
-                    last = np.append(gstart[1:] - 1, keys.shape[0] - 1)
-                    tnext[last] = t_next
-                    ec = ec_all[keys]
-                    i0 = idle0[keys]
-                    slope = A - ec + i0
-                    with np.errstate(divide="ignore", invalid="ignore"):
-                        root = (B + budget0[keys] - (ec - i0) * t0) / slope
-                    ok = (slope > 0) & (root <= tnext)
-                    if ok.any():
-                        best = min(best, float(np.maximum(root[ok], te[ok]).min()))
-                    if r0 is not None:
-                        firstc[keys[gstart]] = te[gstart]
-                    # ---- aggregate: H = sum_l (idle0_l + A_l) * (members_l - M_l) / c_l
-                    mw = memb.astype(np.float64)
-                    if mult_a is not None:
-                        mw *= mult_a[sel][jj]
-                    M = np.cumsum(mw)
-                    M -= np.repeat(np.concatenate([[0.0], M[gstart[1:] - 1]]), glen)
-                    prod = (i0 + A) * np.maximum(members[keys] - M, 0.0) / capx[keys]
-                    before = np.empty_like(prod)
-                    before[1:] = prod[:-1]
-                    before[gstart] = i0[gstart] * wagg[keys[gstart]]
-                    wH = np.bincount(jj, weights=prod - before, minlength=k)
+                    firstc[keys[gstart]] = te[gstart]
+                # ---- aggregate: H = sum_l (idle0_l + A_l) * (members_l - M_l) / c_l
+                mw = memb.astype(np.float64)
+                if mult_a is not None:
+                    mw *= mult_a[sel][jj]
+                M = np.cumsum(mw)
+                M -= np.repeat(np.concatenate([[0.0], M[gstart[1:] - 1]]), glen)
+                prod = (i0 + A) * np.maximum(members[keys] - M, 0.0) / capx[keys]
+                before = np.empty_like(prod)
+                before[1:] = prod[:-1]
+                before[gstart] = i0[gstart] * wagg[keys[gstart]]
+                wH = np.bincount(jj, weights=prod - before, minlength=k)
             if r0 is not None:
                 v = r0 <= firstc
                 if v.any():

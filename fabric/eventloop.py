@@ -124,8 +124,6 @@ class _EventLoop(_EpochMixin):
         # index over the flows of started phases
         self.ix = None
         self.fo = None  # the index in fill order (_order_fill), or None
-        # the next warm start's split made by the last compiled advance (fabric.epoch_kernels.advance_split)
-        self._split = None
         self.loc = np.full(F, -1, dtype=np.int64)
         # coefficients as one factor per slot (epoch mode's unfolded resource weights), or None
         # (compiled when a phase is large enough for the loop's kernels, which then load numba anyway)
@@ -350,16 +348,7 @@ class _EventLoop(_EpochMixin):
             gd = aidx[di]
             tcd = tc[di]
             self._account(t, t1, aidx, rates, tc, done, sat, di)
-            if ek is not None and gd.size:
-                # also clears L_act and L_rem of the flows done, and splits the next warm start (_solve checks
-                # that it is the one this split assumed: same epsilon of rates, time, index and active flows)
-                mn = float(self.L_mm[gd].min())
-                wx = mn if last_departed_min is None else min(last_departed_min, mn)
-                split = ek.advance_split(aidx, rates, t1 - t, done, self.L_rem, self.L_rate, self.L_act, self.L_mm,
-                                         wx * (1.0 - _mm.TIE_RTOL), float(t1), self.ix.size)
-                next_aidx = split[0]
-                self._split = (wx, float(t1), self.ix) + split
-            elif ek is not None:  # also clears L_act and L_rem of the flows done
+            if ek is not None:  # also clears L_act and L_rem of the flows done
                 next_aidx = ek.advance(aidx, rates, t1 - t, done, self.L_rem, self.L_rate, self.L_act)
             else:
                 left = (self.L_rem[aidx] if rem is None else rem) - rates * (t1 - t)
@@ -501,18 +490,10 @@ class _EventLoop(_EpochMixin):
         ek = _epoch_kernels(n)
         tc = None
         fixed = ri = None
-        split, self._split = self._split, None
         if warm_x is not None:
             prev = self.L_mm
             thr = warm_x * (1.0 - _mm.TIE_RTOL)
-            if split is not None and not (split[0] == warm_x and split[1] == t and split[2] is ix
-                                          and split[3] is aidx):
-                split = None  # not the warm start the advance split for
-            if split is not None:  # made by the last advance: the same arrays as warm_split's
-                fixed, ri, nf = split[4], split[5], split[9]
-                if nf == 0:
-                    fixed = None
-            elif ek is not None:  # fixed flows and re-filled ones in one pass over the active flows
+            if ek is not None:  # fixed flows and re-filled ones in one pass over the active flows
                 fixed, ri, nf = ek.warm_split(aidx, prev, thr, n)
                 if nf == 0:
                     fixed = None
@@ -572,13 +553,7 @@ class _EventLoop(_EpochMixin):
                     out = _mm.fill(_mm.sub_index(ix, ri), self.pr.cap, alive, cnt, fl_load)
             else:
                 out = self._fill(ix, state, cnt, fl_load, ek)
-            if split is not None and ek is not None and not self.exact and self.L_mult is None:
-                # the fixed flows' rates and completion times came with the split: the re-filled flows only
-                rates, tc = split[7], split[8]
-                self.members = ek.solve_tail_ri(ek.WARM_SUB if sub else ek.WARM, ri, split[6], out.level, out.bneck,
-                                                self.L_bneck, float(t), self.L_rem, self.L_mm, self.members,
-                                                self.pr.R + 1, rates, tc)
-            elif ek is not None:
+            if ek is not None:
                 rates, tc = self._tail(ek, ek.WARM_SUB if sub else ek.WARM, aidx, fixed, prev, out, ri, t)
             else:
                 if sub:
