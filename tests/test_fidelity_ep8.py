@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collectives.calibration import LL_NVLINK_S
+from collectives.calibration import LL_NVLINK_S, ll_nvlink_fixed_s
 from collectives.validate import validate
 
 DATA = Path(__file__).resolve().parents[1] / "collectives" / "data"
@@ -83,19 +83,23 @@ note = ""
 
 
 def test_one_board_ll_time_is_fixed_plus_copies_without_a_per_message_cost(tmp_path):
-    """Same bytes in 8x more messages cost the same on one H100 board (the fit's per-copy column is -0.5 / -1.8
-    ns: no per-message term), and the time is t0 + the busiest rank's copies / rate: 1 token of hidden 7168
-    (BF16: 8 x 14,336 B per rank) against 8 tokens of hidden 896. The old model charged ~20 us here."""
+    """No per-(token, expert) cost on one H100 board (the fit's per-copy column is -0.3 / -1.8 ns): the time is the
+    fixed part ``t0 + a E + b P`` (round 12: ``P`` the bytes of one message) + the busiest rank's copies / rate,
+    1 token of hidden 7168 (BF16: 8 x 14,336 B per rank) against 8 tokens of hidden 896; the 8x more messages cost
+    only the one message's smaller chain (``b`` x the byte difference). The old model charged ~20 us here."""
     f = tmp_path / "points.toml"
     f.write_text(_POINT.format(id="one-token", hidden=7168, tokens=1) + _POINT.format(id="eight-tokens", hidden=896,
                                                                                           tokens=8))
     pred = {r.id: r.predicted for r in validate(f).rows}
-    t0, rate = LL_NVLINK_S[("moe_ll", "moe_dispatch", 90)]
-    assert pred["one-token:dispatch"] == pytest.approx((t0 + 8 * 14336 / rate) * 1e6, rel=1e-3)
-    assert pred["eight-tokens:dispatch"] == pytest.approx(pred["one-token:dispatch"], rel=0.01)
-    t0c, ratec = LL_NVLINK_S[("moe_ll", "moe_combine", 90)]
+    d = LL_NVLINK_S[("moe_ll", "moe_dispatch", 90)]
+    per = {7168: 14336, 896: 1792}  # BF16 dispatch (the points say so): 2 x hidden, no FP8 header
+    for rid, h, t in (("one-token", 7168, 1), ("eight-tokens", 896, 8)):
+        assert pred[rid + ":dispatch"] == pytest.approx((ll_nvlink_fixed_s(d, 256, per[h]) + 8 * t * per[h] / d[3])
+                                                        * 1e6, rel=1e-3)
+    c = LL_NVLINK_S[("moe_ll", "moe_combine", 90)]
     # combine: the busiest expert rank sends back what it received (>= the mean of 8 copies, at most all 64)
-    assert (t0c + 8 * 14336 / ratec) * 1e6 <= pred["one-token:combine"] <= (t0c + 64 * 14336 / ratec) * 1e6
+    t0c = ll_nvlink_fixed_s(c, 256, 14336)
+    assert (t0c + 8 * 14336 / c[3]) * 1e6 <= pred["one-token:combine"] <= (t0c + 64 * 14336 / c[3]) * 1e6
 
 
 @pytest.mark.parametrize("arch", [80, 100])
