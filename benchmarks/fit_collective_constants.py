@@ -435,16 +435,21 @@ def ll_nvlink() -> None:
     of the measured kernel time against ``t0 + X / R`` per phase, ``X`` the bytes of one rank's
     (token, expert) copies (tokens x top-k x bytes per copy, its own copies included: every copy is a
     warp store through the P2P pointer, local or not), on the fit-split DeepEP LL token sweeps of one
-    board (the group ``aiconfigurator-deepep-ll-h100-1node``); a third column ``s`` per copy is printed
-    to show the per-message cost the data allow. Then the validate errors of those rows."""
+    board (the group ``aiconfigurator-deepep-ll-h100-1node``); a column ``s`` per copy is printed
+    to show the per-message cost the data allow. Round 12: the group holds eight top-8 shapes (hidden
+    2048-7168 x 128-384 experts) and the recorded form is ``t0 + a E + b P + X / R`` (``E`` the experts,
+    one warp group per expert on every rank; ``P`` the bytes of one message, the serial chain of one
+    token: cast, warp copy out, warp copy in); the round-8 two-column form and ``t0 + a E + X / R`` are
+    printed next to it, on the round-8 shapes and on all eight. Then the validate errors of those rows."""
     import tomllib
     from collectives.moe import LL_HEADER_BYTES
     path = next(p for p in v.default_points_paths() if p.name == "published_points.toml")
     doc = tomllib.loads(path.read_text())
     pts = [p for p in doc["moe_alltoall"] if p.get("group") == "aiconfigurator-deepep-ll-h100-1node"
            and p["split"] == "fit"]
+    round8 = {(2048, 128), (7168, 256)}
     for col, phase in ((1, "dispatch"), (2, "combine")):
-        X, m, y = [], [], []
+        X, m, y, E, P, r8 = [], [], [], [], [], []
         for p in pts:
             tr = TokenRouting("uniform", hidden=int(p["hidden"]), experts=int(p["experts"]), topk=int(p["topk"]))
             per = tr.dispatch_bytes_per_token + LL_HEADER_BYTES if phase == "dispatch" else tr.combine_bytes_per_token
@@ -452,14 +457,28 @@ def ll_nvlink() -> None:
                 m.append(row[0] * tr.topk)
                 X.append(row[0] * tr.topk * per)
                 y.append(row[col] * 1e-6)
-        X, m, y = map(np.asarray, (X, m, y))
-        w = 1 / y
-        for A in (np.c_[np.ones_like(X), X], np.c_[np.ones_like(X), m, X]):
-            c = np.linalg.lstsq(A * w[:, None], y * w, rcond=None)[0]
-            e = np.abs(A @ c - y) / y
-            s = f", s {c[1] * 1e9:.2f} ns per copy" if A.shape[1] == 3 else ""
-            print(f"  {phase}: t0 {c[0] * 1e6:.2f} us{s}, R {1 / c[-1] / 1e9:.0f} GB/s; "
-                  f"{len(y)} values, mean |error| {e.mean():.3f}, max {e.max():.3f}")
+                E.append(tr.experts)
+                P.append(per)
+                r8.append((tr.hidden, tr.experts) in round8)
+        X, m, y, E, P, r8 = map(np.asarray, (X, m, y, E, P, r8))
+        one = np.ones_like(X)
+        forms = (("t0 + X/R", np.c_[one, X]), ("t0 + s m + X/R", np.c_[one, m, X]),
+                 ("t0 + a E + X/R", np.c_[one, E, X]), ("t0 + a E + b P + X/R (recorded)", np.c_[one, E, P, X]))
+        for rows, label in ((r8, "round-8 shapes"), (np.ones_like(r8), "all shapes")):
+            w = 1 / y[rows]
+            for name, A in forms:
+                A = A[rows]
+                c = np.linalg.lstsq(A * w[:, None], y[rows] * w, rcond=None)[0]
+                e = np.abs(A @ c - y[rows]) / y[rows]
+                terms = ""
+                if name == "t0 + s m + X/R":
+                    terms = f", s {c[1] * 1e9:.2f} ns per copy"
+                elif name.startswith("t0 + a E"):
+                    terms = f", a {c[1] * 1e9:.2f} ns per expert"
+                    if len(c) == 4:
+                        terms += f", b {c[2] * 1e12:.1f} ps per message byte"
+                print(f"  {phase} ({label}) {name}: t0 {c[0] * 1e6:.2f} us{terms}, R {1 / c[-1] / 1e9:.0f} GB/s; "
+                      f"{len(A)} values, mean |error| {e.mean():.3f}, max {e.max():.3f}")
     v._ROUTERS.clear()
     rows = [r for r in v.validate(ids=[p["id"] for p in pts], splits=("fit",)).rows if r.rel_error is not None]
     e = np.abs([r.rel_error for r in rows])

@@ -52,7 +52,7 @@ from collectives import nccl_model as nm
 from collectives.ep_constants import (DEEPEP_SM_CAP_BPS, DEEPEP_SM_FIT_PEERS, DEEPEP_SM_FIXED_S,  # noqa: F401
                                       DEEPEP_SM_RATE_BPS, DEEPEP_SM_SWEEP, DEEPEP_TEST_SMS, LL_FIXED_S, LL_NVLINK_S, PER_PEER_S,
                                       PULL_COMBINE_FIXED_S, RDMA_PIPELINE_BPS, deepep_sm_time_s, ONESIDED_NVLINK_S,
-                                      onesided_fixed_s)
+                                      onesided_fixed_s, ll_nvlink_fixed_s)
 from collectives.net_plugins import (NET_ALGORITHMS, NET_EAGER_MAX_BYTES, NET_LATENCY_US, NET_PROTOCOLS,  # noqa: F401
                                      NET_STEP_LATENCY_US, NET_TUNER_PROTOCOLS, NIC_VIA_C2C, net_algorithms,
                                      net_eager_max_bytes, net_key, net_latency_us, net_protocols, net_rendezvous_s,
@@ -70,6 +70,7 @@ __all__ = ["NVLS_PIPELINE_WINDOW_BYTES", "nvls_fill_s", "NVLS_LOOP_S", "nvls_chu
            "DEEPEP_SM_RATE_BPS", "DEEPEP_SM_FIXED_S", "DEEPEP_SM_CAP_BPS", "DEEPEP_TEST_SMS", "RDMA_PIPELINE_BPS",
            "DEEPEP_SM_SWEEP",
            "DEEPEP_SM_FIT_PEERS", "deepep_sm_time_s", "PULL_COMBINE_FIXED_S", "ONESIDED_NVLINK_S", "onesided_fixed_s",
+           "ll_nvlink_fixed_s",
            "Measurement", "P2P_NVLINK_MEASUREMENTS", "measured_link_ratio", "p2p_kernel_factor",
            "p2p_nvlink_efficiency", "Calibration", "calibration", "PROTOCOL_EFFICIENCY"]
 

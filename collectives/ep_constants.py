@@ -17,7 +17,7 @@ from topologies.errors import SpecError
 __all__ = ["PER_PEER_S", "LL_FIXED_S", "LL_NVLINK_S", "PULL_COMBINE_FIXED_S", "DEEPEP_SM_RATE_BPS",
            "DEEPEP_SM_FIXED_S", "DEEPEP_SM_CAP_BPS", "DEEPEP_TEST_SMS", "RDMA_PIPELINE_BPS", "DEEPEP_SM_SWEEP",
            "DEEPEP_SM_FIT_PEERS", "ONESIDED_NVLINK_S",
-           "deepep_sm_time_s", "onesided_fixed_s"]
+           "deepep_sm_time_s", "onesided_fixed_s", "ll_nvlink_fixed_s"]
 
 #: Per-peer cost of point-to-point kernels, seconds per peer a sender serves (issue 8 item 2),
 #: by kernel family. ``moe``: least squares (through the origin) of measured minus modelled kernel
@@ -49,22 +49,34 @@ PER_PEER_S = {"nccl": 0.0, "moe": 1.91e-6, "moe_ll": 0.0, "uccl": 0.0, "uccl_ll"
 #: Round 11: ``nvlink_onesided`` across NVLink domains (no data) keeps the LL family's value.
 LL_FIXED_S = {"moe_ll": 6.6e-6, "nvlink_onesided": 6.6e-6}
 
-#: GPU-initiated LL kernels inside one NVLink domain (round 8): ``(t0_s, rate_Bps)`` by (kernel family,
-#: phase, GPU architecture ``GPU.sm``). On one board every (token, expert) message is a warp copy through
-#: the peer's P2P pointer (DeepEP ``allow_nvlink_for_low_latency_mode``; pplx-kernels / NVSHMEM
-#: ``putmem_signal_nbi_warp`` over P2P), its own rank's copies included, so a call takes ``t0 + X / rate``
-#: with ``X`` the busiest rank's copies x bytes per copy, where the one-step p2p latency and
-#: :data:`LL_FIXED_S` (NCCL's protocol and an RDMA count flag) do not apply; the link model still bounds it
-#: from below. Weighted least squares (relative error) on the fit-split DeepEP LL token sweeps of one
-#: 8 x H100 board (1-1024 tokens, hidden 7168 / 2048; ``python benchmarks/fit_collective_constants.py
-#: ll-nvlink``): dispatch 10.96 us + X / 288 GB/s, combine 11.51 us + X / 253 GB/s (mean |error| 6.7 / 6.4 %);
-#: a per-copy term fitted alongside comes out at -0.5 / -1.8 ns, i.e. no per-message cost. Hopper (90)
-#: only: no other architecture has a fit-split sweep, so other GPUs keep the link model. The fit is
-#: DeepEP's copy (8-way unrolled, one system release per expert count); NVSHMEM's P2P ``putmem_signal``
-#: that pplx-kernels issues fences (``__threadfence_system``) and signals (``atomicAdd_system``) after
-#: every message, so the "no per-message cost" is not known for pplx, whose rows are all held-out and
-#: priced by this form for want of a pplx source (round 9, docs/collectives.md).
-LL_NVLINK_S = {("moe_ll", "moe_dispatch", 90): (10.96e-6, 288e9), ("moe_ll", "moe_combine", 90): (11.51e-6, 253e9)}
+#: GPU-initiated LL kernels inside one NVLink domain (round 8; form changed in round 12):
+#: ``(t0_s, per_expert_s, per_message_byte_s, rate_Bps)`` by (kernel family, phase, GPU architecture ``GPU.sm``).
+#: On one board every (token, expert) message is a warp copy through the peer's P2P pointer (DeepEP
+#: ``allow_nvlink_for_low_latency_mode``; pplx-kernels / NVSHMEM ``putmem_signal_nbi_warp`` over P2P), its own
+#: rank's copies included, so a call takes ``t0 + a E + b P + X / rate`` (:func:`ll_nvlink_fixed_s`) with ``E``
+#: the experts, ``P`` the bytes of one message and ``X`` the busiest rank's copies x ``P``, where the one-step p2p
+#: latency and :data:`LL_FIXED_S` (NCCL's protocol and an RDMA count flag) do not apply; the link model still
+#: bounds it from below. Why ``E`` and ``P`` (DeepEP csrc/kernels/internode_ll.cu @ d28bd67, the build of the
+#: fit rows): every rank runs one warp group per expert, ``ceil(E / SMs)`` groups per SM, each storing the
+#: expert's count with a system-scope release (``st_release_sys_global``) and, on receipt, polling one count
+#: per (expert, source) pair (``ld_acquire_sys_global``) before its copy-out; so the call's fixed part grows
+#: with ``E`` whatever the EP size; and at a few tokens a call is the serial chain of one message (the FP8 cast,
+#: the warp copy out, ``atomic_add_release_global``, the receiver's warp copy in), which grows with ``P``.
+#: Weighted least squares (relative error) on the fit-split DeepEP LL token sweeps of one 8 x H100 board (group
+#: aiconfigurator-deepep-ll-h100-1node: 1-1024 tokens, eight top-8 shapes, hidden 2048-7168 x 128-384 experts;
+#: ``python benchmarks/fit_collective_constants.py ll-nvlink``): dispatch 8.21 us + 12.60 ns per expert +
+#: 176.5 ps per message byte + X / 294 GB/s (88 values, mean |error| 2.6 %, max 9.8 %; the round-8 form
+#: ``t0 + X / rate``, 10.96 us + X / 288 GB/s, on the same 88 values: 5.9 %, max 23.0 %), combine 9.84 us +
+#: 3.85 ns + 130.5 ps + X / 253 GB/s (3.9 %, max 16.4 %; round-8 form 5.2 %, max 16.0 %). Round 8 had two shapes
+#: that change the hidden size and the expert count together, so it could not tell them apart; a per-copy term
+#: fitted alongside the round-8 form comes out at -0.3 / -1.8 ns (no per-(token, expert) cost). Hopper (90)
+#: only: no other architecture has a fit-split sweep, so other GPUs keep the link model. The fit is DeepEP's
+#: copy (8-way unrolled, one system release per expert count); NVSHMEM's P2P ``putmem_signal`` that
+#: pplx-kernels issues fences (``__threadfence_system``) and signals (``atomicAdd_system``) after every
+#: message, so the "no per-message cost" is not known for pplx, whose rows are all held-out and priced by this
+#: form for want of a pplx source (round 9, docs/collectives.md).
+LL_NVLINK_S = {("moe_ll", "moe_dispatch", 90): (8.21e-6, 12.60e-9, 176.5e-12, 294e9),
+               ("moe_ll", "moe_combine", 90): (9.84e-6, 3.85e-9, 130.5e-12, 253e9)}
 
 #: Extra fixed time of a pull combine (TensorRT-LLM NVLinkOneSided, round 8), seconds per call, on top of
 #: the family's fixed time, which the dispatch alone pays. moeAlltoAllKernels.cu @ 01f0021: the combine's
@@ -191,3 +203,20 @@ def onesided_fixed_s(collective: str, ep: int) -> float:
         raise SpecError(f"moe ranks: {ep!r} must be an integer >= 2 (an NVLinkOneSided call of one rank moves nothing)")
     t0, per_doubling = ONESIDED_NVLINK_S[collective]
     return t0 + per_doubling * float(np.log2(int(ep)))
+
+
+def ll_nvlink_fixed_s(entry: tuple, experts: int, message_bytes: float) -> float:
+    """Fixed part of a GPU-initiated LL dispatch or combine in one NVLink domain (an entry of
+    :data:`LL_NVLINK_S`): ``t0 + per_expert x experts + per_message_byte x message_bytes``; the call then moves
+    its busiest rank's copies at the entry's rate.
+
+    Examples
+    --------
+    >>> e = LL_NVLINK_S[("moe_ll", "moe_dispatch", 90)]
+    >>> round(ll_nvlink_fixed_s(e, 256, 7408.0) * 1e6, 2)
+    12.74
+    """
+    if isinstance(experts, bool) or not isinstance(experts, (int, np.integer)) or experts < 1:
+        raise SpecError(f"moe experts: {experts!r} must be an integer >= 1")
+    t0, per_expert, per_byte, _rate = entry
+    return t0 + per_expert * int(experts) + per_byte * float(message_bytes)

@@ -63,7 +63,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from collectives.ep_constants import (DEEPEP_SM_RATE_BPS, LL_FIXED_S, LL_NVLINK_S, ONESIDED_NVLINK_S, PER_PEER_S,
-                                      PULL_COMBINE_FIXED_S, RDMA_PIPELINE_BPS, deepep_sm_time_s, onesided_fixed_s)
+                                      PULL_COMBINE_FIXED_S, RDMA_PIPELINE_BPS, deepep_sm_time_s, ll_nvlink_fixed_s,
+                                      onesided_fixed_s)
 from topologies.errors import SpecError
 from topologies.limits import MAX_HIDDEN, MAX_SEED
 
@@ -501,7 +502,8 @@ def plan_moe(planner, op, plan_type):
     # TensorRT-LLM's one-sided kernels in one NVLink domain (round 11): one fixed time per call, growing with log2(ep)
     onesided = family == "nvlink_onesided" and len(groups) == 1 and op.collective in ONESIDED_NVLINK_S
     if nvl is not None:  # one NVLink board (round 8): warp copies through P2P pointers, own copies included
-        t0, rate = nvl
+        # round 12: the fixed part grows with the experts (one warp group per expert) and the message's bytes
+        t0, rate = ll_nvlink_fixed_s(nvl, tr.experts, per_token), nvl[3]
         fs = replace(fs, latency_s=np.full_like(fs.latency_s, t0))
         floor = t0 + float(traffic.copy_counts.sum(axis=0 if combine else 1).max(initial=0)) * per_token / rate
     elif onesided:  # in place of the p2p latency, the LL fixed time and (combine) the pull combine's barrier
