@@ -379,8 +379,7 @@ class Planner(_NvlsChunkMixin, _PointToPointMixin):
                 u, dn = up, down
             # large NVLink domains (issue 8 item 3): the in-switch reduction slows per doubling of the
             # domain beyond 8 GPUs, and each operation pays a synchronisation term ~ n^2
-            keff, sync_s = nvls_domain_terms(n, one_domain=fill_s is not None, loops=loops,
-                                             size_bytes=size if fill_s is not None else None)
+            keff, sync_s = nvls_domain_terms(n, one_domain=fill_s is not None, loops=loops)
             keff *= kernel
             fill = nvls_fill_s(size, max(u, dn), self.gpu.nvlink_Bps, self.calib.nvlink_nvls * keff) \
                 if fill_s is None else fill_s
@@ -612,7 +611,7 @@ class Planner(_NvlsChunkMixin, _PointToPointMixin):
             chunk_k, fill = self.nvls_loop_terms(op, size)
             loops = self.nvls_loops(op, size)  # round 8: the large-domain synchronisation per loop
             fs = self.nvls(op, size, est, kernel=chunk_k, fill_s=fill, loops=loops)
-            keff, sync = nvls_domain_terms(op.n, one_domain=True, loops=loops, size_bytes=size)
+            keff, sync = nvls_domain_terms(op.n, one_domain=True, loops=loops)
             keff *= chunk_k
             lat += sync + fill
         else:  # pragma: no cover - guarded by Collective

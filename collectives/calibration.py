@@ -178,10 +178,6 @@ NVLS_SYNC_S_PER_RANK2 = 0.1014e-6
 #: 0.004 / 0.0045 / 0.005 us -> 6.72 / 6.33 / 6.31 / 6.82 / 7.93 % (`benchmarks/fit_collective_constants.py
 #: nvl72-loop-sync`; docs/collectives.md, "Round 8 (2026-12-02), large NVLink domains").
 NVLS_SYNC_S_PER_RANK2_PER_LOOP = 0.004e-6
-#: The per-doubling slowdown applied to single-domain NVLS (rounds 1-11: :data:`NVLS_DOMAIN_SLOWDOWN`).
-NVLS_ONE_DOMAIN_SLOWDOWN = NVLS_DOMAIN_SLOWDOWN
-#: Single-domain skew term (candidate of round 12; 0 = off): ``k x (n^2 - 64) x sqrt(S / MiB)`` seconds.
-NVLS_SKEW_S_PER_RANK2_PER_SQRT_MIB = 0.0
 
 
 #: NVLS pipeline fill across NVLink domains (NVLS stages of NVLSTree / NVLS + SHARP; one domain uses the
@@ -390,28 +386,22 @@ def ring_nvlink_kernel_efficiency(sm: int, protocol: str) -> float:
     return RING_NVLINK_KERNEL_EFFICIENCY.get(nm.arch_index(sm), 1.0)
 
 
-def nvls_domain_terms(n: int, one_domain: bool = False, loops: int = 1,
-                      size_bytes: float | None = None) -> tuple[float, float]:
+def nvls_domain_terms(n: int, one_domain: bool = False, loops: int = 1) -> tuple[float, float]:
     """(kernel efficiency, extra latency in s) of NVLS over ``n`` GPUs of one domain (``one_domain``: the
     whole operation is that domain, NCCL's chunk loops, ``loops`` of them, each synchronising the ``n``
-    ranks: :data:`NVLS_SYNC_S_PER_RANK2_PER_LOOP`, the per-doubling slowdown
-    :data:`NVLS_ONE_DOMAIN_SLOWDOWN`, and with ``size_bytes`` the skew term
-    :data:`NVLS_SKEW_S_PER_RANK2_PER_SQRT_MIB`; else the NVLS stage of a multi-domain plan, once).
+    ranks: :data:`NVLS_SYNC_S_PER_RANK2_PER_LOOP`; else the NVLS stage of a multi-domain plan, once).
 
     Examples
     --------
     >>> nvls_domain_terms(8, True, 5)
     (1.0, 0.0)
     >>> k, one = nvls_domain_terms(64, True, 1); _, ten = nvls_domain_terms(64, True, 10)
-    >>> k <= 1 and abs(ten - 10 * one) < 1e-15
+    >>> k < 1 and abs(ten - 10 * one) < 1e-15
     True
     """
     import math
-    b = NVLS_ONE_DOMAIN_SLOWDOWN if one_domain else NVLS_DOMAIN_SLOWDOWN
-    slow = 1.0 + b * max(0.0, math.log2(max(n, 1) / 8))
+    slow = 1.0 + NVLS_DOMAIN_SLOWDOWN * max(0.0, math.log2(max(n, 1) / 8))
     c = NVLS_SYNC_S_PER_RANK2_PER_LOOP * max(1, int(loops)) if one_domain else NVLS_SYNC_S_PER_RANK2
-    if one_domain and size_bytes is not None and size_bytes > 0:
-        c += NVLS_SKEW_S_PER_RANK2_PER_SQRT_MIB * math.sqrt(float(size_bytes) / (1 << 20))
     return 1.0 / slow, c * max(0, n * n - 64)
 
 

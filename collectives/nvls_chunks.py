@@ -67,7 +67,7 @@ class _NvlsChunkMixin:
         version = nm.parse_nccl_version(op.options.get("nccl_version"))
         ops = nm.nvls_channels(self.gpu.sm, True, version) * nm.nvls_heads(n)
         per_byte = 1 + 1 / n if op.collective == "all_reduce" else 1.0
-        rate = self.gpu.nvlink_Bps * self.calib.nvlink_nvls * nvls_domain_terms(n, one_domain=True)[0]
+        rate = self.gpu.nvlink_Bps * self.calib.nvlink_nvls * nvls_domain_terms(n)[0]
         chunk = self.nvls_chunk(op, size)
         x = nvls_loop_s(self.gpu.sm)  # round 8: the loop cost by architecture
         return (nvls_chunk_efficiency(chunk, ops, per_byte, rate, size_bytes=size, loop_s=x),

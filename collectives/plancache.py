@@ -12,7 +12,7 @@ import numpy as np
 
 from collectives import nccl_model as nm
 from collectives.algorithms import NCCL_TO_OURS, Plan, Planner
-from collectives.calibration import (NVLS_PIPELINE_WINDOW_BYTES, nvls_domain_terms, net_eager_max_bytes, net_rendezvous_s, nccl_p2p_channels,
+from collectives.calibration import (NVLS_PIPELINE_WINDOW_BYTES, net_eager_max_bytes, net_rendezvous_s, nccl_p2p_channels,
                                     ring_window_bytes)
 from collectives.p2p_channels import p2p_channel_counts
 from collectives.trees import check_buffsize, tree_channels, tree_correction_factor, tree_depth, tree_window_bytes
@@ -99,8 +99,7 @@ class PlanCache:
                 # the ring pipeline fill: flat rings only (forced, or auto's choice)
                 min(size, ring_window_bytes()) if "ring" in (op.algorithm, str(chosen).lower()) else None,
                 # single-domain NVLS: the loop cost (a kernel limit per NCCL chunk) and the loop fill
-                (self.planner.nvls_loop_terms(op, size), self.planner.nvls_loops(op, size),
-                 nvls_domain_terms(op.n, True, self.planner.nvls_loops(op, size), size)) if "NVLS" in uses and
+                (self.planner.nvls_loop_terms(op, size), self.planner.nvls_loops(op, size)) if "NVLS" in uses and
                 len(self.planner.groups_by_domain(np.asarray(op.ranks))) == 1 else None,
                 # the tree/Simple pipeline fill: min(S, nChannels x chunk) (trees.tree_window_bytes) at the
                 # rates without NCCL's treeCorrectionFactor of the size (trees.tree_correction_factor)
