@@ -3,7 +3,7 @@
 Usage: PYTHONPATH=. python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|
        nic-drop|per-peer|deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
-       pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|p2p-channels|p2p-channels-ampere|deepep-sms-tokens|onesided-nvlink|
+       pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|nvl72-climb|p2p-channels|p2p-channels-ampere|deepep-sms-tokens|onesided-nvlink|
        ring-ll-latency]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
@@ -735,6 +735,54 @@ def ring_ll_latency() -> None:
 
 
 FITS.update({"ring-ll-latency": ring_ll_latency})  # round 11, aiconfigurator NCCL sweeps
+
+
+def nvl72_climb() -> None:
+    """Round 12, the one-domain climb (candidate NOT adopted): single-domain NVLS over ``n`` > 8 GPUs with the
+    per-doubling slowdown ``b`` of the rate (``calibration.NVLS_DOMAIN_SLOWDOWN`` today, 0.0633), the per-loop
+    sync ``c (n^2 - 64)`` (``NVLS_SYNC_S_PER_RANK2_PER_LOOP``, 0.004 us today) and an extra latency
+    ``k (n^2 - 64) sqrt(S / MiB)`` (no source: the empirical shape of the fit rows, docs/collectives.md, "Round 12
+    (2026-12-03), NVL72 all-reduce across racks and the one-domain climb"). Grid over (b, c in us, k in us) on the 20
+    fit-split large-domain values (OCI GB300 16 trays; CoreWeave 1 rack and the reference 72-rank rows). The
+    multi-domain NVLS stages keep b and their per-call term (not patched)."""
+    import math
+    from collectives import algorithms as alg
+    from collectives import nvls_chunks as nc
+    ids = ["oci-gb300-16tray-allreduce-by-size", "cw-gb200-nvl72-1rack-allreduce-by-size",
+           "gb200-nvl72-allreduce-72-by-size"]
+    orig_terms, orig_chunk_terms, orig_loop = alg.nvls_domain_terms, nc.nvls_domain_terms, alg.Planner.nvls_loop_terms
+    old_c = cal.NVLS_SYNC_S_PER_RANK2_PER_LOOP
+    par = {"b": cal.NVLS_DOMAIN_SLOWDOWN, "k": 0.0}
+
+    def terms(n, one_domain=False, loops=1):
+        keff, sync = orig_terms(n, one_domain, loops)
+        if one_domain:
+            keff = 1.0 / (1.0 + par["b"] * max(0.0, math.log2(max(n, 1) / 8)))
+        return keff, sync
+
+    def loop_terms(self, op, size):  # single-domain NVLS only; the skew rides on the fill (a latency)
+        keff, fill = orig_loop(self, op, size)
+        return keff, fill + par["k"] * max(0, op.n * op.n - 64) * math.sqrt(max(size, 1) / (1 << 20))
+
+    def setp(x):
+        par["b"], c, par["k"] = x[0], x[1], x[2]
+        cal.NVLS_SYNC_S_PER_RANK2_PER_LOOP = c * 1e-6
+        par["k"] *= 1e-6
+
+    alg.nvls_domain_terms, nc.nvls_domain_terms, alg.Planner.nvls_loop_terms = \
+        terms, (lambda n, one_domain=False, loops=1: terms(n, True, loops)), loop_terms
+    try:
+        print("  (b, c us, k us); k = 0 is the per-loop form of round 8 (b 0.0633, c 0.004 today):")
+        _grid(ids, setp, [(b, c, 0.0) for b in (0.0, 0.02, 0.04, 0.0633) for c in (0.003, 0.004, 0.0055)]
+              + [(b, c, k) for b in (0.0, 0.02, 0.04, 0.0633) for c in (0.0, 0.001, 0.002)
+                 for k in (0.0015, 0.002, 0.0025, 0.003)])
+    finally:
+        alg.nvls_domain_terms, nc.nvls_domain_terms, alg.Planner.nvls_loop_terms = orig_terms, orig_chunk_terms, orig_loop
+        cal.NVLS_SYNC_S_PER_RANK2_PER_LOOP = old_c
+        v._ROUTERS.clear()
+
+
+FITS.update({"nvl72-climb": nvl72_climb})  # round 12, the one-domain climb (rejected candidate)
 
 
 if __name__ == "__main__":
