@@ -3,7 +3,8 @@
 Usage: PYTHONPATH=. python benchmarks/fit_collective_constants.py [nvls-domain|nvls-window|ring-window|net-latency|
        nic-drop|per-peer|deepep-sms|uccl-pipeline|ll-fixed|ring-kernel|a2a-efa|a2a-rc|nvls-loop|nvl72-sync|
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
-       pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|nvl72-climb|p2p-channels|p2p-channels-ampere|deepep-sms-tokens|onesided-nvlink|
+       pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|nvl72-climb|p2p-channels|p2p-channels-ampere|
+       p2p-channels-hopper|deepep-sms-tokens|onesided-nvlink|
        ring-ll-latency]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
@@ -613,6 +614,25 @@ def p2p_channels_ampere() -> None:
 
 
 FITS.update({"p2p-channels-ampere": p2p_channels_ampere})  # round 11, p2p schedule on Ampere
+#: Round 12 (Hopper one-board all-to-all): the H100 / H200 one-board all-to-all sweeps of the fit split (NCCL 2.23).
+P2P_CHANNEL_FIT_IDS_HOPPER = [f"aic-nccl223-{g}-alltoall-{n}gpu-by-size" for g in ("h100", "h200") for n in (2, 4, 8)]
+
+
+def p2p_channels_hopper() -> None:
+    """Round 12, Hopper one-board all-to-all: calibration.NCCL_P2P_CHANNEL_BPS[90], NCCL_P2P_BATCH_S[90], the same
+    form and procedure as :func:`p2p_channels` on the 60 fit values of :data:`P2P_CHANNEL_FIT_IDS_HOPPER` (groups
+    ``aiconfigurator-nccl2.23-h100-1node`` and ``-h200-1node``). Hopper gets dicts of its own first (before round 12
+    it shared Blackwell's objects), so the grid never touches the Blackwell entries. Grids: Simple 6-30 GB/s step 1 x
+    0-40 us step 2, LL 1-8 GB/s step 0.25 x 0-20 us step 1. The held-out rows are not read."""
+    for table in (cal.NCCL_P2P_CHANNEL_BPS, cal.NCCL_P2P_BATCH_S):
+        if table[90] is table[100]:
+            table[90] = dict(table[100])
+    _p2p_channels_fit(90, P2P_CHANNEL_FIT_IDS_HOPPER,
+                      ([float(x) for x in range(6, 31)], list(range(0, 42, 2))),
+                      ([1 + 0.25 * i for i in range(29)], list(range(0, 21))))
+
+
+FITS.update({"p2p-channels-hopper": p2p_channels_hopper})  # round 12, Hopper one-board all-to-all
 FITS.update({"p2p-channels": p2p_channels})  # round 11, all-to-all inside one NVLink domain (replaced round 8's p2p-ll)
 
 

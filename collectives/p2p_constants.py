@@ -54,15 +54,22 @@ NCCL_P2P_CHANNELS_BY_ARCH = {100: (32, 32), 90: (32, 32), 80: (32, 32)}
 #: fitted the same way on the 33 fit values of the A100 one-board all-to-all sweeps (group
 #: ``aiconfigurator-nccl-a100-1node``, NCCL 2.27.3, 2 / 4 / 8 GPUs, 512 B - 512 MiB),
 #: ``python benchmarks/fit_collective_constants.py p2p-channels-ampere``.
-#: 90 (Hopper) has no fit one-board all-to-all below the NVLink plateau (the one fit Hopper one-board all-to-all,
-#: ``h100x8-alltoall``, is a plateau value), so it takes the constants of the family whose p2p transport it shares:
+#: Until round 12, 90 (Hopper) had no fit one-board all-to-all below the NVLink plateau (the one fit Hopper one-board
+#: all-to-all, ``h100x8-alltoall``, is a plateau value), so it took the constants of the family whose p2p transport it shares:
 #: Hopper and Blackwell write over NVLink from the send warps (``NCCL_P2P_WRITE``), Ampere reads from the receive warps
 #: (src/graph/paths.cc ``ncclTopoCheckP2p`` @ v2.28.7-1: P2P read only between two sm80 GPUs). Decided before any
-#: held-out row was looked at; the same dict objects (a Blackwell refit carries over).
+#: held-out row was looked at; the same dict objects (a Blackwell refit carried over). Replaced in round 12 (below).
 NCCL_P2P_CHANNEL_BPS = {100: {"Simple": 21.5e9, "LL": 4.8e9}, 80: {"Simple": 10.0e9, "LL": 2.8e9}}
 NCCL_P2P_BATCH_S = {100: {"Simple": 22e-6, "LL": 10e-6}, 80: {"Simple": 32e-6, "LL": 12e-6}}
-NCCL_P2P_CHANNEL_BPS[90] = NCCL_P2P_CHANNEL_BPS[100]
-NCCL_P2P_BATCH_S[90] = NCCL_P2P_BATCH_S[100]
+#: Round 12 (Hopper one-board all-to-all): 90 (Hopper) has its own fit now, replacing the borrowed Blackwell objects:
+#: the same form and procedure on the 60 fit values of the H100 / H200 one-board all-to-all sweeps of NCCL 2.23 (groups
+#: ``aiconfigurator-nccl2.23-h100-1node`` and ``aiconfigurator-nccl2.23-h200-1node``: ai-dynamo/aiconfigurator
+#: ``systems/data/{h100,h200}_sxm/comm/nccl/2.23/nccl_perf.parquet`` @ 095f58a5, 2 / 4 / 8 GPUs, 2 KiB - 512 MiB),
+#: ``python benchmarks/fit_collective_constants.py p2p-channels-hopper``; every optimum inside its grid (Simple
+#: 6-30 GB/s x 0-40 us, LL 1-8 GB/s x 0-20 us). See docs/collectives.md "Round 12 (2026-12-03), Hopper one-board
+#: all-to-all".
+NCCL_P2P_CHANNEL_BPS[90] = {"Simple": 17.0e9, "LL": 5.0e9}
+NCCL_P2P_BATCH_S[90] = {"Simple": 18e-6, "LL": 9e-6}
 
 
 def nccl_p2p_arch(sm: int) -> int:
