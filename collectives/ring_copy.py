@@ -17,7 +17,7 @@ the send buffer, all-reduce's the buffer), so the ring time gains
 
 with ``B`` the ring's per-GPU NVLink rate (NCCL's per-link constant x links x the ring kernel limits, the rate
 the ring's flows get). The term is ``1/(n-1)`` of a ring pass relative to an all-gather's ``(n-1)/n x S / B``:
-half a pass's worth more on 2 GPUs than on 8 at ``RING_COPY_RATIO = 2``, which is the rank-count dependence
+about half a pass more on 2 GPUs and a fourteenth on 8 at ``RING_COPY_RATIO`` near 2, which is the rank-count dependence
 of the measured plateaus (nccl-tests sweeps of 2, 4 and 8 GPUs of one board: B200 all-gather 512 MiB 438 /
 567 / 617 GB/s busbw; ai-dynamo/aiconfigurator ``systems/data/<system>/comm/nccl/<version>/nccl_perf.parquet``
 @ 095f58a5). ``RING_COPY_RATIO`` (local copy rate of a channel over its NVLink rate) is fitted on the fit-split
@@ -44,7 +44,7 @@ RING_COPY_COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce")
 
 #: Local copy rate of a ring channel's last step over the channel's NVLink rate (fitted, see the module
 #: docstring; grid in docs/collectives.md, "Fits").
-RING_COPY_RATIO = 2.0
+RING_COPY_RATIO = 1.875
 
 
 def ring_copy_s(collective: str, n: int, protocol: str, size_bytes: float, rate_Bps: float) -> float:
