@@ -728,13 +728,13 @@ def ring_copy() -> None:
            and int(p.get("domains", 1)) == 1 and p.get("scaleout", "none") == "none" and p["collective"] in
            rc.RING_COPY_COLLECTIVES]
     old = rc.RING_COPY_RATIO
-    grid = (0.0, 1.0, 1.5, 1.75, 1.875, 2.0, 2.125, 2.25, 2.5, 3.0, 4.0)
+    grid = (0.0, 1.0, 1.25, 1.5, 1.625, 1.75, 1.875, 2.0, 2.25, 2.5, 3.0, 4.0)
     print("  every ring/Simple row:")
     _grid(ids, lambda x: setattr(rc, "RING_COPY_RATIO", x), grid, keep=lambda r: r.note == "ring/Simple", digits=4)
     ranks = {p["id"]: int(p.get("ranks", 0)) for p in _fit_collective_points() if p["id"] in ids}
     for lo, hi in ((2, 2), (3, 4), (5, 8)):  # (no fit-split ring/Simple row of one domain has more ranks)
         print(f"  ring/Simple rows of {lo}-{hi} ranks:")
-        _grid(ids, lambda x: setattr(rc, "RING_COPY_RATIO", x), (0.0, 1.5, 1.75, 2.0, 2.5),
+        _grid(ids, lambda x: setattr(rc, "RING_COPY_RATIO", x), (0.0, 1.5, 1.625, 1.75, 2.0, 2.5),
               keep=lambda r, lo=lo, hi=hi: r.note == "ring/Simple" and lo <= ranks.get(r.id.split("@")[0], 0) <= hi)
     rc.RING_COPY_RATIO = old
     v._ROUTERS.clear()

@@ -353,7 +353,7 @@ def ring_fill_s(size_bytes: float, bandwidth_Bps: float, protocol: str = "Simple
 #: nominal 722 GB/s (p6-b200 NVLS-off ranks sweep 4-8 GPUs 673.2-682.2 and reference 673.8, ml-engineering
 #: network/README.md @ 744d01e; GTC25 S72583 B200 ring 700; nccl #2140 B300 ring 695): measured /
 #: modelled 0.936-0.973, mean per source (ml-engineering 0.942, GTC25 0.973, nccl #2140 0.966) 0.960.
-RING_NVLINK_KERNEL_EFFICIENCY = {2: 1.0, 3: 0.960}
+RING_NVLINK_KERNEL_EFFICIENCY = {2: 1.0, 3: 1.0}
 
 
 #: Ring LL kernel efficiency inside one NVLink domain, per NCCL architecture index (round 7): the

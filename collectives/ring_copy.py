@@ -44,7 +44,7 @@ RING_COPY_COLLECTIVES = ("all_gather", "reduce_scatter", "all_reduce")
 
 #: Local copy rate of a ring channel's last step over the channel's NVLink rate (fitted, see the module
 #: docstring; grid in docs/collectives.md, "Fits").
-RING_COPY_RATIO = 1.875
+RING_COPY_RATIO = 1.625
 
 
 def ring_copy_s(collective: str, n: int, protocol: str, size_bytes: float, rate_Bps: float) -> float:
