@@ -17,12 +17,12 @@ the send buffer, all-reduce's the buffer), so the ring time gains
 
 with ``B`` the ring's per-GPU NVLink rate (NCCL's per-link constant x links x the ring kernel limits, the rate
 the ring's flows get). The term is ``1/(n-1)`` of a ring pass relative to an all-gather's ``(n-1)/n x S / B``:
-about half a pass more on 2 GPUs and a fourteenth on 8 at ``RING_COPY_RATIO`` near 2, which is the rank-count dependence
+at the fitted ``RING_COPY_RATIO`` (1.625) 62 % more on 2 GPUs, 21 % on 4 and 9 % on 8, which is the rank-count dependence
 of the measured plateaus (nccl-tests sweeps of 2, 4 and 8 GPUs of one board: B200 all-gather 512 MiB 438 /
 567 / 617 GB/s busbw; ai-dynamo/aiconfigurator ``systems/data/<system>/comm/nccl/<version>/nccl_perf.parquet``
 @ 095f58a5). ``RING_COPY_RATIO`` (local copy rate of a channel over its NVLink rate) is fitted on the fit-split
 single-domain Simple rings (``benchmarks/fit_collective_constants.py ring-copy``; docs/collectives.md, "Round 12
-(2026-12-03), ring plateau on small boards"). Only the Simple protocol (the brief's rows; LL / LL128 keep
+(2026-12-03), ring plateau on small boards"). Only the Simple protocol (the protocol of the plateau rows; LL / LL128 keep
 their own fitted terms) and only one NVLink domain (across the network the NIC, not the channel, paces the
 ring and the copy runs in its slack).
 
