@@ -5,7 +5,7 @@ Usage: PYTHONPATH=. python benchmarks/fit_collective_constants.py [nvls-domain|n
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
        pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|nvl72-climb|p2p-channels|p2p-channels-ampere|
        p2p-channels-hopper|deepep-sms-tokens|onesided-nvlink|
-       ring-ll-latency]
+       ring-ll-latency|ring-copy]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -20,6 +20,7 @@ import numpy as np
 
 import collectives.calibration  # noqa: F401  (the module, not the function of the same name)
 import collectives.ring_ll  # noqa: F401  (patched by ring-ll-latency)
+import collectives.ring_copy  # noqa: F401  (patched by ring-copy)
 from collectives import Collective, TokenRouting, run
 from collectives.moe import route_tokens
 from collectives import validate as v
@@ -803,6 +804,28 @@ def nvl72_climb() -> None:
 
 
 FITS.update({"nvl72-climb": nvl72_climb})  # round 12, the one-domain climb (rejected candidate)
+def ring_copy() -> None:
+    """Round 12: the Simple ring's final local copy (collectives.ring_copy.RING_COPY_RATIO). Grid of mean |busbw
+    error| over the fit-split ring/Simple rows of the single-domain collective points (categories nvlink / nvl72,
+    no network; all-reduce, all-gather, reduce-scatter), all of them and by rank count; 0 is the old model."""
+    rc = sys.modules["collectives.ring_copy"]
+    ids = [p["id"] for p in _fit_collective_points() if p.get("category") in ("nvlink", "nvl72")
+           and int(p.get("domains", 1)) == 1 and p.get("scaleout", "none") == "none" and p["collective"] in
+           rc.RING_COPY_COLLECTIVES]
+    old = rc.RING_COPY_RATIO
+    grid = (0.0, 1.0, 1.25, 1.5, 1.625, 1.75, 1.875, 2.0, 2.25, 2.5, 3.0, 4.0)
+    print("  every ring/Simple row:")
+    _grid(ids, lambda x: setattr(rc, "RING_COPY_RATIO", x), grid, keep=lambda r: r.note == "ring/Simple", digits=4)
+    ranks = {p["id"]: int(p.get("ranks", 0)) for p in _fit_collective_points() if p["id"] in ids}
+    for lo, hi in ((2, 2), (3, 4), (5, 8)):  # (no fit-split ring/Simple row of one domain has more ranks)
+        print(f"  ring/Simple rows of {lo}-{hi} ranks:")
+        _grid(ids, lambda x: setattr(rc, "RING_COPY_RATIO", x), (0.0, 1.5, 1.625, 1.75, 2.0, 2.5),
+              keep=lambda r, lo=lo, hi=hi: r.note == "ring/Simple" and lo <= ranks.get(r.id.split("@")[0], 0) <= hi)
+    rc.RING_COPY_RATIO = old
+    v._ROUTERS.clear()
+
+
+FITS.update({"ring-copy": ring_copy})  # round 12, ring plateau on small boards
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ from collectives.nvls_chunks import _NvlsChunkMixin
 from collectives.ops import Collective
 from collectives.p2p import _PointToPointMixin
 from collectives.ring_ll import ring_ll_extra_s
+from collectives.ring_copy import ring_copy_s
 from collectives.trees import (check_buffsize, nccl_btree_parent, nccl_dtree_parents, tree_channels,
                                tree_correction_factor, tree_fill_s)
 from fabric import Router, route_kernels
@@ -586,8 +587,11 @@ class Planner(_NvlsChunkMixin, _PointToPointMixin):
             if len(groups) == 1:  # on NVLink only: the ring kernel's own limit (calibration, fitted)
                 keff = keff * ring_nvlink_kernel_efficiency(self.gpu.sm, est.protocol)
                 est = replace(est, kernel_efficiency=keff)
-                extra = ring_ll_extra_s(coll, op.n, est.protocol, self.gpu.sm) if self.router.domain_has_nvlink[
-                    self.domain[groups[0][0]]] else 0.0  # LL's hops on NVLink beyond NCCL's model (ring_ll)
+                nvl = bool(self.router.domain_has_nvlink[self.domain[groups[0][0]]])
+                extra = ring_ll_extra_s(coll, op.n, est.protocol, self.gpu.sm) if nvl else 0.0  # LL's hops (ring_ll)
+                # round 12: the last step of every chunk loop is a local copy the channel does not send during
+                extra += ring_copy_s(coll, op.n, est.protocol, size, self.gpu.nvlink_Bps * self.calib.nvlink_collective
+                                     * keff) if nvl else 0.0
                 est, fill = replace(est, latency_s=est.latency_s + extra), fill + extra
             lat += fill
             fs = self.ring(op, size, est, broadcast=coll == "broadcast")
