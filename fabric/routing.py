@@ -228,8 +228,11 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
             idx = np.arange(F) if everyone else np.flatnonzero(inter)
             sub = _subset(idx, everyone)
             send = ga
-            reach = self._reachable(self.nic_of[sub(ga)], self.nic_of[sub(gb)])
-            if pxn or not reach.all():
+            a_nic, b_nic = self.nic_of[sub(ga)], self.nic_of[sub(gb)]
+            reach = self._reachable(a_nic, b_nic)
+            known = (a_nic, b_nic, reach)  # the scale-out segment's NICs and reachability while no flow relays
+            # a relay needs an NVLink domain (``use`` below is False everywhere without one): skip its lookups
+            if (pxn or not reach.all()) and self.domain_has_nvlink.any():
                 row, col, table = self.pxn_tables("host" if pxn == "host" else "domain")
                 col_b = col[sub(gb)]
                 row_a = row[sub(ga)]
@@ -244,8 +247,9 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
                     send = ga.copy()
                     send[k] = cf.gpus[prox[use]]
                     used_pxn[k] = True
+                    known = None
                     self._route_nvlink(k, ga, send, rows)
-            self._route_scaleout(idx, send, gb, policy, seed, salt, src, dst, rows)
+            self._route_scaleout(idx, send, gb, policy, seed, salt, src, dst, rows, known)
         return rows, used_pxn
 
     # -- NVLink segment
@@ -303,13 +307,19 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
         self._nvlink_pair_cache[key] = out
         return out
 
-    def _route_scaleout(self, idx, send, gb, policy, seed, salt, src, dst, rows: _Rows) -> None:
+    def _route_scaleout(self, idx, send, gb, policy, seed, salt, src, dst, rows: _Rows, known=None) -> None:
+        """The network segment of flows ``idx``; ``known``: their ``(a_nic, b_nic, reachable)`` when the caller
+        has them for these senders (no flow relayed over PXN), else None (computed here)."""
         cf = self.cf
         n = len(send)
         everyone = len(idx) == n
         sub = _subset(idx, everyone)
-        a_nic = self.nic_of[sub(send)]
-        b_nic = self.nic_of[sub(gb)]
+        if known is None:
+            a_nic = self.nic_of[sub(send)]
+            b_nic = self.nic_of[sub(gb)]
+            reach = None
+        else:
+            a_nic, b_nic, reach = known
         if (a_nic < 0).any() or (b_nic < 0).any():
             i = int(np.flatnonzero((a_nic < 0) | (b_nic < 0))[0])
             a, b = int(send[idx][i]), int(gb[idx][i])
@@ -318,7 +328,8 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
                    "(working) NIC to go around over the network" if same else
                    "they are in different NVLink domains and one of them has no (working) NIC")
             raise UnreachableError(f"route: {cf.node_names[a]} -> {cf.node_names[b]}: {why}")
-        reach = self._reachable(a_nic, b_nic)
+        if reach is None:
+            reach = self._reachable(a_nic, b_nic)
         if not reach.all():
             i = int(np.flatnonzero(~reach)[0])
             hint = "failed links" if cf.failures else "rails that only meet over NVLink"
