@@ -169,7 +169,10 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
                 res[a:b, rows.width:] = -1
                 if part_w is not None:
                     part_w[:, rows.width:] = 0.0
-            lat[a:b] = self._path_latency(res[a:b], part_w)   # chunk by chunk: small temporaries
+            if part_w is None and 0 < res.shape[1] <= 7 and rows.res:
+                lat[a:b] = self._rows_latency(rows, res.shape[1])  # the chunk's own contiguous columns
+            else:
+                lat[a:b] = self._path_latency(res[a:b], part_w)   # chunk by chunk: small temporaries
             keep |= (res[a:b] >= 0).any(axis=0)
         if not keep.any():
             keep[0] = True
@@ -207,6 +210,21 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
         lat = ext[res[:, 0]] if w is None else ext[res[:, 0]] * w[:, 0]
         for j in range(1, h):
             lat += ext[res[:, j]] if w is None else ext[res[:, j]] * w[:, j]
+        return lat
+
+    def _rows_latency(self, rows: _Rows, h: int) -> np.ndarray:
+        """:meth:`_path_latency` of an unweighted chunk of table width ``h`` (1-7) from the router's own
+        columns (contiguous, where the table's are strided): the same additions in the same order (column by
+        column, left to right, then the padding's 0.0 once per padded column), so the same bits."""
+        if "latency_ext" not in self._cache:
+            self._cache["latency_ext"] = np.append(self.resource_latency_s(), 0.0)  # index -1 -> 0
+        ext = self._cache["latency_ext"]
+        cols = [r[:, j] for r in rows.res for j in range(r.shape[1])]
+        lat = ext.take(cols[0])
+        for c in cols[1:]:
+            lat += ext.take(c)
+        for _ in range(h - len(cols)):  # padded columns: ext[-1] = 0.0, added as the table's row sum does
+            lat += 0.0
         return lat
 
     def _route_chunk(self, src, dst, salt, policy, seed, pxn):
