@@ -26,6 +26,10 @@ Cases (see docs/performance.md for the targets):
   Quantum-X800 two-tier fat-tree), node-level aggregation chosen automatically;
 * ``help``: ``fabric-emu --help``.
 
+``--trees DIR [DIR ...]`` times the same cases in several source trees instead (e.g. an unpacked ``git archive``
+of the old code and this one): ``python -m cli.main`` run from each tree, the trees interleaved within every
+repeat (A B A B ...), median wall and CPU per tree, and whether the trees' stdout bytes are identical.
+
 ``--imports CASE`` prints the import profile of a case instead: ``python -X importtime`` of the
 whole command, repeated, with the least self time of every module over the repeats (the
 least is the one least disturbed by other load), summed per top-level package.
@@ -44,7 +48,7 @@ import time
 
 from benchmarks._util import print_table
 
-__all__ = ["CASES", "FLOOR_REPEATS", "cli_args", "measure", "stages", "floor_samples", "import_profile", "main"]
+__all__ = ["CASES", "FLOOR_REPEATS", "cli_args", "measure", "compare_trees", "stages", "floor_samples", "import_profile", "main"]
 
 _A2A = {128: 16, 1024: 64, 4096: 128}
 
@@ -72,14 +76,14 @@ def cli_args(case: str) -> list[str]:
     return head + CASES[case]
 
 
-def measure(args: list[str], extra_env: dict | None = None) -> dict:
+def measure(args: list[str], extra_env: dict | None = None, cwd: str | None = None) -> dict:
     """Wall, CPU (user + system) and peak RSS of one fresh process (``extra_env``: added to its environment)."""
     t0 = time.perf_counter()
     # the up-front estimate refuses N = 4,096 and the 16k case under the default 8 GiB (it estimates 12.5-31 and
     # 15.5 GiB; their measured peaks are below 2 GB): the benchmark lifts the limit (it only gates the estimate)
     env = {**os.environ, "FABRIC_EMU_MEMORY_LIMIT": os.environ.get("FABRIC_EMU_MEMORY_LIMIT", "64GiB"),
            **(extra_env or {})}
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
     out = p.stdout.read()
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
@@ -215,6 +219,38 @@ def _print_imports(case: str, repeat: int) -> None:
     print_table(["fabric-emu module", "self ms"], [[n, f"{t * 1e3:.1f}"] for t, n in top])
 
 
+def compare_trees(trees: list[str], cases: list[str], repeat: int, extra_env: dict | None = None) -> list[list]:
+    """Rows (case, tree, median wall, its runs, median CPU, stdout identical to the first tree's) of ``cases``
+    run as ``python -m cli.main`` from each of ``trees``, interleaved: every repeat runs each tree once in turn.
+
+    Each tree's bytecode is written on its first run (``PYTHONDONTWRITEBYTECODE`` is dropped from the children's
+    environment), and one untimed run per case and tree precedes the timed ones (bytecode, numba's cache).
+    """
+    env = {k: v for k, v in (extra_env or {}).items()}
+    head = [sys.executable, "-m", "cli.main"]
+    rows = []
+    saved = os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    try:
+        for case in cases:
+            runs: dict = {t: [] for t in trees}
+            outs = {t: measure(head + CASES[case], env, cwd=t)["out"] for t in trees}  # warm-up, untimed
+            for _ in range(max(1, repeat)):
+                for t in trees:
+                    runs[t].append(measure(head + CASES[case], env, cwd=t))
+            for t in trees:
+                rs = runs[t]
+                same = all(r["out"] == outs[trees[0]] for r in rs) and outs[t] == outs[trees[0]]
+                rows.append([case, t, f"{statistics.median(r['wall'] for r in rs):.3f}",
+                             ", ".join(f"{r['wall']:.2f}" for r in rs),
+                             f"{statistics.median(r['cpu'] for r in rs):.3f}",
+                             "ok" if all(r["ok"] for r in rs) else "FAILED", "yes" if same else "NO"])
+                print(" | ".join(rows[-1]), flush=True)
+    finally:
+        if saved is not None:
+            os.environ["PYTHONDONTWRITEBYTECODE"] = saved
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", nargs="*", default=DEFAULT, choices=sorted(CASES))
@@ -227,8 +263,19 @@ def main(argv=None) -> int:
     ap.add_argument("--stage-runs", type=int, default=3,
                     help="fresh processes of the timed stages and floor per case (medians reported)")
     ap.add_argument("--stages-of", help=argparse.SUPPRESS)
+    ap.add_argument("--trees", nargs="+", metavar="DIR",
+                    help="time the cases in each of these source trees, interleaved, instead (A/B)")
     args = ap.parse_args(argv)
     extra = dict(e.split("=", 1) for e in args.env)
+    if args.trees:
+        line = subprocess.run([sys.executable, "-c", "from benchmarks._util import machine; print(machine())"],
+                              capture_output=True, text=True, check=False).stdout.strip()
+        print(line or "machine: unknown")
+        rows = compare_trees([os.path.abspath(t) for t in args.trees], args.cases, args.repeat, extra)
+        print()
+        print_table(["case", "tree", "wall s median", "runs", "CPU s median", "status", "stdout = first tree's"],
+                    rows)
+        return 0
     if args.stages_of:
         print(json.dumps(stages(args.stages_of)))
         return 0

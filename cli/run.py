@@ -152,8 +152,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
                 fail, degrade, report, memory_limit=None, given: set[str] = frozenset(), top=10,
                 plot=None, nccl_version=None, nvls=None, dispatch_dtype="fp8", collnet=None, nccl_buffsize=None,
                 nvls_chunksize=None) -> None:
-    from collectives import COLLECTIVES, TokenRouting, planner_for, sweep
-    from collectives.moe import UNSEEDED_KINDS
+    from collectives import COLLECTIVES, planner_for, sweep
     from collectives.runner import resolve_policy
     from collectives.budget import check_collective, fabric_tiers, hops_bound
     from fabric import Router, compile_with_failures
@@ -189,7 +188,10 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
         raise SpecError(f"{'--sizes' if sizes is not None else '--size'}: {max(size_list):.3g} bytes is over "
                         f"1 PiB ({MAX_SIZE_BYTES:,} B); no GPU holds a buffer that large")
     tr = None
-    if moe:
+    if moe:  # the token machinery (collectives.moe) is imported for MoE runs only
+        from collectives import TokenRouting
+        from collectives.moe import UNSEEDED_KINDS
+
         tr = TokenRouting(moe_routing or "uniform", tokens_per_rank=tokens, hidden=hidden, experts=experts,
                           topk=topk, seed=seed, dispatch_dtype=dispatch_dtype)
     # 1. before building: the topology's own size, and the collective with the fewest hops a flow can have
@@ -337,7 +339,7 @@ def run_command(out, err, *, as_json: bool, collective: str, topo: str, sets: di
 @click.option("--experts", "experts", default=256, show_default=True, type=AsciiInt(min=1), help="MoE routed experts.")
 @click.option("--topk", "topk", default=8, show_default=True, type=AsciiInt(min=1), help="MoE experts per token.")
 @click.option("--dispatch-dtype", "dispatch_dtype", default="fp8", show_default=True,
-              type=VocabularyChoice("collectives.moe.DISPATCH_DTYPES"), help="Token format of moe_dispatch.")
+              type=VocabularyChoice("collectives.ops.DISPATCH_DTYPES"), help="Token format of moe_dispatch.")
 @failure_options
 @click.option("--report", "report", is_flag=True, help="Add the congestion report (for the largest size).")
 @click.option("--top", "top", default=10, show_default=True, type=AsciiInt(min=1, max=10_000),

@@ -43,7 +43,6 @@ import numpy as np
 from collectives import nccl_model as nm
 from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, net_rendezvous_s, nvls_domain_terms,
                                      nvls_fill_s, ring_fill_s, ring_nvlink_kernel_efficiency)
-from collectives.moe import plan_moe
 from collectives.nvls_chunks import _NvlsChunkMixin
 from collectives.ops import Collective
 from collectives.p2p import _PointToPointMixin
@@ -493,6 +492,8 @@ class Planner(_NvlsChunkMixin, _PointToPointMixin):
         coll, size, algo = op.collective, op.size_bytes, op.algorithm
         ranks = np.asarray(op.ranks)
         if coll in ("moe_dispatch", "moe_combine"):
+            from collectives.moe import plan_moe  # MoE only: other collectives do not load the token machinery
+
             return plan_moe(self, op, Plan)
         if coll == "all_to_all":
             n = op.n

@@ -62,6 +62,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from collectives.ops import DISPATCH_DTYPES as _DISPATCH_DTYPES
 from collectives.ep_constants import (DEEPEP_SM_RATE_BPS, LL_FIXED_S, LL_NVLINK_S, ONESIDED_NVLINK_S, PER_PEER_S,
                                       PULL_COMBINE_FIXED_S, RDMA_PIPELINE_BPS, deepep_sm_time_s, ll_nvlink_fixed_s,
                                       onesided_fixed_s)
@@ -77,9 +78,9 @@ __all__ = ["ROUTING_KINDS", "UNSEEDED_KINDS", "DISPATCH_DTYPES", "FORMS", "METRI
 ROUTING_KINDS = ("uniform", "skewed", "node_limited", "deepseek", "balanced", "perfect")
 #: Routing kinds that draw nothing (fixed counts): the seed does not change their traffic.
 UNSEEDED_KINDS = ("balanced", "perfect")
-#: Dispatch payload types: DeepEP's FP8 with per-128-channel scales, BF16 (HybridEP's BF16 tables), or
-#: NVFP4 (TensorRT-LLM's post-quant dispatch).
-DISPATCH_DTYPES = ("fp8", "bf16", "nvfp4")
+#: Dispatch payload types (defined in :mod:`collectives.ops`, with the other vocabularies): DeepEP's FP8 with
+#: per-128-channel scales, BF16 (HybridEP's BF16 tables), or NVFP4 (TensorRT-LLM's post-quant dispatch).
+DISPATCH_DTYPES = _DISPATCH_DTYPES
 #: Traffic forms: ``direct`` (per (token, rank) copy), ``hier`` (one network copy per (token, node),
 #: NVLink fan-out), ``ll`` (low-latency kernels: per (token, expert) message, straight to the rank).
 FORMS = ("direct", "hier", "ll")

@@ -16,13 +16,17 @@ from dataclasses import dataclass, field
 
 from topologies.errors import SpecError, brief
 
-__all__ = ["COLLECTIVES", "ALGORITHMS", "NCCL_SWITCH_COLLECTIVES", "PXN_COLLECTIVES", "OLDEST_NCCL", "Collective",
+__all__ = ["COLLECTIVES", "ALGORITHMS", "DISPATCH_DTYPES", "NCCL_SWITCH_COLLECTIVES", "PXN_COLLECTIVES", "OLDEST_NCCL", "Collective",
            "Options", "busbw_factor",
            "check_nccl_version"]
 
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "moe_dispatch", "moe_combine",
                "send_recv", "broadcast")
 ALGORITHMS = ("ring", "tree", "nvls", "sharp", "hier", "direct", "auto")
+#: Dispatch payload types of the MoE ops: DeepEP's FP8 with per-128-channel scales, BF16 (HybridEP's BF16
+#: tables), or NVFP4 (TensorRT-LLM's post-quant dispatch). Here, with the other vocabularies, so that the CLI's
+#: ``--dispatch-dtype`` default is checked without importing the MoE model; :mod:`collectives.moe` re-exports it.
+DISPATCH_DTYPES = ("fp8", "bf16", "nvfp4")
 #: Collectives NCCL can run on NVLS (NVLink SHARP) or CollNet (IB SHARP): what ``NCCL_NVLS_ENABLE`` and
 #: ``NCCL_COLLNET_ENABLE`` (the ``nvls`` / ``collnet`` options) change.
 NCCL_SWITCH_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")

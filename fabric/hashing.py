@@ -28,11 +28,28 @@ def splitmix64(x: np.ndarray) -> np.ndarray:
     >>> int(splitmix64(np.array([1], dtype=np.uint64))[0]) == int(splitmix64(np.array([1], dtype=np.uint64))[0])
     True
     """
+    z = np.asarray(x).astype(np.uint64)
+    if z.ndim == 0:
+        with np.errstate(over="ignore"):
+            z = z + np.uint64(0x9E3779B97F4A7C15)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            return z ^ (z >> np.uint64(31))
+    return _splitmix64_inplace(z)
+
+
+def _splitmix64_inplace(z: np.ndarray) -> np.ndarray:
+    """:func:`splitmix64` of a uint64 array of the caller's own, computed in it (one scratch array: the same
+    wrapping operations in the same order, without a temporary per step)."""
+    t = np.empty_like(z)
     with np.errstate(over="ignore"):
-        z = x.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return z ^ (z >> np.uint64(31))
+        z += np.uint64(0x9E3779B97F4A7C15)
+        z ^= np.right_shift(z, np.uint64(30), out=t)
+        z *= np.uint64(0xBF58476D1CE4E5B9)
+        z ^= np.right_shift(z, np.uint64(27), out=t)
+        z *= np.uint64(0x94D049BB133111EB)
+        z ^= np.right_shift(z, np.uint64(31), out=t)
+    return z
 
 
 def flow_hash(src, dst, salt, seed: int) -> np.ndarray:
@@ -41,7 +58,8 @@ def flow_hash(src, dst, salt, seed: int) -> np.ndarray:
         x = (np.asarray(src).astype(np.uint64) * np.uint64(0x100000001B3)) \
             ^ (np.asarray(dst).astype(np.uint64) << np.uint64(21)) \
             ^ (np.asarray(salt).astype(np.uint64) * np.uint64(0xD6E8FEB86659FD93))
-        return splitmix64(x ^ np.uint64((seed * 1_000_003) & 0xFFFFFFFFFFFFFFFF))
+        x ^= np.uint64((seed * 1_000_003) & 0xFFFFFFFFFFFFFFFF)  # x is this function's own array
+    return splitmix64(x) if x.ndim == 0 else _splitmix64_inplace(x)
 
 
 def ecmp_pick(h: np.ndarray, hop: int, count) -> np.ndarray:
@@ -55,7 +73,13 @@ def ecmp_pick(h: np.ndarray, hop: int, count) -> np.ndarray:
     with np.errstate(over="ignore"):
         base = h if hop < 2 else splitmix64(h ^ np.uint64(((hop // 2) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF))
         x = (base >> np.uint64(32)) if hop % 2 == 0 else (base & np.uint64(0xFFFFFFFF))
-        return ((x * np.asarray(count).astype(np.uint64)) >> np.uint64(32)).astype(np.int64)
+        cnt = np.asarray(count).astype(np.uint64)
+        if isinstance(x, np.ndarray) and x.ndim and np.broadcast_shapes(x.shape, cnt.shape) == x.shape:
+            x *= cnt  # x is this function's own fresh array: in place
+            x >>= np.uint64(32)
+        else:
+            x = (x * cnt) >> np.uint64(32)
+        return x.astype(np.int64)
 
 
 def dmodk_keys(cf: CompiledFabric) -> np.ndarray:

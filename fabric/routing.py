@@ -169,7 +169,10 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
                 res[a:b, rows.width:] = -1
                 if part_w is not None:
                     part_w[:, rows.width:] = 0.0
-            lat[a:b] = self._path_latency(res[a:b], part_w)   # chunk by chunk: small temporaries
+            if part_w is None and 0 < res.shape[1] <= 7 and rows.res:
+                lat[a:b] = self._rows_latency(rows, res.shape[1])  # the chunk's own contiguous columns
+            else:
+                lat[a:b] = self._path_latency(res[a:b], part_w)   # chunk by chunk: small temporaries
             keep |= (res[a:b] >= 0).any(axis=0)
         if not keep.any():
             keep[0] = True
@@ -209,6 +212,21 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
             lat += ext[res[:, j]] if w is None else ext[res[:, j]] * w[:, j]
         return lat
 
+    def _rows_latency(self, rows: _Rows, h: int) -> np.ndarray:
+        """:meth:`_path_latency` of an unweighted chunk of table width ``h`` (1-7) from the router's own
+        columns (contiguous, where the table's are strided): the same additions in the same order (column by
+        column, left to right, then the padding's 0.0 once per padded column), so the same bits."""
+        if "latency_ext" not in self._cache:
+            self._cache["latency_ext"] = np.append(self.resource_latency_s(), 0.0)  # index -1 -> 0
+        ext = self._cache["latency_ext"]
+        cols = [r[:, j] for r in rows.res for j in range(r.shape[1])]
+        lat = ext.take(cols[0])
+        for c in cols[1:]:
+            lat += ext.take(c)
+        for _ in range(h - len(cols)):  # padded columns: ext[-1] = 0.0, added as the table's row sum does
+            lat += 0.0
+        return lat
+
     def _route_chunk(self, src, dst, salt, policy, seed, pxn):
         cf = self.cf
         F = len(src)
@@ -228,8 +246,11 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
             idx = np.arange(F) if everyone else np.flatnonzero(inter)
             sub = _subset(idx, everyone)
             send = ga
-            reach = self._reachable(self.nic_of[sub(ga)], self.nic_of[sub(gb)])
-            if pxn or not reach.all():
+            a_nic, b_nic = self.nic_of[sub(ga)], self.nic_of[sub(gb)]
+            reach = self._reachable(a_nic, b_nic)
+            known = (a_nic, b_nic, reach)  # the scale-out segment's NICs and reachability while no flow relays
+            # a relay needs an NVLink domain (``use`` below is False everywhere without one): skip its lookups
+            if (pxn or not reach.all()) and self.domain_has_nvlink.any():
                 row, col, table = self.pxn_tables("host" if pxn == "host" else "domain")
                 col_b = col[sub(gb)]
                 row_a = row[sub(ga)]
@@ -244,8 +265,9 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
                     send = ga.copy()
                     send[k] = cf.gpus[prox[use]]
                     used_pxn[k] = True
+                    known = None
                     self._route_nvlink(k, ga, send, rows)
-            self._route_scaleout(idx, send, gb, policy, seed, salt, src, dst, rows)
+            self._route_scaleout(idx, send, gb, policy, seed, salt, src, dst, rows, known)
         return rows, used_pxn
 
     # -- NVLink segment
@@ -303,13 +325,19 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
         self._nvlink_pair_cache[key] = out
         return out
 
-    def _route_scaleout(self, idx, send, gb, policy, seed, salt, src, dst, rows: _Rows) -> None:
+    def _route_scaleout(self, idx, send, gb, policy, seed, salt, src, dst, rows: _Rows, known=None) -> None:
+        """The network segment of flows ``idx``; ``known``: their ``(a_nic, b_nic, reachable)`` when the caller
+        has them for these senders (no flow relayed over PXN), else None (computed here)."""
         cf = self.cf
         n = len(send)
         everyone = len(idx) == n
         sub = _subset(idx, everyone)
-        a_nic = self.nic_of[sub(send)]
-        b_nic = self.nic_of[sub(gb)]
+        if known is None:
+            a_nic = self.nic_of[sub(send)]
+            b_nic = self.nic_of[sub(gb)]
+            reach = None
+        else:
+            a_nic, b_nic, reach = known
         if (a_nic < 0).any() or (b_nic < 0).any():
             i = int(np.flatnonzero((a_nic < 0) | (b_nic < 0))[0])
             a, b = int(send[idx][i]), int(gb[idx][i])
@@ -318,7 +346,8 @@ class Router(_ResourcesMixin, _TablesMixin, _SprayMixin):
                    "(working) NIC to go around over the network" if same else
                    "they are in different NVLink domains and one of them has no (working) NIC")
             raise UnreachableError(f"route: {cf.node_names[a]} -> {cf.node_names[b]}: {why}")
-        reach = self._reachable(a_nic, b_nic)
+        if reach is None:
+            reach = self._reachable(a_nic, b_nic)
         if not reach.all():
             i = int(np.flatnonzero(~reach)[0])
             hint = "failed links" if cf.failures else "rails that only meet over NVLink"
