@@ -133,3 +133,49 @@ def nvlstree_chunk_bytes(size_bytes: float, n_channels: int, n_heads: int, n_nod
         if size_bytes < mult * ops * chunk and chunk > ceiling:
             chunk = ceiling
     return chunk
+
+
+# ---- Round 13 (issue 8 item 5, mid-size rings): NCCL's per-operation channel / thread reduction for Ring and
+# Tree. A reconstruction for the study of docs/collectives.md "Round 13 (2026-12-04), mid-size one-board rings";
+# no flow term uses it (at the sizes studied it keeps every channel).
+
+#: Bytes a thread must have before NCCL keeps another channel (comm.h ``NCCL_LL_THREAD_THRESHOLD`` 8,
+#: ``NCCL_LL128_THREAD_THRESHOLD`` 8, ``NCCL_SIMPLE_THREAD_THRESHOLD`` 64; the same in v2.18.5-1 .. v2.30.7-1).
+#: tuning.cc multiplies Ring/LL's by ``nRanks`` (``threadThresholds[NCCL_ALGO_RING][NCCL_PROTO_LL] *= nRanks``).
+THREAD_THRESHOLD_BYTES = {"LL": 8, "LL128": 8, "Simple": 64}
+#: ``comm->maxThreads`` of Ring / Tree by protocol with no environment (device.h: ``NCCL_LL_MAX_NTHREADS`` 512,
+#: ``NCCL_LL128_MAX_NTHREADS`` 640, ``NCCL_SIMPLE_MAX_NTHREADS`` 512).
+RING_TREE_MAX_THREADS = {"LL": 512, "LL128": 640, "Simple": 512}
+
+
+def ring_tree_launch(size_bytes: float, comm_channels: int, protocol: str, n_ranks: int,
+                     algorithm: str = "Ring") -> tuple[int, int]:
+    """(channels, threads) NCCL launches a Ring or Tree operation of ``size_bytes`` with (enqueue.cc
+    ``topoGetAlgoInfo``, v2.18.5-1 .. v2.30.7-1, after the algorithm and protocol are chosen)::
+
+        nc, nt = comm->nChannels, maxThreads[algo][proto]
+        while nBytes < nc * nt * threadThreshold and nc >= 2: nc -= 1
+        while nBytes < nc * nt * threadThreshold and nt % 128 == 0: nt /= 2
+
+    ``nBytes`` is the larger buffer (nccl-tests' size), ``threads`` before the Simple sync warps (and Tree then
+    runs ``NCCL_MAX_NTHREADS`` anyway). NCCL's cost model (tuning.cc) does not see this: the time table is
+    built from the graphs' channels before the reduction.
+
+    Examples
+    --------
+    >>> ring_tree_launch(8 << 20, 32, "Simple", 4), ring_tree_launch(512 << 10, 24, "Simple", 8)
+    ((32, 512), (16, 512))
+    >>> ring_tree_launch(512 << 10, 24, "LL", 8), ring_tree_launch(1 << 20, 24, "LL", 8)
+    ((16, 512), (24, 512))
+    """
+    nc = max(1, int(comm_channels))
+    nt = RING_TREE_MAX_THREADS[protocol]
+    thr = THREAD_THRESHOLD_BYTES[protocol] * (int(n_ranks) if (algorithm == "Ring" and protocol == "LL") else 1)
+    while size_bytes < nc * nt * thr and nc >= 2:
+        nc -= 1
+    while size_bytes < nc * nt * thr and nt % 128 == 0:
+        nt //= 2
+    return nc, nt
+
+
+__all__ += ["THREAD_THRESHOLD_BYTES", "RING_TREE_MAX_THREADS", "ring_tree_launch"]
