@@ -5,7 +5,7 @@ Usage: PYTHONPATH=. python benchmarks/fit_collective_constants.py [nvls-domain|n
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
        pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|nvl72-climb|p2p-channels|p2p-channels-ampere|
        p2p-channels-hopper|deepep-sms-tokens|onesided-nvlink|
-       ring-ll-latency|ring-copy]
+       ring-ll-latency|ring-copy|p2p-peer-cost]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -828,12 +828,6 @@ def ring_copy() -> None:
 FITS.update({"ring-copy": ring_copy})  # round 12, ring plateau on small boards
 
 
-if __name__ == "__main__":
-    for name in [a for a in sys.argv[1:] if not a.startswith("--")] or list(FITS):
-        print(name)
-        FITS[name]()
-
-
 #: Round 13 (Hopper one-board all-to-all, small sizes): every fit NCCL one-board all-to-all sweep, by architecture.
 P2P_PEER_FIT_IDS = {
     90: P2P_CHANNEL_FIT_IDS_HOPPER + ["h100x8-alltoall"],
@@ -891,3 +885,9 @@ def p2p_peer_cost(arch=None, peer_grid=None, ll_grid=None, simple_grid=None) -> 
 
 
 FITS.update({"p2p-peer-cost": p2p_peer_cost})  # round 13, one-domain all-to-all cost per peer
+
+
+if __name__ == "__main__":
+    for name in [a for a in sys.argv[1:] if not a.startswith("--")] or list(FITS):
+        print(name)
+        FITS[name]()
