@@ -5,7 +5,7 @@ Usage: PYTHONPATH=. python benchmarks/fit_collective_constants.py [nvls-domain|n
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
        pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|nvl72-climb|p2p-channels|p2p-channels-ampere|
        p2p-channels-hopper|deepep-sms-tokens|onesided-nvlink|
-       ring-ll-latency|ring-copy]
+       ring-ll-latency|ring-copy|p2p-peer-cost]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -826,6 +826,65 @@ def ring_copy() -> None:
 
 
 FITS.update({"ring-copy": ring_copy})  # round 12, ring plateau on small boards
+
+
+#: Round 13 (Hopper one-board all-to-all, small sizes): every fit NCCL one-board all-to-all sweep, by architecture.
+P2P_PEER_FIT_IDS = {
+    90: P2P_CHANNEL_FIT_IDS_HOPPER + ["h100x8-alltoall"],
+    80: P2P_CHANNEL_FIT_IDS_AMPERE,
+    100: [f"aic-nccl-{g}-alltoall-{n}gpu-by-size" for g in ("b200", "gb200", "gb300") for n in (2, 4, 8)]
+    + P2P_CHANNEL_FIT_IDS,
+}
+
+
+def p2p_peer_cost(arch=None, peer_grid=None, ll_grid=None, simple_grid=None) -> None:
+    """Round 13: a fixed cost per peer of a one-domain all-to-all (``(n - 1) x c`` on the p2p kernel's fixed part,
+    calibration.NCCL_P2P_ONEDOMAIN_PEER_S) fitted with the LL batch cost on the LL-side fit values of
+    :data:`P2P_PEER_FIT_IDS` (grid c 0-2 us step 0.1 x LL batch 0-12 us step 1; block rates kept), then the Simple
+    batch cost (0-40 us step 2) on the Simple-side values with that c. Per architecture family; prints each grid's
+    best and the errors of every value before and after. The held-out rows are not read."""
+    archs = [arch] if arch is not None else (90, 80, 100)
+    peer_grid = peer_grid or [round(0.1 * i, 1) for i in range(21)]
+    ll_grid = ll_grid or list(range(0, 13))
+    simple_grid = simple_grid or list(range(0, 42, 2))
+    simple = lambda r: r.note.startswith("direct/Simple")  # noqa: E731 (the protocol the model ran)
+    for a in archs:
+        ids = [i for i in P2P_PEER_FIT_IDS[a]]
+        old = (cal.NCCL_P2P_ONEDOMAIN_PEER_S[a], dict(cal.NCCL_P2P_BATCH_S[a]))
+
+        def errors(keep=lambda r: True):
+            v._ROUTERS.clear()
+            rows = [r for r in v.validate(ids=ids, splits=("fit",)).rows if r.rel_error is not None]
+            return np.abs([r.rel_error for r in rows if keep(r)])
+        e0 = errors()
+        out = None
+        for c in peer_grid:
+            for b in ll_grid:
+                cal.NCCL_P2P_ONEDOMAIN_PEER_S[a], cal.NCCL_P2P_BATCH_S[a]["LL"] = c * 1e-6, b * 1e-6
+                e = errors(lambda r: not simple(r))
+                if out is None or e.mean() < out[0]:
+                    out = (float(e.mean()), float(e.max()), len(e), c, b)
+        cal.NCCL_P2P_ONEDOMAIN_PEER_S[a], cal.NCCL_P2P_BATCH_S[a]["LL"] = out[3] * 1e-6, out[4] * 1e-6
+        print(f"  sm{a} LL: {out[3]:.1f} us a peer, {out[4]:.0f} us a batch: {out[2]} values, mean |error| "
+              f"{out[0]:.4f}, max {out[1]:.3f}")
+        best_s = None
+        for b in simple_grid:
+            cal.NCCL_P2P_BATCH_S[a]["Simple"] = b * 1e-6
+            e = errors(simple)
+            if best_s is None or e.mean() < best_s[0]:
+                best_s = (float(e.mean()), float(e.max()), len(e), b)
+        cal.NCCL_P2P_BATCH_S[a]["Simple"] = best_s[3] * 1e-6
+        print(f"  sm{a} Simple: {best_s[3]:.0f} us a batch: {best_s[2]} values, mean |error| {best_s[0]:.4f}, "
+              f"max {best_s[1]:.3f}")
+        e1 = errors()
+        print(f"  sm{a} all: {len(e1)} values, mean |error| {e0.mean():.4f} -> {e1.mean():.4f}, "
+              f"max {e0.max():.3f} -> {e1.max():.3f}")
+        cal.NCCL_P2P_ONEDOMAIN_PEER_S[a] = old[0]
+        cal.NCCL_P2P_BATCH_S[a].update(old[1])
+        v._ROUTERS.clear()
+
+
+FITS.update({"p2p-peer-cost": p2p_peer_cost})  # round 13, one-domain all-to-all cost per peer
 
 
 if __name__ == "__main__":

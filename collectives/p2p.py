@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from collectives.calibration import (nccl_p2p_channels, nccl_p2p_constants, nccl_p2p_family,
-                                    nccl_p2p_ll_max_bytes, nccl_p2p_per_peer_s, nic_p2p_factor)
+                                    nccl_p2p_ll_max_bytes, nccl_p2p_onedomain_peer_s, nccl_p2p_per_peer_s,
+                                    nic_p2p_factor)
 from collectives.nccl_model.constants import parse_nccl_version
 from collectives.p2p_channels import p2p_kernel_terms, p2p_rules
 from collectives.ops import Collective
@@ -321,11 +322,12 @@ class _PointToPointMixin:
         release = parse_nccl_version(op.options.get("nccl_version"))
         rules = p2p_rules(release)
         bps, batch = consts
-        key = (op.n, int(peer_bytes), chans, rules, tuple(sorted(bps.items())), tuple(sorted(batch.items())))
+        peer_s = nccl_p2p_onedomain_peer_s(self.gpu.sm)  # round 13: a fixed cost per peer
+        key = (op.n, int(peer_bytes), chans, rules, tuple(sorted(bps.items())), tuple(sorted(batch.items())), peer_s)
         cache = self.__dict__.setdefault("_p2p_terms", {})
         if key not in cache:
             cache[key] = p2p_kernel_terms(op.n, int(peer_bytes), p2p_channels=chans[0], channels_per_peer=chans[1],
-                                          channel_Bps=bps, batch_s=batch, release=release)
+                                          channel_Bps=bps, batch_s=batch, release=release, peer_s=peer_s)
         return cache[key]
 
     def p2p_protocol(self, op: Collective, peer_bytes: float) -> str:

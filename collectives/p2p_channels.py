@@ -196,7 +196,7 @@ def p2p_channel_batches(n_ranks: int, peer_bytes: int, *, p2p_channels: int,
 
 
 def p2p_kernel_terms(n_ranks: int, peer_bytes: int, *, p2p_channels: int, channels_per_peer: int,
-                     channel_Bps: dict, batch_s: dict, release=None) -> tuple[float, float]:
+                     channel_Bps: dict, batch_s: dict, release=None, peer_s: float = 0.0) -> tuple[float, float]:
     """(fixed, data) seconds of the slowest channel of NCCL's p2p kernel for a uniform all-to-all.
 
     A channel's time is ``sum over its batches (batch_s[protocol] + NVLink bytes of the batch /
@@ -205,7 +205,8 @@ def p2p_kernel_terms(n_ranks: int, peer_bytes: int, *, p2p_channels: int, channe
     counted. Every batch costs the fixed cost of the peers' protocol (a batch of the copy to self alone
 as well: the block runs it). The slowest channel is the one with
     the largest total; its two parts are returned apart (the fixed part is the same for every size with
-    the same schedule, the data part scales with the size).
+    the same schedule, the data part scales with the size). ``peer_s`` (round 13): a fixed cost per peer,
+    ``(n_ranks - 1) x peer_s`` added once to the fixed part (``calibration.NCCL_P2P_ONEDOMAIN_PEER_S``).
 
     >>> f, d = p2p_kernel_terms(64, 1 << 20, p2p_channels=32, channels_per_peer=32,
     ...                         channel_Bps={"Simple": 20e9, "LL": 5e9}, batch_s={"Simple": 20e-6, "LL": 5e-6})
@@ -223,4 +224,4 @@ as well: the block runs it). The slowest channel is the one with
             data += sum(w.part_bytes for w in net) / channel_Bps[proto]
         if fixed + data > best[0]:
             best = (fixed + data, fixed, data)
-    return best[1], best[2]
+    return best[1] + peer_s * (n_ranks - 1), best[2]

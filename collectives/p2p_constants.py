@@ -8,7 +8,8 @@ Hopper entries. Every value is sourced or fitted on the fit split; each comment 
 from __future__ import annotations
 
 __all__ = ["NCCL_P2P_LL_MAX_BYTES_BY_ARCH", "NCCL_P2P_CHANNELS_BY_ARCH", "NCCL_P2P_CHANNEL_BPS", "NCCL_P2P_BATCH_S",
-            "nccl_p2p_ll_max_bytes", "nccl_p2p_channels", "nccl_p2p_arch", "nccl_p2p_constants"]
+            "nccl_p2p_ll_max_bytes", "nccl_p2p_channels", "nccl_p2p_arch", "nccl_p2p_constants",
+           "NCCL_P2P_ONEDOMAIN_PEER_S", "nccl_p2p_onedomain_peer_s"]
 
 #: NCCL's point-to-point protocol inside one NVLink domain (round 8). NCCL runs a send or receive on LL when its
 #: bytes are at most ``p2pnChannelsPerPeer x NCCL_P2P_LL_THRESHOLD`` (src/enqueue.cc ``addP2pToPlan`` @ v2.28.7-1:
@@ -70,6 +71,21 @@ NCCL_P2P_BATCH_S = {100: {"Simple": 22e-6, "LL": 10e-6}, 80: {"Simple": 32e-6, "
 #: all-to-all".
 NCCL_P2P_CHANNEL_BPS[90] = {"Simple": 17.0e9, "LL": 5.0e9}
 NCCL_P2P_BATCH_S[90] = {"Simple": 18e-6, "LL": 9e-6}
+#: Round 13 (Hopper one-board all-to-all, small sizes): a fixed cost per peer of a one-domain all-to-all,
+#: ``(n - 1) x`` this, added once to the p2p kernel's fixed part (:func:`collectives.p2p_channels.p2p_kernel_terms`,
+#: ``peer_s``): the 2 (n - 1) send / recv tasks of NCCL's group (host enqueue and ``scheduleP2pTasksToPlan``'s work
+#: per task, and the kernel's per-work setup), which the schedule's per-batch cost does not see when every peer has a
+#: channel of its own (2-8 ranks below 512 KiB a peer: one batch a channel whatever n). Fitted with the LL batch
+#: cost on the LL-side fit values, then the Simple batch cost with it on the Simple side, per family, block rates
+#: kept: ``python benchmarks/fit_collective_constants.py p2p-peer-cost`` ("Fits" (25); docs/collectives.md "Round 13
+#: (2026-12-04), Hopper one-board all-to-all by rank count"). Hopper (the 61 fit values of the NCCL 2.23 H100 / H200
+#: sweeps and ``h100x8-alltoall``): 1.2 us a peer, LL 9 -> 5 us, Simple 18 -> 14 us a batch; Ampere (the 33 A100
+#: fit values): 0.6 us, LL 12 -> 10 us, Simple 32 -> 30 us. Blackwell: the same fit gives 0.1 us (128 fit values,
+#: 8.89 -> 8.59 %, most of it from refitting its Simple batch cost on the aiconfigurator rows); not adopted (0.0),
+#: see the docs.
+NCCL_P2P_ONEDOMAIN_PEER_S = {100: 0.0, 90: 1.2e-6, 80: 0.6e-6}
+NCCL_P2P_BATCH_S[90] = {"Simple": 14e-6, "LL": 5e-6}
+NCCL_P2P_BATCH_S[80] = {"Simple": 30e-6, "LL": 10e-6}
 
 
 def nccl_p2p_arch(sm: int) -> int:
@@ -92,6 +108,15 @@ def nccl_p2p_constants(sm: int) -> tuple[dict, dict] | None:
     if a not in NCCL_P2P_CHANNEL_BPS or a not in NCCL_P2P_BATCH_S:
         return None
     return NCCL_P2P_CHANNEL_BPS[a], NCCL_P2P_BATCH_S[a]
+
+
+def nccl_p2p_onedomain_peer_s(sm: int) -> float:
+    """:data:`NCCL_P2P_ONEDOMAIN_PEER_S` of the GPU's architecture family (0: none).
+
+    >>> nccl_p2p_onedomain_peer_s(70)
+    0.0
+    """
+    return NCCL_P2P_ONEDOMAIN_PEER_S.get(nccl_p2p_arch(sm), 0.0)
 
 
 def nccl_p2p_ll_max_bytes(sm: int) -> int:
