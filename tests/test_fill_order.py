@@ -80,3 +80,57 @@ def test_fill_states_one_pass():
     got = fillorder.states(a)
     assert got.dtype == np.uint8
     assert np.array_equal(got, np.where(a, maxmin.ALIVE, maxmin.DONE).astype(np.uint8))
+
+
+@pytest.mark.parametrize("kind", ["COLD", "WARM"])
+def test_solve_tail_reads_fill_order_bottlenecks(kind):
+    """The compiled tail reading the bottlenecks in fill order through ``bmap`` (FillOrder.fill(mapped=False))
+    gives the bits of the tail on the gathered bottlenecks (FillOrder.fill's old ``np.take(bneck, inv)``)."""
+    pytest.importorskip("numba")
+    from fabric import epoch_kernels as ek
+
+    rng = np.random.default_rng(11)
+    n, r1 = 5_000, 97
+    perm = rng.permutation(n).astype(np.int32)
+    inv = np.empty_like(perm)
+    inv[perm] = np.arange(n, dtype=np.int32)
+    bneck_fo = rng.integers(0, r1, n).astype(np.int32)  # by the copy's flows
+    aidx = np.sort(rng.choice(n, 4_000, replace=False))
+    ri = np.sort(rng.choice(aidx, 900, replace=False))
+    fixed = np.ones(n, dtype=np.bool_)
+    fixed[ri] = False
+    prev, level = rng.uniform(1, 2, n), rng.uniform(1, 2, r1)
+    L_rem, t = rng.uniform(0, 1e6, n), 0.375
+    old = rng.integers(0, r1, n)
+    members0 = np.bincount(old[aidx], minlength=r1).astype(np.float64)
+    members0[0] = 0.0
+    k = getattr(ek, kind)
+    outs = []
+    for bneck, bmap, has_map in ((np.take(bneck_fo, inv), np.zeros(1, np.int32), False), (bneck_fo, inv, True)):
+        L_bneck, L_mm = old.copy(), np.zeros(n)
+        r = ek.solve_tail(k, aidx, fixed, prev, level, bneck, ri, L_bneck, np.zeros(1), False, True, r1, t, L_rem,
+                          L_mm, members0, k != ek.COLD, bmap, has_map)
+        outs.append(r + (L_bneck, L_mm))
+    for a, b in zip(*outs):
+        assert np.array_equal(a, b)
+    assert outs[1][3][ri if k != ek.COLD else aidx].tolist() == bneck_fo[inv][ri if k != ek.COLD else aidx].tolist()
+
+
+def test_fill_order_unmapped_bottlenecks(monkeypatch):
+    """FillOrder.fill(mapped=False) leaves the bottlenecks in fill order with ``bmap = inv``: the same values."""
+    pytest.importorskip("numba")
+    monkeypatch.setenv("FABRIC_EMU_KERNELS", "numba")
+    cap, res, w = _per_resource(3)
+    R = cap.shape[0]
+    sw = slotfill.slot_coefficients(res, w, None, R)
+    ix = maxmin.build_index(res, None, None, R, np.arange(res.shape[0]))
+    ix.ceps = 0.5 * float(sw[np.diff(ix.indptr) > 0].min())
+    fo = fillorder.FillOrder(ix)
+    n = ix.size
+    st = np.full(n, maxmin.ALIVE, np.uint8)
+    keys = np.add(res, 1, dtype=np.intp).reshape(-1)
+    cnt = np.bincount(keys, weights=sw[keys], minlength=R + 1)
+    a = fo.fill(sw, cap, st, cnt.copy(), None, 1)
+    b = fo.fill(sw, cap, st, cnt.copy(), None, 1, mapped=False)
+    assert a.bmap is None and b.bmap is fo.inv
+    assert np.array_equal(a.bneck, b.bneck[b.bmap]) and np.array_equal(a.level, b.level)
