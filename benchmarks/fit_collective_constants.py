@@ -885,6 +885,37 @@ def p2p_peer_cost(arch=None, peer_grid=None, ll_grid=None, simple_grid=None) -> 
 
 
 FITS.update({"p2p-peer-cost": p2p_peer_cost})  # round 13, one-domain all-to-all cost per peer
+def ring_kernel_hopper() -> None:
+    """Round 13: Hopper's ring kernel efficiency on NVLink (``calibration.RING_NVLINK_KERNEL_EFFICIENCY[2]``) with
+    the ring's final local copy in the time (round 12). Per source, measured / modelled busbw at 1 (NCCL's 20.6
+    GB/s per-link constant for the sending steps), then a grid of mean |busbw error| over every fit-split
+    single-domain Hopper ring/Simple row (categories nvlink / nvl72, no network)."""
+    hopper = ("h100", "h200", "h800", "h20")
+    pts = [p for p in _fit_collective_points() if p.get("category") in ("nvlink", "nvl72")
+           and int(p.get("domains", 1)) == 1 and p.get("scaleout", "none") == "none"
+           and any(h in str(p.get("system", "")).lower() for h in hopper)]
+    ids = [p["id"] for p in pts]
+    old = dict(cal.RING_NVLINK_KERNEL_EFFICIENCY)
+    cal.RING_NVLINK_KERNEL_EFFICIENCY[2] = 1.0
+    v._ROUTERS.clear()
+    src = {p["id"]: str(p.get("source", ""))[:40] for p in pts}
+    per = {}
+    for r in v.validate(ids=ids, splits=("fit",)).rows:
+        if r.rel_error is not None and r.note == "ring/Simple":
+            per.setdefault(src.get(r.id.split("@")[0], r.id), []).append(r.measured / r.predicted)
+    for s, q in per.items():
+        print(f"  {s}: {len(q)} rows, measured / modelled {np.mean(q):.3f} (min {min(q):.3f}, max {max(q):.3f})")
+    print(f"  mean over sources {np.mean([np.mean(q) for q in per.values()]):.3f}")
+    print("  every Hopper ring/Simple row, grid of the efficiency:")
+    _grid(ids, lambda x: cal.RING_NVLINK_KERNEL_EFFICIENCY.__setitem__(2, float(x)),
+          (1.0, 1.02, 1.03, 1.04, 1.045, 1.05, 1.055, 1.06, 1.07, 1.08), keep=lambda r: r.note == "ring/Simple",
+          digits=4)
+    cal.RING_NVLINK_KERNEL_EFFICIENCY.clear()
+    cal.RING_NVLINK_KERNEL_EFFICIENCY.update(old)
+    v._ROUTERS.clear()
+
+
+FITS.update({"ring-kernel-hopper": ring_kernel_hopper})  # round 13, Hopper ring rate vs NCCL's per-link constant
 
 
 if __name__ == "__main__":

@@ -356,8 +356,15 @@ def ring_fill_s(size_bytes: float, bandwidth_Bps: float, protocol: str = "Simple
 #: modelled 0.936-0.973, mean per source (ml-engineering 0.942, GTC25 0.973, nccl #2140 0.966) 0.960.
 #: Round 12: with the ring's final local copy (collectives.ring_copy) in the time, the same fit gives 1.012
 #: (per source 1.010 / 1.016 / 1.009, ``fit_collective_constants.py ring-kernel``): the 3-6.5 % shortfall was
-#: that copy (1/(2(n-1)) of a pass on an all-reduce). Blackwell is set to 1, Hopper's value, NCCL's nominal.
-RING_NVLINK_KERNEL_EFFICIENCY = {2: 1.0, 3: 1.0}
+#: that copy (1/(2(n-1)) of a pass on an all-reduce). Blackwell is set to 1, NCCL's nominal.
+#: Round 13: Hopper refitted with the copy in the time: the fit-split single-domain Hopper ring/Simple rows
+#: (8 values, 4-8 GPUs at 8-16 GiB: ml-engineering H200 ranks sweep and 8 x H200 all-gather / reduce-scatter,
+#: nccl #2140 8 x H100) measure 1.032-1.082 x the model at 1 (mean over sources 1.053); grid 1.0 / 1.03 / 1.04 /
+#: 1.05 / 1.06 / 1.08: mean |busbw error| 0.051 / 0.023 / 0.015 / **0.0127** / 0.0128 / 0.025
+#: (``fit_collective_constants.py ring-kernel-hopper``). Hopper's sending steps run at 1.05 x NCCL's SM90
+#: constant, 21.6 GB/s a link (NVLink4 signals 25 GB/s a link and direction: 0.87 of it; Blackwell's 40.1 is 0.80
+#: of NVLink5's 50), so the copy and the 8-GPU nominal 370 GB/s are both in the Hopper rings.
+RING_NVLINK_KERNEL_EFFICIENCY = {2: 1.05, 3: 1.0}
 
 
 #: Ring LL kernel efficiency inside one NVLink domain, per NCCL architecture index (round 7): the

@@ -18,7 +18,7 @@ Examples
 >>> p = normalise({"op": "all_reduce", "topo": "hgx-h100", "size": "1GiB", "algo": "ring"})
 >>> out = evaluate(p)
 >>> round(out["busbw_GBps"]), out["algorithm"]
-(349, 'ring')
+(366, 'ring')
 """
 
 from __future__ import annotations
