@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __all__ = ["NCCL_P2P_LL_MAX_BYTES_BY_ARCH", "NCCL_P2P_CHANNELS_BY_ARCH", "NCCL_P2P_CHANNEL_BPS", "NCCL_P2P_BATCH_S",
             "nccl_p2p_ll_max_bytes", "nccl_p2p_channels", "nccl_p2p_arch", "nccl_p2p_constants",
-           "NCCL_P2P_ONEDOMAIN_PEER_S", "nccl_p2p_onedomain_peer_s"]
+            "NCCL_P2P_ONEDOMAIN_PEER_S", "nccl_p2p_onedomain_peer_s"]
 
 #: NCCL's point-to-point protocol inside one NVLink domain (round 8). NCCL runs a send or receive on LL when its
 #: bytes are at most ``p2pnChannelsPerPeer x NCCL_P2P_LL_THRESHOLD`` (src/enqueue.cc ``addP2pToPlan`` @ v2.28.7-1:
@@ -61,7 +61,8 @@ NCCL_P2P_CHANNELS_BY_ARCH = {100: (32, 32), 90: (32, 32), 80: (32, 32)}
 #: (src/graph/paths.cc ``ncclTopoCheckP2p`` @ v2.28.7-1: P2P read only between two sm80 GPUs). Decided before any
 #: held-out row was looked at; the same dict objects (a Blackwell refit carried over). Replaced in round 12 (below).
 NCCL_P2P_CHANNEL_BPS = {100: {"Simple": 21.5e9, "LL": 4.8e9}, 80: {"Simple": 10.0e9, "LL": 2.8e9}}
-NCCL_P2P_BATCH_S = {100: {"Simple": 22e-6, "LL": 10e-6}, 80: {"Simple": 32e-6, "LL": 12e-6}}
+#: Batch costs of 80 (Ampere) are round 13's (32 / 12 us until then; refitted with the cost per peer, below).
+NCCL_P2P_BATCH_S = {100: {"Simple": 22e-6, "LL": 10e-6}, 80: {"Simple": 30e-6, "LL": 10e-6}}
 #: Round 12 (Hopper one-board all-to-all): 90 (Hopper) has its own fit now, replacing the borrowed Blackwell objects:
 #: the same form and procedure on the 60 fit values of the H100 / H200 one-board all-to-all sweeps of NCCL 2.23 (groups
 #: ``aiconfigurator-nccl2.23-h100-1node`` and ``aiconfigurator-nccl2.23-h200-1node``: ai-dynamo/aiconfigurator
@@ -70,7 +71,8 @@ NCCL_P2P_BATCH_S = {100: {"Simple": 22e-6, "LL": 10e-6}, 80: {"Simple": 32e-6, "
 #: 6-30 GB/s x 0-40 us, LL 1-8 GB/s x 0-20 us). See docs/collectives.md "Round 12 (2026-12-03), Hopper one-board
 #: all-to-all".
 NCCL_P2P_CHANNEL_BPS[90] = {"Simple": 17.0e9, "LL": 5.0e9}
-NCCL_P2P_BATCH_S[90] = {"Simple": 18e-6, "LL": 9e-6}
+#: Batch costs: round 13's (18 / 9 us in round 12; refitted with the cost per peer, below).
+NCCL_P2P_BATCH_S[90] = {"Simple": 14e-6, "LL": 5e-6}
 #: Round 13 (Hopper one-board all-to-all, small sizes): a fixed cost per peer of a one-domain all-to-all,
 #: ``(n - 1) x`` this, added once to the p2p kernel's fixed part (:func:`collectives.p2p_channels.p2p_kernel_terms`,
 #: ``peer_s``): the 2 (n - 1) send / recv tasks of NCCL's group (host enqueue and ``scheduleP2pTasksToPlan``'s work
@@ -84,8 +86,6 @@ NCCL_P2P_BATCH_S[90] = {"Simple": 18e-6, "LL": 9e-6}
 #: 8.89 -> 8.59 %, most of it from refitting its Simple batch cost on the aiconfigurator rows); not adopted (0.0),
 #: see the docs.
 NCCL_P2P_ONEDOMAIN_PEER_S = {100: 0.0, 90: 1.2e-6, 80: 0.6e-6}
-NCCL_P2P_BATCH_S[90] = {"Simple": 14e-6, "LL": 5e-6}
-NCCL_P2P_BATCH_S[80] = {"Simple": 30e-6, "LL": 10e-6}
 
 
 def nccl_p2p_arch(sm: int) -> int:
