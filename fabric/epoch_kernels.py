@@ -35,7 +35,7 @@ _jit = _kernels.jit  # numba.njit with the kernels' options, or the plain functi
 
 @_jit
 def solve_tail(kind, aidx, fixed, prev, level, bneck, ri, L_bneck, mult, has_mult, want_members, r1, t, L_rem, L_mm,
-               members0, incremental, bmap, has_map):
+               members0, incremental):
     """Rates and completion times of the active flows ``aidx`` after a fill; ``L_bneck`` and ``L_mm`` updated,
     and the members per slot.
 
@@ -48,10 +48,7 @@ def solve_tail(kind, aidx, fixed, prev, level, bneck, ri, L_bneck, mult, has_mul
     ``incremental`` (no multiplicities, a warm start, ``members0`` that count
     over the same flows before it) ``members0`` with the re-filled flows moved
     from their old bottleneck to the new one (counts of 1.0: exact integers,
-    so the same values).  Slot 0 is zeroed.  ``has_map`` (COLD / WARM): ``bneck`` is by the flows of a
-    renumbered copy of the index (:class:`fabric.fillorder.FillOrder`) and local flow ``i`` reads
-    ``bneck[bmap[i]]`` (``bmap`` its ``inv``): the same values as ``bneck[bmap]`` read at ``i``, without
-    materialising that array.
+    so the same values).  Slot 0 is zeroed.
     """
     na = aidx.shape[0]
     rates = np.empty(na)
@@ -66,7 +63,7 @@ def solve_tail(kind, aidx, fixed, prev, level, bneck, ri, L_bneck, mult, has_mul
         lanes = np.zeros((4, r1 if want_members and not has_mult else 0), np.int64)
         for q in range(na):
             i = aidx[q]
-            b = bneck[bmap[i]] if has_map else bneck[i]
+            b = bneck[i]
             L_bneck[i] = b
             r = level[b]
             rates[q] = r
@@ -83,12 +80,7 @@ def solve_tail(kind, aidx, fixed, prev, level, bneck, ri, L_bneck, mult, has_mul
     else:
         for q in range(ri.shape[0]):
             i = ri[q]
-            if kind == WARM_SUB:
-                b = bneck[q]
-            elif has_map:
-                b = bneck[bmap[i]]
-            else:
-                b = bneck[i]
+            b = bneck[q] if kind == WARM_SUB else bneck[i]
             if inc:
                 members[L_bneck[i]] -= 1.0
                 members[b] += 1.0

@@ -625,8 +625,7 @@ class _EventLoop(_EpochMixin):
         not updated: the loop does not read it after a fill)."""
         if (self.fo is not None and ix is self.ix and ek is not None
                 and _kernels.use_fill(ix.indices.shape[0], FILL_MIN_ENTRIES_LOADED)):
-            # bottlenecks left in fill order (out.bmap): only the compiled tail reads them (ek is not None)
-            return self.fo.fill(self.sw, self.pr.cap, state, cnt, fixed_load, FILL_MIN_ENTRIES_LOADED, mapped=False)
+            return self.fo.fill(self.sw, self.pr.cap, state, cnt, fixed_load, FILL_MIN_ENTRIES_LOADED)
         if self.sw is not None:
             return _sf.fill(ix, self.sw, self.pr.cap, state, cnt, fixed_load, self._fill_min_entries(ek))
         return _mm.fill(ix, self.pr.cap, state, cnt, fixed_load, min_entries=self._fill_min_entries(ek))
@@ -649,8 +648,7 @@ class _EventLoop(_EpochMixin):
             rates, tc, members = ek.solve_tail(
                 kind, aidx, np.zeros(1, dtype=np.bool_) if fixed is None else fixed, z if prev is None else prev,
                 out.level, out.bneck, zi if ri is None else ri, self.L_bneck, z if mult is None else mult,
-                mult is not None, want, self.pr.R + 1, float(t), self.L_rem, self.L_mm, self.members, not self.exact,
-                zi if out.bmap is None else out.bmap, out.bmap is not None)
+                mult is not None, want, self.pr.R + 1, float(t), self.L_rem, self.L_mm, self.members, not self.exact)
         if want:
             self.members = members
         return rates, tc

@@ -72,15 +72,9 @@ class FillOrder:
         self._lists(ix, self.ix.res)
 
     def fill(self, sw: np.ndarray, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
-             fixed_load: np.ndarray | None, min_entries: int | None, mapped: bool = True):
+             fixed_load: np.ndarray | None, min_entries: int | None):
         """:func:`fabric.slotfill.fill` of the index (``state`` over its local flows, not updated), on the copy:
-        the same result, bottlenecks by the index's local flow.  ``mapped=False``: the bottlenecks stay by the
-        copy's flows and ``out.bmap`` is ``inv`` (local flow ``i``'s bottleneck is ``out.bneck[out.bmap[i]]``);
-        the event loop's compiled tail reads them so, saving a gather of every flow's bottleneck (~4 ms on
-        1 M flows) per fill."""
+        the same result, bottlenecks by the index's local flow."""
         out = _sf.fill(self.ix, sw, cap, np.take(state, self.perm), cnt, fixed_load, min_entries)
-        if mapped:
-            out.bneck = np.take(out.bneck, self.inv)
-        else:
-            out.bmap = self.inv
+        out.bneck = np.take(out.bneck, self.inv)
         return out

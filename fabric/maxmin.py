@@ -102,11 +102,10 @@ class _Fill:
     none).  A frozen flow's rate is ``level[bneck]``.
     """
 
-    __slots__ = ("bneck", "level", "rounds", "rem", "rem_left", "min_rate", "bmap")
+    __slots__ = ("bneck", "level", "rounds", "rem", "rem_left", "min_rate")
 
     def __init__(self, n: int, r1: int):
         self.bneck = np.zeros(n, dtype=np.int32)
-        self.bmap = None  # set by FillOrder.fill(mapped=False): bneck is by the renumbered flows, bmap[i] of flow i
         self.level = np.full(r1, _INF)
         self.rounds = 0
         self.rem = None

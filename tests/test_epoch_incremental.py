@@ -130,7 +130,7 @@ def test_compiled_epoch_passes_equal_their_numpy_counterparts():
     for inc in (False, True):
         L_bneck, L_mm = old.copy(), np.zeros(n)
         rates, tc, members = ek.solve_tail(ek.WARM, aidx, fixed, prev, level, bneck, ri, L_bneck, np.zeros(1), False,
-                                           True, r1, t, L_rem, L_mm, members0, inc, np.zeros(1, np.int64), False)
+                                           True, r1, t, L_rem, L_mm, members0, inc)
         out.append((rates, tc, members, L_bneck, L_mm))
     nb = old.copy()
     nb[ri] = bneck[ri]
