@@ -74,7 +74,11 @@ LL_FIXED_S = {"moe_ll": 6.6e-6, "nvlink_onesided": 6.6e-6}
 #: copy (8-way unrolled, one system release per expert count); NVSHMEM's P2P ``putmem_signal`` that
 #: pplx-kernels issues fences (``__threadfence_system``) and signals (``atomicAdd_system``) after every
 #: message, so the "no per-message cost" is not known for pplx, whose rows are all held-out and priced by this
-#: form for want of a pplx source (round 9, docs/collectives.md).
+#: form for want of a pplx source (round 9, docs/collectives.md). Round 14: NVSHMEM's P2P copy
+#: (``nvshmemi_memcpy_threadgroup``, NVIDIA/nvshmem v3.4.5-0) loops over ``__restrict__`` pointers, so how many
+#: loads a warp keeps in flight is the compiler's, not the source's; and pplx's timed internode kernels
+#: (2bd6e30) send in per-CTA serial chains (the combine: ``ceil(T k / SMs)`` one-warp fenced messages per CTA),
+#: which this form, without an SM count, does not have. No fit row or citable measurement sizes such a chain.
 LL_NVLINK_S = {("moe_ll", "moe_dispatch", 90): (8.21e-6, 12.60e-9, 176.5e-12, 294e9),
                ("moe_ll", "moe_combine", 90): (9.84e-6, 3.85e-9, 130.5e-12, 253e9)}
 
