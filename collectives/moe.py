@@ -71,6 +71,7 @@ from topologies.limits import MAX_HIDDEN, MAX_SEED
 
 from collectives.token_routing import COMPILED_MIN_SELECTIONS, alias_table, sample_distinct  # the uniform / skewed draw
 from fabric import kernels as _kernels
+from fabric.allocator import hold_freed_memory
 
 __all__ = ["ROUTING_KINDS", "UNSEEDED_KINDS", "DISPATCH_DTYPES", "FORMS", "METRICS", "LL_HEADER_BYTES", "TokenRouting",
            "TokenTraffic", "route_tokens", "moe_flows", "plan_moe"]
@@ -267,6 +268,8 @@ def _route_tokens(tr: TokenRouting, n_ranks: int, node_of: np.ndarray) -> TokenT
         return _expected_traffic(tr, np.bincount(rank_of_expert, minlength=n_ranks), node_index, n_nodes)
     rng = np.random.default_rng(tr.seed)
     log_pop = rng.lognormal(0.0, tr.skew_sigma, E) if tr.kind == "skewed" else None
+    # large draws: their freed chunks stay with the process (fewer page faults; no result changes)
+    hold_freed_memory(entries=n_ranks * tr.tokens_per_rank * tr.topk)
     rank_counts = np.zeros((n_ranks, n_ranks), np.int64)
     copy_counts = np.zeros((n_ranks, n_ranks), np.int64)
     node_counts = np.zeros((n_ranks, n_nodes), np.int64)

@@ -19,6 +19,14 @@ Smaller ones keep numpy's default: at N = 1,024 (6.3 M entries) the two are with
 (``python -m benchmarks.bench_cli --cases a2a-1024-ecmp --repeat 5`` with and without ``--env
 NUMPY_MADVISE_HUGEPAGE=0``, twice each: medians 0.87 / 0.87 s with the hint, 0.84 / 0.97 s without).
 
+Before the router sees a problem, a planner that draws large temporaries (the MoE token routing: 33.5 M
+selections at 1,024 ranks, in 2 MiB chunks) calls :func:`hold_freed_memory`: glibc's mmap threshold fixed at
+its largest value (32 MiB, so it no longer adapts) and no trimming. Its default policy had the draw's freed
+chunks unmapped or trimmed and faulted in again (143 k of the 1,024-GPU skewed dispatch's 190 k minor page
+faults; 55 k in all with the hold, docs/performance.md "Round 14"). The router's :func:`reuse_freed_memory`
+then turns mmap off as before. Turning mmap off already at the draw was measured too and faulted more in the
+engine (139 k in all).
+
 The router and the engine call :func:`reuse_freed_memory` once a problem is large
 (:data:`MIN_ENTRIES` flow x hop entries); it changes the process's allocator policy only (memory
 freed after that stays with the process for reuse instead of returning to the kernel), never a
@@ -36,7 +44,8 @@ import ctypes
 import os
 import sys
 
-__all__ = ["MIN_ENTRIES", "HINT_MIN_ENTRIES", "malloc_mode", "reuse_freed_memory"]
+__all__ = ["MIN_ENTRIES", "HINT_MIN_ENTRIES", "MMAP_THRESHOLD_BYTES", "malloc_mode", "hold_freed_memory",
+           "reuse_freed_memory"]
 
 #: Flow x hop entries from which the allocator keeps freed memory (a 1,024-GPU all-to-all has 6.3 M).
 MIN_ENTRIES = 1 << 22
@@ -45,6 +54,9 @@ HINT_MIN_ENTRIES = 1 << 25
 
 _M_TRIM_THRESHOLD = -1  # glibc's mallopt parameter numbers (malloc.h)
 _M_MMAP_MAX = -4
+_M_MMAP_THRESHOLD = -3
+#: glibc's largest mmap threshold on 64-bit (HEAP_MAX_SIZE / 2): blocks up to it come from the heap
+MMAP_THRESHOLD_BYTES = 32 << 20
 _STATE: dict = {}
 
 
@@ -78,6 +90,27 @@ def reuse_freed_memory(*, entries: int) -> bool:
     mallopt = _STATE["mallopt"]
     ok = mallopt is not None and mallopt(_M_MMAP_MAX, 0) == 1 and mallopt(_M_TRIM_THRESHOLD, 2**31 - 1) == 1
     _STATE["on"] = ok
+    return ok
+
+
+def hold_freed_memory(*, entries: int) -> bool:
+    """Fix glibc's mmap threshold at 32 MiB and stop trimming, for a planner step of ``entries`` elements that
+    allocates and frees many large temporaries; True if set (now or by an earlier call).
+
+    Weaker than :func:`reuse_freed_memory` (blocks above 32 MiB are still mapped and unmapped), which the router
+    applies afterwards; once that is on this does nothing. Same opt-out (``FABRIC_EMU_MALLOC=system``) and the
+    same size threshold (:data:`MIN_ENTRIES`).
+    """
+    if _STATE.get("on") or _STATE.get("held"):
+        return True
+    if entries < MIN_ENTRIES or malloc_mode() == "system":
+        return False
+    if "mallopt" not in _STATE:
+        _STATE["mallopt"] = _mallopt()
+    mallopt = _STATE["mallopt"]
+    ok = (mallopt is not None and mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1
+          and mallopt(_M_TRIM_THRESHOLD, 2**31 - 1) == 1)
+    _STATE["held"] = ok
     return ok
 
 
