@@ -56,12 +56,13 @@ LL_FIXED_S = {"moe_ll": 6.6e-6, "nvlink_onesided": 6.6e-6}
 #: rank's copies included, so a call takes ``t0 + a E + b P + X / rate`` (:func:`ll_nvlink_fixed_s`) with ``E``
 #: the experts, ``P`` the bytes of one message and ``X`` the busiest rank's copies x ``P``, where the one-step p2p
 #: latency and :data:`LL_FIXED_S` (NCCL's protocol and an RDMA count flag) do not apply; the link model still
-#: bounds it from below. Why ``E`` and ``P`` (DeepEP csrc/kernels/internode_ll.cu @ d28bd67, the build of the
-#: fit rows): every rank runs one warp group per expert, ``ceil(E / SMs)`` groups per SM, each storing the
-#: expert's count with a system-scope release (``st_release_sys_global``) and, on receipt, polling one count
-#: per (expert, source) pair (``ld_acquire_sys_global``) before its copy-out; so the call's fixed part grows
-#: with ``E`` whatever the EP size; and at a few tokens a call is the serial chain of one message (the FP8 cast,
-#: the warp copy out, ``atomic_add_release_global``, the receiver's warp copy in), which grows with ``P``.
+#: bounds it from below. Why ``E`` and ``P`` (DeepEP csrc/kernels/internode_ll.cu @ d28bd67; round 14: the x86 fit rows
+#: most likely ran sglang's pin 9af0e0d, whose FP8 dispatch is the same code): every rank runs one warp group per
+#: expert, ``ceil(E / SMs)`` groups per SM, each storing the expert's count with a system-scope release
+#: (``st_release_sys_global``) and, on receipt, polling one count per (expert, source) pair (``ld_acquire_sys_global``)
+#: before its copy-out; so the call's fixed part grows with ``E`` whatever the EP size; and at a few tokens a call is
+#: the serial chain of one message (the FP8 cast, the warp copy out, ``atomic_add_release_global``, the receiver's warp
+#: copy in), which grows with ``P``.
 #: Weighted least squares (relative error) on the fit-split DeepEP LL token sweeps of one 8 x H100 board (group
 #: aiconfigurator-deepep-ll-h100-1node: 1-1024 tokens, eight top-8 shapes, hidden 2048-7168 x 128-384 experts;
 #: ``python benchmarks/fit_collective_constants.py ll-nvlink``): dispatch 8.21 us + 12.60 ns per expert +
