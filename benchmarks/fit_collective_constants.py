@@ -5,7 +5,7 @@ Usage: PYTHONPATH=. python benchmarks/fit_collective_constants.py [nvls-domain|n
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
        pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|nvl72-climb|p2p-channels|p2p-channels-ampere|
        p2p-channels-hopper|deepep-sms-tokens|onesided-nvlink|
-       ring-ll-latency|ring-copy|p2p-peer-cost]
+       ring-ll-latency|ring-copy|p2p-peer-cost|ring-kernel-hopper]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -849,7 +849,7 @@ def p2p_peer_cost(arch=None, peer_grid=None, ll_grid=None, simple_grid=None) -> 
     simple_grid = simple_grid or list(range(0, 42, 2))
     simple = lambda r: r.note.startswith("direct/Simple")  # noqa: E731 (the protocol the model ran)
     for a in archs:
-        ids = [i for i in P2P_PEER_FIT_IDS[a]]
+        ids = list(P2P_PEER_FIT_IDS[a])
         old = (cal.NCCL_P2P_ONEDOMAIN_PEER_S[a], dict(cal.NCCL_P2P_BATCH_S[a]))
 
         def errors(keep=lambda r: True):
@@ -885,6 +885,8 @@ def p2p_peer_cost(arch=None, peer_grid=None, ll_grid=None, simple_grid=None) -> 
 
 
 FITS.update({"p2p-peer-cost": p2p_peer_cost})  # round 13, one-domain all-to-all cost per peer
+
+
 def ring_kernel_hopper() -> None:
     """Round 13: Hopper's ring kernel efficiency on NVLink (``calibration.RING_NVLINK_KERNEL_EFFICIENCY[2]``) with
     the ring's final local copy in the time (round 12). Per source, measured / modelled busbw at 1 (NCCL's 20.6

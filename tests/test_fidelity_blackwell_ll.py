@@ -4,11 +4,11 @@ branch @ d28bd67), and no Blackwell LL group is fit (aiconfigurator's ``sglang/0
 collection of the same setups, not another stack, so no group was made of them; docs/collectives.md, "Round 14
 (2026-12-04), DeepEP LL on Blackwell")."""
 
-import hashlib
 import tomllib
 from pathlib import Path
 
 from collectives.calibration import LL_NVLINK_S
+from tests.test_published_points import split_coin
 
 DATA = Path(__file__).resolve().parents[1] / "collectives" / "data"
 
@@ -16,10 +16,6 @@ DATA = Path(__file__).resolve().parents[1] / "collectives" / "data"
 def _aic_deepep_points() -> list[dict]:
     doc = tomllib.loads((DATA / "published_points.toml").read_text())
     return [p for p in doc["moe_alltoall"] if p.get("group", "").startswith("aiconfigurator-deepep-")]
-
-
-def _coin(group: str) -> str:
-    return "heldout" if hashlib.sha256(("fabric-emu/issue-8/split-v1:" + group).encode()).digest()[0] < 128 else "fit"
 
 
 def test_aiconfigurator_deepep_rows_record_their_build():
@@ -41,6 +37,6 @@ def test_blackwell_ll_groups_are_the_coins_and_none_is_fit():
     groups = {p["group"] for p in _aic_deepep_points() if "-deepep-ll-" in p["group"]}
     blackwell = {g for g in groups if any(s in g for s in ("-b200-", "-b300-", "-gb200-", "-gb300-"))}
     assert len(blackwell) == 4
-    assert all(_coin(g) == "heldout" for g in blackwell)
+    assert all(split_coin(g) == "heldout" for g in blackwell)
     assert not any("0.5.10" in g or "sglang0" in g for g in groups)
     assert {k[2] for k in LL_NVLINK_S} == {90}

@@ -1,9 +1,9 @@
 """Round 10 (issue 8): DeepEP V1 intranode normal sweeps by SM count and tokens (aiconfigurator)."""
 
-import hashlib
 import tomllib
 
 from collectives.validate import default_points_paths, validate
+from tests.test_published_points import split_coin
 
 GROUPS = {"b200": "fit", "b300": "fit", "gb300": "fit", "h100": "heldout", "h200": "heldout", "gb200": "heldout"}
 
@@ -20,8 +20,7 @@ def test_new_groups_are_split_by_their_coin_and_follow_the_selection_rule():
     assert len(entries) == 18
     for e in entries:
         gpu = e["group"].split("-")[3]
-        coin = hashlib.sha256(("fabric-emu/issue-8/split-v1:" + e["group"]).encode()).digest()[0]
-        assert e["split"] == ("heldout" if coin < 128 else "fit") == GROUPS[gpu]
+        assert e["split"] == split_coin(e["group"]) == GROUPS[gpu]
         assert [t for t, _, _ in e["tokens_dispatch_combine_latency_us"]] == [1, 64, 512, 4096, 32768]
         assert e["settings"]["sms"] in (8, 16, 24)
 

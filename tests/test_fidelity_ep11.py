@@ -4,7 +4,6 @@ NVLinkOneSided all-to-all on GB200 NVL72 by EP size and tokens (fit by its coin)
 one-domain fixed time ``t0 + b log2(ep)`` per phase (``collectives.calibration.ONESIDED_NVLINK_S``)."""
 
 import functools
-import hashlib
 import re
 import tomllib
 from pathlib import Path
@@ -18,6 +17,7 @@ from collectives.validate import validate
 from fabric import Router, compile_fabric
 from topologies.errors import SpecError
 from topologies.presets import build
+from tests.test_published_points import split_coin
 
 DATA = Path(__file__).resolve().parents[1] / "collectives" / "data"
 TRT_GROUP = "aiconfigurator-trtllm-alltoall-gb200-1rack"
@@ -28,10 +28,6 @@ LL_GROUPS = ("aiconfigurator-deepep-ll-b300-1node", "aiconfigurator-deepep-ll-gb
 def _points(group: str) -> list[dict]:
     doc = tomllib.loads((DATA / "published_points.toml").read_text())
     return [p for p in doc["moe_alltoall"] if p.get("group") == group]
-
-
-def _coin(group: str) -> str:
-    return "heldout" if hashlib.sha256(("fabric-emu/issue-8/split-v1:" + group).encode()).digest()[0] < 128 else "fit"
 
 
 @functools.lru_cache(maxsize=1)
@@ -50,11 +46,11 @@ def test_new_groups_follow_the_coin_and_the_selection_rule():
     selection rules of the round: two shapes x 1-1024 tokens (LL), NVLinkOneSided x EP 2-32 x 1-1024 tokens."""
     for g in LL_GROUPS:
         pts = _points(g)
-        assert len(pts) == 2 and {p["split"] for p in pts} == {_coin(g)} == {"heldout"}
+        assert len(pts) == 2 and {p["split"] for p in pts} == {split_coin(g)} == {"heldout"}
         assert {(p["hidden"], p["experts"], p["topk"]) for p in pts} == {(7168, 256, 8), (2048, 128, 8)}
         assert all([r[0] for r in p["tokens_dispatch_combine_latency_us"]] == [2 ** i for i in range(11)] for p in pts)
     pts = _points(TRT_GROUP)
-    assert _coin(TRT_GROUP) == "fit" and {p["split"] for p in pts} == {"fit"}
+    assert split_coin(TRT_GROUP) == "fit" and {p["split"] for p in pts} == {"fit"}
     assert sorted(p["ep"] for p in pts) == [2, 4, 8, 16, 32]
     assert all("NVLinkOneSided" in p["settings"]["kernel"] and p["dispatch_dtype"] == "nvfp4" for p in pts)
     assert all([r[0] for r in p["tokens_dispatch_combine_latency_us"]] == [2 ** i for i in range(11)] for p in pts)

@@ -5,7 +5,6 @@ kernel as a fixed time plus the busiest rank's (token, expert) copies at a warp-
 per-message cost (:data:`collectives.calibration.LL_NVLINK_S`).
 """
 
-import hashlib
 import tomllib
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from collectives.calibration import LL_NVLINK_S, ll_nvlink_fixed_s
 from collectives.validate import validate
+from tests.test_published_points import split_coin
 
 DATA = Path(__file__).resolve().parents[1] / "collectives" / "data"
 GROUPS = ("aiconfigurator-deepep-ll-h100-1node", "aiconfigurator-deepep-ll-h200-1node",
@@ -41,11 +41,10 @@ def test_aiconfigurator_sweeps_are_one_board_full_sweeps_split_by_their_coin():
             assert shapes == sorted(ROUND8_SHAPES + ROUND12_SHAPES)
         else:
             assert shapes == ROUND8_SHAPES
-        byte = hashlib.sha256(("fabric-emu/issue-8/split-v1:" + g).encode()).digest()[0]
         for p in rows:
             assert p["ep"] == 8 and "domains" not in p and p["metric"] == "latency"
             assert [r[0] for r in p["tokens_dispatch_combine_latency_us"]] == [2 ** i for i in range(11)]
-            assert p["split"] == ("heldout" if byte < 128 else "fit")
+            assert p["split"] == split_coin(g)
     assert {p["split"] for p in _rows(GROUPS[0])} == {"fit"}
 
 

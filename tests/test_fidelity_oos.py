@@ -12,13 +12,13 @@ and was not adopted by that round; the per-loop synchronisation adopted after it
 
 from __future__ import annotations
 
-import hashlib
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from collectives.validate import validate
+from tests.test_published_points import split_coin
 
 DATA = Path(__file__).resolve().parents[1] / "collectives" / "data" / "published_points.toml"
 GROUPS = {"oci-gb300-1rack-nvlink": "fit", "oci-gb300-2rack-roce": "heldout",
@@ -38,8 +38,7 @@ def test_the_oci_groups_follow_the_coin_and_hold_every_log():
     """Four groups, split by the coin of their names (no prior use), 17 logs, 138 values."""
     rows = _oci_rows()
     for p in rows:
-        first = hashlib.sha256(("fabric-emu/issue-8/split-v1:" + p["group"]).encode()).digest()[0]
-        assert p["split"] == ("heldout" if first < 128 else "fit") == GROUPS[p["group"]]
+        assert p["split"] == split_coin(p["group"]) == GROUPS[p["group"]]
         assert p["category"] == "nvl72"
     assert len(rows) == 17
     assert sum(len(p["sizes_and_busbw_GBps"]) for p in rows) == 8 * 15 + 9 * 2

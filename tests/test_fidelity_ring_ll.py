@@ -6,7 +6,6 @@ The expected times are the measured values of fit-split rows (read from the data
 latency model (tuning.cc: ``baseLat + nsteps x hwLat``), never a number copied from our output.
 """
 
-import hashlib
 import tomllib
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from collectives import Collective, run
 from collectives import nccl_model as nm
 from collectives.ring_ll import RING_LL_NVLINK_BASE_S, RING_LL_NVLINK_STEP_S, ring_ll_extra_s, ring_ll_steps
 from collectives.validate import _router
+from tests.test_published_points import split_coin
 
 POINTS = Path(__file__).resolve().parents[1] / "collectives" / "data" / "published_points.toml"
 GROUPS = {f"aiconfigurator-nccl-{g}-1node" for g in ("a100", "h100", "h200", "b200", "b300", "gb200", "gb300")}
@@ -43,8 +43,7 @@ def test_the_aiconfigurator_groups_hold_76_sweeps_split_by_the_coin():
     assert len(pts) == 76 and {p["group"] for p in pts} == GROUPS
     values = {"fit": 0, "heldout": 0}
     for p in pts:
-        coin = hashlib.sha256(("fabric-emu/issue-8/split-v1:" + p["group"]).encode()).digest()[0]
-        assert p["split"] == ("heldout" if coin < 128 else "fit"), p["id"]
+        assert p["split"] == split_coin(p["group"]), p["id"]
         assert [s for s, _ in p["sizes_and_busbw_GBps"]] == [1 << e for e in range(9, 30, 2)], p["id"]
         values[p["split"]] += len(p["sizes_and_busbw_GBps"])
     assert values == {"fit": 440, "heldout": 396}

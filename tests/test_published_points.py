@@ -15,6 +15,11 @@ PATH = Path(str(resources.files("collectives") / "data" / "published_points.toml
 CATEGORIES = ("nvlink", "multinode", "nvl72", "ep", "host")
 MAIN = ("nvlink", "multinode", "nvl72", "ep")
 SPLIT_SALT = "fabric-emu/issue-8/split-v1:"
+
+
+def split_coin(group: str) -> str:
+    """The seeded coin of rule 3 (docs/validation-data.md): "heldout" iff sha256(salt + group)[0] < 128."""
+    return "heldout" if hashlib.sha256((SPLIT_SALT + group).encode()).digest()[0] < 128 else "fit"
 SWEEPS = ("sizes_and_busbw_GBps", "ranks_and_busbw_GBps", "algorithms_and_busbw_GBps",
           "ranks_algorithms_and_busbw_GBps")
 ALGORITHMS = {"ring", "tree", "nvls", "sharp", "hier", "direct", "auto", "pat"}
@@ -109,7 +114,7 @@ def test_split_follows_the_declared_rule():
         if p.get("prior_use"):
             expected = "fit"
         else:
-            expected = "heldout" if hashlib.sha256((SPLIT_SALT + p["group"]).encode()).digest()[0] < 128 else "fit"
+            expected = split_coin(p["group"])
         assert p["split"] == expected, (p["id"], p["group"])
 
 
