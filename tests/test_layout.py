@@ -85,6 +85,7 @@ def test_virtual_stages_cover_every_layer_once():
     assert own[0] == ["embed"] and own[-1] == ["head"] and sum(len(s) for s in own) == 8
     lay = Layout(gpus=256, pp=2, vpp=8, ep=32, global_batch=4096)
     assert virtual_stages(moe, 1, lay) == virtual_stages(moe, 1, lay, "Et*4|(t*4|)*14tmL")
-    with pytest.raises(SpecError, match="--pp-layout"):
+    with pytest.raises(SpecError, match=r"--pp-layout: 'Et\*4\|\(t\*4\|\)\*13tmL' has 15 stage\(s\) .* "
+                                        r"pp x chunks = 2 x 8 needs 16"):
         virtual_stages(moe, 1, lay, "Et*4|(t*4|)*13tmL")
     assert [stage_of_virtual(v, lay)[0] for v in range(4)] == [0, 1, 0, 1]

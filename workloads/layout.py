@@ -448,7 +448,8 @@ def virtual_stages(moe_pattern, mtp_layers: int, lay: Layout, pp_layout: str | N
     if pp_layout:
         parts = _expand(pp_layout.replace(" ", "")).split("|")
         if len(parts) != n_virtual:
-            raise SpecError(f"--pp-layout: {len(parts)} stages for pp x chunks = {lay.pp} x {lay.chunks} = {n_virtual}")
+            raise SpecError(f"--pp-layout: {brief(pp_layout)} has {len(parts)} stage(s) ('|' separates them); "
+                            f"pp x chunks = {lay.pp} x {lay.chunks} needs {n_virtual}")
         out, i = [], 0
         for part in parts:
             stage = []
