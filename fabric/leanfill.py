@@ -1,0 +1,113 @@
+"""Max-min filling of a small unweighted problem by tied levels, on the flow x slot table itself (no CSC).
+
+The one-solve path of :mod:`fabric.engine` builds the resource -> flow adjacency, merges duplicate hop
+columns and fills in capped windows (:mod:`fabric.maxmin`): a few hundred numpy calls of a few
+microseconds each, which on a 128-GPU all-to-all (16 K flows x 6 hops) cost 25x one ``np.bincount`` over
+the table. On a small table the textbook progressive filling is cheaper: every round takes the smallest
+fair share ``s0 = rem / cnt`` and the whole *tied level*, the slots whose share is within
+:data:`fabric.maxmin.TIE_RTOL` of it, freezes every unfrozen flow that crosses one of them at ``s0``
+(found by one gather of the level's marks over the unfrozen rows) and takes their coefficients off every
+slot they cross (one ``np.bincount``). A row that names a slot twice puts 2 on it, as the index's merged
+coefficient does.
+
+That is the oracle's arithmetic at a tied level (its window freezes every candidate at the level at
+``s0`` too); it differs from :func:`fabric.maxmin.fill` only where that one caps a level at 64 candidates
+and finishes the level in later rounds at shares recomputed from the capacity left (equal to ``s0`` up to
+rounding), or solves a window's higher shares by a triangular system: finish times agree to 1e-9
+relative (tests/test_leanfill.py). A round costs O(unfrozen entries), so :func:`lean_fill` gives up
+(``None``) after :data:`LEAN_MAX_ROUNDS` levels and the caller runs the adjacency path.
+
+Examples
+--------
+>>> import numpy as np
+>>> keys = np.array([[1, 0], [1, 0], [1, 2]])      # slots: 0 = padding, 1 = link 0, 2 = link 1
+>>> rate, min_rate, counts, rounds = lean_fill(keys, np.array([10.0, 2.0]))
+>>> rate.tolist(), min_rate[1:].tolist(), counts.tolist(), rounds
+([4.0, 4.0, 2.0], [2.0, 2.0], [3, 1], 2)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fabric.maxmin import TIE_RTOL
+
+__all__ = ["LEAN_MAX_ENTRIES", "LEAN_MAX_ROUNDS", "lean_fill"]
+
+#: Table entries (flows x hops) up to which :func:`fabric.engine.simulate` tries the lean one-solve.
+LEAN_MAX_ENTRIES = 1 << 18
+
+#: Tied levels after which :func:`lean_fill` gives up (each round reads every unfrozen entry once).
+LEAN_MAX_ROUNDS = 4
+
+_INF = np.inf
+
+
+def lean_fill(keys: np.ndarray, cap: np.ndarray, max_rounds: int = LEAN_MAX_ROUNDS):
+    """Max-min rates of unit-coefficient flows by tied levels, or ``None`` after ``max_rounds`` levels.
+
+    Parameters
+    ----------
+    keys : numpy.ndarray
+        intp[F, h], the slot of every entry: resource id + 1, 0 for padding.
+    cap : numpy.ndarray
+        float64[R], capacity of each resource (> 0, ``inf`` allowed).
+    max_rounds : int
+        Levels to fill at most.
+
+    Returns
+    -------
+    tuple or None
+        ``(rate, min_rate, counts, rounds)``: float64[F] rates (``inf`` for flows that cross no finite
+        share), float64[R + 1] the smallest rate of the frozen flows crossing each slot (``inf`` if none),
+        int64[R] entries per resource, and the number of rounds; ``None`` when flows are left after
+        ``max_rounds`` rounds.
+    """
+    F = keys.shape[0]
+    r1 = cap.shape[0] + 1
+    counts = np.bincount(keys.reshape(-1), minlength=r1)
+    cnt = counts.astype(np.float64)
+    cnt[0] = 0.0
+    rem = np.empty(r1)
+    rem[0] = _INF
+    rem[1:] = cap
+    rate = np.full(F, _INF)
+    min_rate = np.full(r1, _INF)
+    share = np.empty(r1)
+    rows = None  # the unfrozen rows (None: all of them, in ``keys``)
+    k = keys
+    rounds = 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        while True:
+            np.divide(rem, cnt, out=share)
+            share[cnt < 0.5] = _INF  # no unfrozen flow (coefficient sums are integers)
+            s0 = float(share.min())
+            if not s0 < _INF:
+                break
+            if rounds == max_rounds:
+                return None
+            rounds += 1
+            level = share <= (s0 * (1.0 + TIE_RTOL) if s0 > 0.0 else s0)
+            g = np.take(level, k)
+            hit = g[:, 0].copy()  # (a loop over the columns: .any(axis=1) over rows of h is ~5x slower)
+            for j in range(1, g.shape[1]):
+                np.logical_or(hit, g[:, j], out=hit)
+            sv = s0 if s0 > 0.0 else 0.0
+            if rows is None and hit.all():  # one level freezes every flow (e.g. an all-to-all on a full fat-tree)
+                dc = counts
+                rate.fill(sv)
+                left = 0
+            else:
+                fk = k[hit]
+                rate[np.flatnonzero(hit) if rows is None else rows[hit]] = sv
+                keep = ~hit
+                rows = np.flatnonzero(keep) if rows is None else rows[keep]
+                k = k[keep]
+                left = rows.shape[0]
+                dc = np.bincount(fk.reshape(-1), minlength=r1)
+            cnt -= dc
+            rem -= dc * sv
+            np.minimum(min_rate, sv, out=min_rate, where=dc > 0)  # (the level's slots: every flow frozen, 0 left)
+            if left == 0:
+                break
+    return rate, min_rate, counts[1:], rounds
