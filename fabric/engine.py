@@ -277,7 +277,7 @@ def _lean_one_solve(pr: _Prob) -> FlowResult | None:
     """:func:`_one_solve` by :func:`fabric.leanfill.lean_fill` on the unreduced table (no column merge, no
     adjacency), the same finish times to 1e-9 relative; ``None`` when the fill gives up (more tied levels
     than it takes)."""
-    got = lean_fill(np.add(pr.res, 1, dtype=np.intp), pr.cap)
+    got = lean_fill(pr.res, pr.cap)
     if got is None:
         return None
     rate, min_rate, counts, rounds = got

@@ -8,7 +8,11 @@ fair share ``s0 = rem / cnt`` and the whole *tied level*, the slots whose share 
 :data:`fabric.maxmin.TIE_RTOL` of it, freezes every unfrozen flow that crosses one of them at ``s0``
 (found by one gather of the level's marks over the unfrozen rows) and takes their coefficients off every
 slot they cross (one ``np.bincount``). A row that names a slot twice puts 2 on it, as the index's merged
-coefficient does.
+coefficient does. The counts come per hop column, in blocks through one reused intp buffer
+(:func:`column_counts`); when a column without padding has every slot in the first level (the host
+up-links of an all-to-all on a full fat-tree), that level freezes every flow and the fill ends with no
+pass over the entries. Only otherwise is the intp slot table built (its fresh pages cost more than a
+count over it).
 
 That is the oracle's arithmetic at a tied level (its window freezes every candidate at the level at
 ``s0`` too); it differs from :func:`fabric.maxmin.fill` only where that one caps a level at 64 candidates
@@ -20,8 +24,8 @@ relative (tests/test_leanfill.py). A round costs O(unfrozen entries), so :func:`
 Examples
 --------
 >>> import numpy as np
->>> keys = np.array([[1, 0], [1, 0], [1, 2]])      # slots: 0 = padding, 1 = link 0, 2 = link 1
->>> rate, min_rate, counts, rounds = lean_fill(keys, np.array([10.0, 2.0]))
+>>> res = np.array([[0, -1], [0, -1], [0, 1]])      # links 0 and 1, -1 = padding
+>>> rate, min_rate, counts, rounds = lean_fill(res, np.array([10.0, 2.0]))
 >>> rate.tolist(), min_rate[1:].tolist(), counts.tolist(), rounds
 ([4.0, 4.0, 2.0], [2.0, 2.0], [3, 1], 2)
 """
@@ -32,7 +36,7 @@ import numpy as np
 
 from fabric.maxmin import TIE_RTOL
 
-__all__ = ["LEAN_MAX_ENTRIES", "LEAN_MAX_ROUNDS", "lean_fill"]
+__all__ = ["LEAN_MAX_ENTRIES", "LEAN_MAX_ROUNDS", "column_counts", "lean_fill"]
 
 #: Table entries (flows x hops) up to which :func:`fabric.engine.simulate` tries the lean one-solve.
 LEAN_MAX_ENTRIES = 1 << 18
@@ -40,16 +44,48 @@ LEAN_MAX_ENTRIES = 1 << 18
 #: Tied levels after which :func:`lean_fill` gives up (each round reads every unfrozen entry once).
 LEAN_MAX_ROUNDS = 4
 
+#: Rows per block of a hop column when counting (an intp buffer of 128 KiB, reused: a table-sized intp copy of
+#: the keys would fault in fresh pages, ~200 of them on a 128-GPU all-to-all, more than the count itself).
+_BLOCK_ROWS = 1 << 14
+
 _INF = np.inf
 
 
-def lean_fill(keys: np.ndarray, cap: np.ndarray, max_rounds: int = LEAN_MAX_ROUNDS):
+def column_counts(res: np.ndarray, r1: int) -> np.ndarray:
+    """int[h, r1]: entries of every slot (resource id + 1, 0 = padding) in every hop column of ``res``.
+
+    Examples
+    --------
+    >>> column_counts(np.array([[0, -1], [1, 0]], dtype=np.int16), 3).tolist()
+    [[0, 1, 1], [1, 1, 0]]
+    """
+    F, h = res.shape
+    C = np.zeros((h, r1), dtype=np.intp)
+    buf = np.empty(min(F, _BLOCK_ROWS), dtype=np.intp)
+    for j in range(h):
+        col = res[:, j]
+        cj = C[j]
+        for a in range(0, F, _BLOCK_ROWS):
+            kb = buf[:min(F, a + _BLOCK_ROWS) - a]
+            np.add(col[a:a + kb.shape[0]], 1, out=kb, casting="unsafe")
+            cj += np.bincount(kb, minlength=r1)
+    return C
+
+
+def _column_in_level(C: np.ndarray, level: np.ndarray) -> bool:
+    """Whether some hop column has no padding and every slot it names in ``level`` (per-column counts ``C``):
+    then every flow crosses a slot of the level. O(h x R)."""
+    out = np.logical_and(C[:, 1:] > 0, ~level[1:])  # slots a column names outside the level
+    return bool(np.logical_and(C[:, 0] == 0, ~out.any(axis=1)).any())
+
+
+def lean_fill(res: np.ndarray, cap: np.ndarray, max_rounds: int = LEAN_MAX_ROUNDS):
     """Max-min rates of unit-coefficient flows by tied levels, or ``None`` after ``max_rounds`` levels.
 
     Parameters
     ----------
-    keys : numpy.ndarray
-        intp[F, h], the slot of every entry: resource id + 1, 0 for padding.
+    res : numpy.ndarray
+        int[F, h], the resource of every entry, -1 for padding.
     cap : numpy.ndarray
         float64[R], capacity of each resource (> 0, ``inf`` allowed).
     max_rounds : int
@@ -60,12 +96,19 @@ def lean_fill(keys: np.ndarray, cap: np.ndarray, max_rounds: int = LEAN_MAX_ROUN
     tuple or None
         ``(rate, min_rate, counts, rounds)``: float64[F] rates (``inf`` for flows that cross no finite
         share), float64[R + 1] the smallest rate of the frozen flows crossing each slot (``inf`` if none),
-        int64[R] entries per resource, and the number of rounds; ``None`` when flows are left after
+        int[R] entries per resource, and the number of rounds; ``None`` when flows are left after
         ``max_rounds`` rounds.
+
+    Notes
+    -----
+    The first level is tested for a hop column without padding whose every slot is in it (the host
+    up-links of an all-to-all): then it freezes every flow, from the per-column counts alone (no pass
+    over the entries, no table-sized copy). Otherwise the rounds read the intp slot table.
     """
-    F = keys.shape[0]
+    F = res.shape[0]
     r1 = cap.shape[0] + 1
-    counts = np.bincount(keys.reshape(-1), minlength=r1)
+    C = column_counts(res, r1)
+    counts = C.sum(axis=0)
     cnt = counts.astype(np.float64)
     cnt[0] = 0.0
     rem = np.empty(r1)
@@ -74,8 +117,8 @@ def lean_fill(keys: np.ndarray, cap: np.ndarray, max_rounds: int = LEAN_MAX_ROUN
     rate = np.full(F, _INF)
     min_rate = np.full(r1, _INF)
     share = np.empty(r1)
-    rows = None  # the unfrozen rows (None: all of them, in ``keys``)
-    k = keys
+    rows = None  # the unfrozen rows (None: all of them)
+    k = None  # their slots (built at the first level that does not freeze every flow)
     rounds = 0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         while True:
@@ -88,12 +131,18 @@ def lean_fill(keys: np.ndarray, cap: np.ndarray, max_rounds: int = LEAN_MAX_ROUN
                 return None
             rounds += 1
             level = share <= (s0 * (1.0 + TIE_RTOL) if s0 > 0.0 else s0)
-            g = np.take(level, k)
-            hit = g[:, 0].copy()  # (a loop over the columns: .any(axis=1) over rows of h is ~5x slower)
-            for j in range(1, g.shape[1]):
-                np.logical_or(hit, g[:, j], out=hit)
             sv = s0 if s0 > 0.0 else 0.0
-            if rows is None and hit.all():  # one level freezes every flow (e.g. an all-to-all on a full fat-tree)
+            # every flow is hit when a column without padding has all its slots in the level
+            every = rows is None and _column_in_level(C, level)
+            if not every:
+                if k is None:
+                    k = np.add(res, 1, dtype=np.intp)
+                g = np.take(level, k)
+                hit = g[:, 0].copy()  # (a loop over the columns: .any(axis=1) over rows of h is ~5x slower)
+                for j in range(1, g.shape[1]):
+                    np.logical_or(hit, g[:, j], out=hit)
+                every = rows is None and bool(hit.all())
+            if every:  # one level freezes every flow (e.g. an all-to-all on a full fat-tree)
                 dc = counts
                 rate.fill(sv)
                 left = 0

@@ -101,7 +101,7 @@ def test_lean_fill_gives_the_max_min_rates():
     rng = np.random.default_rng(5)
     for _ in range(200):
         p = _random_problem(rng, bool(rng.random() < 0.5))
-        got = leanfill.lean_fill(np.add(p.res, 1, dtype=np.intp), p.capacity_Bps, max_rounds=10 ** 6)
+        got = leanfill.lean_fill(p.res, p.capacity_Bps, max_rounds=10 ** 6)
         rate, min_rate, counts, rounds = got
         ref = maxmin_rates(p.capacity_Bps, p.res).rates_Bps
         _close(ref, rate)
@@ -118,7 +118,7 @@ def test_lean_fill_gives_the_max_min_rates():
 
 def test_lean_fill_gives_up_after_max_rounds():
     # three links of different capacities, one flow each: three levels
-    keys = np.array([[1], [2], [3]])
+    keys = np.array([[0], [1], [2]])
     cap = np.array([1.0, 2.0, 3.0])
     assert leanfill.lean_fill(keys, cap, max_rounds=2) is None
     rate, _, _, rounds = leanfill.lean_fill(keys, cap, max_rounds=3)
@@ -181,6 +181,43 @@ def test_lean_fill_on_1024_matches_the_adjacency_fill(monkeypatch, policy):
 
     pr = _Prob(problem)
     pr.fold_weight()
-    got = leanfill.lean_fill(np.add(pr.res, 1, dtype=np.intp), pr.cap, max_rounds=10 ** 6)
+    got = leanfill.lean_fill(pr.res, pr.cap, max_rounds=10 ** 6)
     rate = got[0]
     _close(ref.transfer_end_s, float(problem.size_bytes[0]) / rate)
+
+
+def test_the_one_column_shortcut_agrees_with_the_pass_over_the_entries(monkeypatch):
+    # all-to-all-like tables: column 0 (an up-link per source) without padding, tied with other columns or not
+    rng = np.random.default_rng(3)
+    seen = []
+    real_rule = leanfill._column_in_level
+    for _ in range(60):
+        n = int(rng.integers(2, 20))
+        src, dst = np.divmod(np.arange(n * n), n)
+        keep = src != dst
+        src, dst = src[keep], dst[keep]
+        mid = rng.integers(0, 4, size=src.shape[0])
+        res = np.stack([src, n + dst, 2 * n + mid], axis=1)
+        if rng.random() < 0.3:
+            res[rng.random(src.shape[0]) < 0.3, 2] = -1
+        cap = np.r_[np.full(n, 1.0), np.full(n, float(rng.choice([1.0, 2.0]))), rng.choice([1.0, 1e3], size=4)]
+        with monkeypatch.context() as m:
+            m.setattr(leanfill, "_column_in_level", lambda C, level: seen.append(real_rule(C, level)) or seen[-1])
+            real = leanfill.lean_fill(res, cap, max_rounds=10 ** 6)
+        with monkeypatch.context() as m:
+            m.setattr(leanfill, "_column_in_level", lambda C, level: False)
+            ref = leanfill.lean_fill(res, cap, max_rounds=10 ** 6)
+        for a, b in zip(ref[:3], real[:3]):
+            assert np.array_equal(a, b)
+        ref_mm = maxmin_rates(cap, res).rates_Bps
+        _close(ref_mm, real[0])
+    assert 10 <= sum(seen) < len(seen)  # the shortcut fired on some first levels and not on others
+
+
+def test_column_counts_blocks(monkeypatch):
+    rng = np.random.default_rng(9)
+    res = rng.integers(-1, 7, size=(1000, 3)).astype(np.int16)
+    want = np.stack([np.bincount(res[:, j] + 1, minlength=8) for j in range(3)])
+    for rows in (1, 7, 999, 1000, 1 << 14):
+        monkeypatch.setattr(leanfill, "_BLOCK_ROWS", rows)
+        assert np.array_equal(leanfill.column_counts(res, 8), want)
