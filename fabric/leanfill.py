@@ -8,8 +8,8 @@ fair share ``s0 = rem / cnt`` and the whole *tied level*, the slots whose share 
 :data:`fabric.maxmin.TIE_RTOL` of it, freezes every unfrozen flow that crosses one of them at ``s0``
 (found by one gather of the level's marks over the unfrozen rows) and takes their coefficients off every
 slot they cross (one ``np.bincount``). A row that names a slot twice puts 2 on it, as the index's merged
-coefficient does. The counts come per hop column, in blocks through one reused intp buffer
-(:func:`column_counts`); when a column without padding has every slot in the first level (the host
+coefficient does. The counts come per hop column (:func:`fabric.reductions.column_counts`: no
+table-sized intp copy); when a column without padding has every slot in the first level (the host
 up-links of an all-to-all on a full fat-tree), that level freezes every flow and the fill ends with no
 pass over the entries. Only otherwise is the intp slot table built (its fresh pages cost more than a
 count over it).
@@ -35,8 +35,9 @@ from __future__ import annotations
 import numpy as np
 
 from fabric.maxmin import TIE_RTOL
+from fabric.reductions import column_counts
 
-__all__ = ["LEAN_MAX_ENTRIES", "LEAN_MAX_ROUNDS", "column_counts", "lean_fill"]
+__all__ = ["LEAN_MAX_ENTRIES", "LEAN_MAX_ROUNDS", "lean_fill"]
 
 #: Table entries (flows x hops) up to which :func:`fabric.engine.simulate` tries the lean one-solve.
 LEAN_MAX_ENTRIES = 1 << 18
@@ -44,32 +45,7 @@ LEAN_MAX_ENTRIES = 1 << 18
 #: Tied levels after which :func:`lean_fill` gives up (each round reads every unfrozen entry once).
 LEAN_MAX_ROUNDS = 4
 
-#: Rows per block of a hop column when counting (an intp buffer of 128 KiB, reused: a table-sized intp copy of
-#: the keys would fault in fresh pages, ~200 of them on a 128-GPU all-to-all, more than the count itself).
-_BLOCK_ROWS = 1 << 14
-
 _INF = np.inf
-
-
-def column_counts(res: np.ndarray, r1: int) -> np.ndarray:
-    """int[h, r1]: entries of every slot (resource id + 1, 0 = padding) in every hop column of ``res``.
-
-    Examples
-    --------
-    >>> column_counts(np.array([[0, -1], [1, 0]], dtype=np.int16), 3).tolist()
-    [[0, 1, 1], [1, 1, 0]]
-    """
-    F, h = res.shape
-    C = np.zeros((h, r1), dtype=np.intp)
-    buf = np.empty(min(F, _BLOCK_ROWS), dtype=np.intp)
-    for j in range(h):
-        col = res[:, j]
-        cj = C[j]
-        for a in range(0, F, _BLOCK_ROWS):
-            kb = buf[:min(F, a + _BLOCK_ROWS) - a]
-            np.add(col[a:a + kb.shape[0]], 1, out=kb, casting="unsafe")
-            cj += np.bincount(kb, minlength=r1)
-    return C
 
 
 def _column_in_level(C: np.ndarray, level: np.ndarray) -> bool:
@@ -107,7 +83,7 @@ def lean_fill(res: np.ndarray, cap: np.ndarray, max_rounds: int = LEAN_MAX_ROUND
     """
     F = res.shape[0]
     r1 = cap.shape[0] + 1
-    C = column_counts(res, r1)
+    C = column_counts(res, r1 - 1)
     counts = C.sum(axis=0)
     cnt = counts.astype(np.float64)
     cnt[0] = 0.0

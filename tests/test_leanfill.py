@@ -213,11 +213,3 @@ def test_the_one_column_shortcut_agrees_with_the_pass_over_the_entries(monkeypat
         _close(ref_mm, real[0])
     assert 10 <= sum(seen) < len(seen)  # the shortcut fired on some first levels and not on others
 
-
-def test_column_counts_blocks(monkeypatch):
-    rng = np.random.default_rng(9)
-    res = rng.integers(-1, 7, size=(1000, 3)).astype(np.int16)
-    want = np.stack([np.bincount(res[:, j] + 1, minlength=8) for j in range(3)])
-    for rows in (1, 7, 999, 1000, 1 << 14):
-        monkeypatch.setattr(leanfill, "_BLOCK_ROWS", rows)
-        assert np.array_equal(leanfill.column_counts(res, 8), want)
