@@ -19,15 +19,19 @@ That is the oracle's arithmetic at a tied level (its window freezes every candid
 and finishes the level in later rounds at shares recomputed from the capacity left (equal to ``s0`` up to
 rounding), or solves a window's higher shares by a triangular system: finish times agree to 1e-9
 relative (tests/test_leanfill.py). A round costs O(unfrozen entries), so :func:`lean_fill` gives up
-(``None``) after :data:`LEAN_MAX_ROUNDS` levels and the caller runs the adjacency path.
+(``None``) after :data:`LEAN_MAX_ROUNDS` levels, or at a level that holds less than
+:data:`LEAN_MIN_LEVEL_SHARE` of the unfrozen flows (before reading the entries for it), and the caller
+runs the adjacency path.
 
 Examples
 --------
 >>> import numpy as np
 >>> res = np.array([[0, -1], [0, -1], [0, 1]])      # links 0 and 1, -1 = padding
->>> rate, min_rate, counts, rounds = lean_fill(res, np.array([10.0, 2.0]))
+>>> rate, min_rate, counts, rounds = lean_fill(res, np.array([10.0, 2.0]), min_level_share=0.0)
 >>> rate.tolist(), min_rate[1:].tolist(), counts.tolist(), rounds
 ([4.0, 4.0, 2.0], [2.0, 2.0], [3, 1], 2)
+>>> lean_fill(res, np.array([10.0, 2.0])) is None   # the first level (link 1) holds 1 of 3 flows
+True
 """
 
 from __future__ import annotations
@@ -37,13 +41,17 @@ import numpy as np
 from fabric.maxmin import TIE_RTOL
 from fabric.reductions import column_counts
 
-__all__ = ["LEAN_MAX_ENTRIES", "LEAN_MAX_ROUNDS", "lean_fill"]
+__all__ = ["LEAN_MAX_ENTRIES", "LEAN_MAX_ROUNDS", "LEAN_MIN_LEVEL_SHARE", "lean_fill"]
 
 #: Table entries (flows x hops) up to which :func:`fabric.engine.simulate` tries the lean one-solve.
 LEAN_MAX_ENTRIES = 1 << 18
 
 #: Tied levels after which :func:`lean_fill` gives up (each round reads every unfrozen entry once).
 LEAN_MAX_ROUNDS = 4
+
+#: The share of the unfrozen flows under which a level's entries make :func:`lean_fill` give up: each round
+#: then freezes at least this share, so the rounds read at most 1 / (1 - share) times the entries.
+LEAN_MIN_LEVEL_SHARE = 0.5
 
 _INF = np.inf
 
@@ -55,8 +63,9 @@ def _column_in_level(C: np.ndarray, level: np.ndarray) -> bool:
     return bool(np.logical_and(C[:, 0] == 0, ~out.any(axis=1)).any())
 
 
-def lean_fill(res: np.ndarray, cap: np.ndarray, max_rounds: int = LEAN_MAX_ROUNDS):
-    """Max-min rates of unit-coefficient flows by tied levels, or ``None`` after ``max_rounds`` levels.
+def lean_fill(res: np.ndarray, cap: np.ndarray, max_rounds: int = LEAN_MAX_ROUNDS,
+              min_level_share: float = LEAN_MIN_LEVEL_SHARE):
+    """Max-min rates of unit-coefficient flows by tied levels, or ``None`` when that would take many rounds.
 
     Parameters
     ----------
@@ -66,6 +75,9 @@ def lean_fill(res: np.ndarray, cap: np.ndarray, max_rounds: int = LEAN_MAX_ROUND
         float64[R], capacity of each resource (> 0, ``inf`` allowed).
     max_rounds : int
         Levels to fill at most.
+    min_level_share : float
+        Give up at a level (one that needs a pass over the entries) whose slots carry fewer entries than
+        this share of the unfrozen flows: it freezes fewer of them (0: never give up for this).
 
     Returns
     -------
@@ -73,7 +85,7 @@ def lean_fill(res: np.ndarray, cap: np.ndarray, max_rounds: int = LEAN_MAX_ROUND
         ``(rate, min_rate, counts, rounds)``: float64[F] rates (``inf`` for flows that cross no finite
         share), float64[R + 1] the smallest rate of the frozen flows crossing each slot (``inf`` if none),
         int[R] entries per resource, and the number of rounds; ``None`` when flows are left after
-        ``max_rounds`` rounds.
+        ``max_rounds`` rounds or a level is thinner than ``min_level_share``.
 
     Notes
     -----
@@ -111,6 +123,10 @@ def lean_fill(res: np.ndarray, cap: np.ndarray, max_rounds: int = LEAN_MAX_ROUND
             # every flow is hit when a column without padding has all its slots in the level
             every = rows is None and _column_in_level(C, level)
             if not every:
+                # a level whose slots carry fewer entries than half the unfrozen flows freezes fewer than half
+                # of them: rounds that re-read most entries for few flows (a degraded link); give up
+                if float(cnt[level].sum()) < min_level_share * (F if rows is None else rows.shape[0]):
+                    return None
                 if k is None:
                     k = np.add(res, 1, dtype=np.intp)
                 g = np.take(level, k)

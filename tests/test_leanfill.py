@@ -81,7 +81,8 @@ def test_random_problems_match_the_adjacency_path(monkeypatch, ties, max_rounds)
     real = leanfill.lean_fill
 
     def spy(keys, cap):
-        out = real(keys, cap, max_rounds=max_rounds)  # 10 ** 6: the lean fill on every level count
+        # 10 ** 6: the lean fill on every problem, however many levels
+        out = real(keys, cap, max_rounds=max_rounds, min_level_share=0.5 if max_rounds < 10 ** 6 else 0.0)
         calls.append(out is not None)
         return out
 
@@ -101,7 +102,7 @@ def test_lean_fill_gives_the_max_min_rates():
     rng = np.random.default_rng(5)
     for _ in range(200):
         p = _random_problem(rng, bool(rng.random() < 0.5))
-        got = leanfill.lean_fill(p.res, p.capacity_Bps, max_rounds=10 ** 6)
+        got = leanfill.lean_fill(p.res, p.capacity_Bps, max_rounds=10 ** 6, min_level_share=0.0)
         rate, min_rate, counts, rounds = got
         ref = maxmin_rates(p.capacity_Bps, p.res).rates_Bps
         _close(ref, rate)
@@ -120,8 +121,9 @@ def test_lean_fill_gives_up_after_max_rounds():
     # three links of different capacities, one flow each: three levels
     keys = np.array([[0], [1], [2]])
     cap = np.array([1.0, 2.0, 3.0])
-    assert leanfill.lean_fill(keys, cap, max_rounds=2) is None
-    rate, _, _, rounds = leanfill.lean_fill(keys, cap, max_rounds=3)
+    assert leanfill.lean_fill(keys, cap, max_rounds=2, min_level_share=0.0) is None
+    assert leanfill.lean_fill(keys, cap, max_rounds=3) is None  # the first level holds 1 of 3 flows
+    rate, _, _, rounds = leanfill.lean_fill(keys, cap, max_rounds=3, min_level_share=0.0)
     assert rate.tolist() == [1.0, 2.0, 3.0] and rounds == 3
 
 
@@ -181,7 +183,7 @@ def test_lean_fill_on_1024_matches_the_adjacency_fill(monkeypatch, policy):
 
     pr = _Prob(problem)
     pr.fold_weight()
-    got = leanfill.lean_fill(pr.res, pr.cap, max_rounds=10 ** 6)
+    got = leanfill.lean_fill(pr.res, pr.cap, max_rounds=10 ** 6, min_level_share=0.0)
     rate = got[0]
     _close(ref.transfer_end_s, float(problem.size_bytes[0]) / rate)
 
@@ -203,10 +205,10 @@ def test_the_one_column_shortcut_agrees_with_the_pass_over_the_entries(monkeypat
         cap = np.r_[np.full(n, 1.0), np.full(n, float(rng.choice([1.0, 2.0]))), rng.choice([1.0, 1e3], size=4)]
         with monkeypatch.context() as m:
             m.setattr(leanfill, "_column_in_level", lambda C, level: seen.append(real_rule(C, level)) or seen[-1])
-            real = leanfill.lean_fill(res, cap, max_rounds=10 ** 6)
+            real = leanfill.lean_fill(res, cap, max_rounds=10 ** 6, min_level_share=0.0)
         with monkeypatch.context() as m:
             m.setattr(leanfill, "_column_in_level", lambda C, level: False)
-            ref = leanfill.lean_fill(res, cap, max_rounds=10 ** 6)
+            ref = leanfill.lean_fill(res, cap, max_rounds=10 ** 6, min_level_share=0.0)
         for a, b in zip(ref[:3], real[:3]):
             assert np.array_equal(a, b)
         ref_mm = maxmin_rates(cap, res).rates_Bps
