@@ -45,6 +45,7 @@ from fabric import maxmin as _mm
 from fabric.allocator import reuse_freed_memory
 from fabric.arrays import extremes
 from fabric.eventloop import _EventLoop
+from fabric.leanfill import LEAN_MAX_ENTRIES, lean_fill
 from fabric.problem import FlowProblem, FlowResult, _Prob
 from fabric.reductions import _expand, _reduce_columns, _resource_bytes, _slot_max, _unfold
 from topologies.errors import FlowError, ProblemTooLargeError
@@ -154,6 +155,10 @@ def simulate(problem: FlowProblem, *, mode: str = "auto", epsilon: float = 0.01,
         pr.unfold()
     else:
         pr.fold_weight()  # per-resource weights given per entry: folded like resource_weight
+    if chosen == "one-solve" and not time_series and _lean_ok(pr):
+        got = _lean_one_solve(pr)
+        if got is not None:
+            return _unfold(got, pr)
     red = _reduce_columns(pr)
     prs = pr if red.res is pr.res else pr.reduced(red)
     if chosen == "one-solve" and not time_series:
@@ -256,6 +261,39 @@ def _one_solve(pr: _Prob, cap_full: np.ndarray, rep: np.ndarray, counts: np.ndar
     del dur
     fin = tend if pr.lat is None else tend + pr.lat
     return _one_solve_result(pr, start, tend, fin, busy, rbytes, lb, rounds)
+
+
+def _lean_ok(pr: _Prob) -> bool:
+    """Whether the lean one-solve (:mod:`fabric.leanfill`) may run: unit coefficients, positive sizes and a
+    table of at most :data:`fabric.leanfill.LEAN_MAX_ENTRIES` entries that the compiled kernels would not
+    take (a one-solve problem: :func:`_one_solve_ok`)."""
+    res = pr.res
+    n = res.size
+    return (pr.weight is None and pr.mult is None and res.ndim == 2 and pr.F > 0 and 0 < n <= LEAN_MAX_ENTRIES
+            and not _kernels.use_index(n) and float(pr.size.min()) > 0.0)
+
+
+def _lean_one_solve(pr: _Prob) -> FlowResult | None:
+    """:func:`_one_solve` by :func:`fabric.leanfill.lean_fill` on the unreduced table (no column merge, no
+    adjacency), the same finish times to 1e-9 relative; ``None`` when the fill gives up (more tied levels
+    than it takes)."""
+    got = lean_fill(pr.res, pr.cap)
+    if got is None:
+        return None
+    rate, min_rate, counts, rounds = got
+    t0 = float(pr.delay[0]) + (float(pr.rel[0]) if pr.rel is not None else 0.0)
+    s = float(pr.size[0])  # every size (one-solve, all positive)
+    # bytes per resource: count x size when that is the per-entry sum's bits (_index_bytes), else the sum
+    exact = s.is_integer() and (counts.shape[0] == 0 or float(counts.max()) * s <= 2.0 ** 53)
+    rbytes, lb = _bytes_and_bound(counts * s if exact else _resource_bytes(pr), pr.cap, slice(None))
+    busy = _busy_from_min_rate(min_rate, s)
+    dur = np.divide(pr.size, rate)  # inf rate -> 0
+    if busy is None:
+        busy = _slot_max(pr.res, np.where(np.isfinite(dur), dur, 0.0), pr.R)[1:]
+        np.maximum(busy, 0.0, out=busy)
+    tend = np.add(dur, t0, out=dur)
+    fin = tend if pr.lat is None else tend + pr.lat
+    return _one_solve_result(pr, np.full(pr.F, t0), tend, fin, busy, rbytes, lb, rounds)
 
 
 def _busy_from_min_rate(min_rate: np.ndarray | None, size: float) -> np.ndarray | None:
