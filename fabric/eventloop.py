@@ -51,10 +51,6 @@ _FILL_ORDER = True
 #: fill from the per-slot coefficient table when the weights are one factor per resource
 #: (:mod:`fabric.slotfill`, bit-identical; False: the per-entry coefficient rows, the reference of the tests)
 _SLOT_FILL = True
-#: epoch mode with the compiled passes keeps each flow's remaining bytes, rate and completion time as of its
-#: last rate change (:mod:`fabric.lazy_kernels`) instead of rewriting them for every active flow at every epoch
-#: (False: the eager loop, the reference of the tests; finish times agree to rounding)
-_LAZY = True
 
 
 def _epoch_kernels(n: int):
@@ -127,7 +123,6 @@ class _EventLoop(_EpochMixin):
         self.cursor = np.zeros(P, dtype=np.int64)
         # index over the flows of started phases
         self.ix = None
-        self.lazy = False  # lazy per-flow completion on the current index (_rebuild)
         self.fo = None  # the index in fill order (_order_fill), or None
         self.loc = np.full(F, -1, dtype=np.int64)
         # coefficients as one factor per slot (epoch mode's unfolded resource weights), or None
@@ -191,14 +186,11 @@ class _EventLoop(_EpochMixin):
 
     # ---------------------------------------------------------------- index
 
-    def _rebuild(self, t: float = 0.0):
-        """Index every active or scheduled flow (compaction / new phases); ``t``: the current time."""
+    def _rebuild(self):
+        """Index every active or scheduled flow (compaction / new phases)."""
         pr = self.pr
         if self.ix is not None:
-            # write back remaining bytes of the indexed flows (lazy: as of each flow's last rate change)
-            if self.lazy:
-                left = self.L_rem - self.L_rate * (t - self.L_t0)
-                self.L_rem = np.maximum(left, 0.0, out=left)
+            # write back remaining bytes of the indexed flows
             self.remb[self.ix_flows] = self.L_rem
             self.loc[self.ix_flows] = -1
         st = self.status
@@ -219,11 +211,6 @@ class _EventLoop(_EpochMixin):
         self.L_act = st[flows] == 2
         self.L_rem = self.remb[flows]
         self.L_rate = np.zeros(flows.shape[0])
-        # lazy completion (epoch mode with the compiled passes): L_rem holds at L_t0; L_tc = L_t0 + L_rem / L_rate
-        self.lazy = _LAZY and not self.exact and _epoch_kernels(flows.shape[0]) is not None
-        self.L_t0 = np.full(flows.shape[0], t) if self.lazy else None
-        self.L_tc = np.full(flows.shape[0], _INF) if self.lazy else None
-        self._rescaled = False  # lazy: a rescale changed the rates since the last solve
         self.L_mm = np.zeros(flows.shape[0])  # max-min rates of the last solve (rescales change L_rate only)
         self.L_bneck = np.zeros(flows.shape[0], dtype=np.int64)
         self.L_mult = None if pr.mult is None else pr.mult[flows]
@@ -300,12 +287,12 @@ class _EventLoop(_EpochMixin):
             if admitted is not None:
                 need_cold = True
             if self.ix is None or (admitted is not None and self._needs_index(admitted)):
-                self._rebuild(t)
+                self._rebuild()
                 need_cold = True
             else:
                 n_live = int(np.count_nonzero(self.L_act)) + self.n_pending
                 if self.ix.size and n_live * 2 < self.ix.size:
-                    self._rebuild(t)
+                    self._rebuild()
                     need_cold = True
                 elif n_live * 4 < 3 * self.n_listed:
                     self._compact_lists()
@@ -338,12 +325,7 @@ class _EventLoop(_EpochMixin):
             need_cold = False
             ek = _epoch_kernels(aidx.shape[0])
             rem = None
-            if tc is None and self.lazy:  # a rescale: every active flow's rate changed at t
-                tc = np.empty(aidx.shape[0])
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    self._lk().materialize(aidx, t, self.L_rem, self.L_t0, self.L_rate, rates, self.L_tc, tc)
-                self._rescaled = True
-            elif tc is None:
+            if tc is None:
                 rem = self.L_rem[aidx]
                 with np.errstate(divide="ignore", invalid="ignore"):
                     tc = t + rem / rates
@@ -366,9 +348,7 @@ class _EventLoop(_EpochMixin):
             gd = aidx[di]
             tcd = tc[di]
             self._account(t, t1, aidx, rates, tc, done, sat, di)
-            if self.lazy:  # the flows that stay keep their state; the flows done leave
-                next_aidx = self._lk().depart_lazy(aidx, di, self.L_rem, self.L_rate, self.L_act)
-            elif ek is not None:  # also clears L_act and L_rem of the flows done
+            if ek is not None:  # also clears L_act and L_rem of the flows done
                 next_aidx = ek.advance(aidx, rates, t1 - t, done, self.L_rem, self.L_rate, self.L_act)
             else:
                 left = (self.L_rem[aidx] if rem is None else rem) - rates * (t1 - t)
@@ -381,7 +361,7 @@ class _EventLoop(_EpochMixin):
                 # the warm start holds on the max-min rates of the last solve, whatever rescales did since
                 mn = float(self.L_mm[gd].min())
                 last_departed_min = mn if last_departed_min is None else min(last_departed_min, mn)
-                if ek is None and not self.lazy:
+                if ek is None:
                     self.L_act[gd] = False
                     self.L_rem[gd] = 0.0
                 self._complete(self.ix_flows[gd], tcd)
@@ -509,22 +489,11 @@ class _EventLoop(_EpochMixin):
         all_active = aidx.shape[0] == n
         ek = _epoch_kernels(n)
         tc = None
-        fixed = ri = rq = None
-        lz = self._lk() if self.lazy else None
-        if lz is not None:  # the epoch's rates and completion times, written by the warm split and the tail
-            rates_a, tc_a = np.empty(aidx.shape[0]), np.empty(aidx.shape[0])
+        fixed = ri = None
         if warm_x is not None:
             prev = self.L_mm
             thr = warm_x * (1.0 - _mm.TIE_RTOL)
-            if lz is not None:
-                if self._rescaled:  # the kept flows return to their max-min rates of the last solve
-                    with np.errstate(divide="ignore", invalid="ignore"):
-                        lz.materialize(aidx, t, self.L_rem, self.L_t0, self.L_rate, prev[aidx], self.L_tc, tc_a)
-                # one pass: the kept flows' rates and completion times (unchanged), the re-filled flows
-                fixed, ri, rq, nf = lz.warm_split_lazy(aidx, prev, thr, n, self.L_tc, rates_a, tc_a)
-                if nf == 0:
-                    fixed = None
-            elif ek is not None:  # fixed flows and re-filled ones in one pass over the active flows
+            if ek is not None:  # fixed flows and re-filled ones in one pass over the active flows
                 fixed, ri, nf = ek.warm_split(aidx, prev, thr, n)
                 if nf == 0:
                     fixed = None
@@ -584,9 +553,7 @@ class _EventLoop(_EpochMixin):
                     out = _mm.fill(_mm.sub_index(ix, ri), self.pr.cap, alive, cnt, fl_load)
             else:
                 out = self._fill(ix, state, cnt, fl_load, ek)
-            if lz is not None:
-                rates, tc = self._tail_lazy(lz, ek.WARM_SUB if sub else ek.WARM, aidx, ri, rq, out, t, rates_a, tc_a)
-            elif ek is not None:
+            if ek is not None:
                 rates, tc = self._tail(ek, ek.WARM_SUB if sub else ek.WARM, aidx, fixed, prev, out, ri, t)
             else:
                 if sub:
@@ -602,9 +569,7 @@ class _EventLoop(_EpochMixin):
                 state = _fo.states(self.L_act)
             cnt = self.cntw.copy()  # maintained on arrivals and departures
             out = self._fill(ix, state, cnt, None, ek)
-            if lz is not None:
-                rates, tc = self._tail_lazy(lz, ek.COLD, aidx, None, None, out, t, rates_a, tc_a)
-            elif ek is not None:
+            if ek is not None:
                 rates, tc = self._tail(ek, ek.COLD, aidx, None, None, out, None, t)
             else:
                 b = out.bneck[aidx]
@@ -628,7 +593,6 @@ class _EventLoop(_EpochMixin):
             else:
                 self.mm_load = None
         self.solves += 1
-        self._rescaled = False
         self.rounds += out.rounds
         if self.peak is not None:
             load = self._load(aidx, rates)
@@ -691,29 +655,6 @@ class _EventLoop(_EpochMixin):
         if want:
             self.members = members
         return rates, tc
-
-    def _tail_lazy(self, lz, kind, aidx, ri, rq, out, t, rates, tc):
-        """:meth:`_tail` of the lazy loop (:func:`fabric.lazy_kernels.tail_lazy`): only the flows the fill set
-        change state; ``rates`` / ``tc`` already hold the kept flows' values (:meth:`_solve`)."""
-        z = np.zeros(1)
-        zi = np.zeros(1, dtype=np.int64)
-        want = not self.exact or self.ts
-        mult = self.L_mult
-        with np.errstate(divide="ignore", invalid="ignore"):
-            members = lz.tail_lazy(
-                kind, aidx, zi if ri is None else ri, zi if rq is None else rq, out.level, out.bneck, self.L_bneck,
-                z if mult is None else mult, mult is not None, want, self.pr.R + 1, float(t), self.L_rem, self.L_t0,
-                self.L_rate, self.L_tc, self.L_mm, self.members, not self.exact, rates, tc)
-        if want:
-            self.members = members
-        return rates, tc
-
-    @staticmethod
-    def _lk():
-        """:mod:`fabric.lazy_kernels` (imports numba; used only when the loop's compiled passes run)."""
-        from fabric import lazy_kernels
-
-        return lazy_kernels
 
     def _load(self, aidx, rates):
         ix = self.ix
