@@ -44,13 +44,18 @@ from fabric import kernels as _kernels
 from fabric import maxmin as _mm
 from fabric.allocator import reuse_freed_memory
 from fabric.arrays import extremes
-from fabric.eventloop import _EventLoop
+from fabric import renumber as _rn
+from fabric.eventloop import _EventLoop, _epoch_kernels
 from fabric.leanfill import LEAN_MAX_ENTRIES, lean_fill
 from fabric.problem import FlowProblem, FlowResult, _Prob
 from fabric.reductions import _expand, _reduce_columns, _resource_bytes, _slot_max, _unfold
 from topologies.errors import FlowError, ProblemTooLargeError
 
-__all__ = ["FlowProblem", "FlowResult", "simulate", "estimate_memory_bytes"]
+__all__ = ["FlowProblem", "FlowResult", "simulate", "estimate_memory_bytes", "RENUMBER"]
+
+#: epoch mode renumbers the flows by their last resource when the loop's compiled passes run
+#: (:mod:`fabric.renumber`; False: the caller's order, the reference of the tests)
+RENUMBER = True
 
 
 def estimate_memory_bytes(problem: FlowProblem, *, time_series_events: int = 0) -> int:
@@ -167,9 +172,25 @@ def simulate(problem: FlowProblem, *, mode: str = "auto", epsilon: float = 0.01,
         rbytes, lb = _bytes_and_bound(_resource_bytes(pr), pr.cap, np.arange(pr.R))
     else:
         rbytes, lb = _bytes_and_bound(_resource_bytes(prs), pr.cap, red.rep)
-    sim = _EventLoop(prs, exact=(chosen != "epoch"), epsilon=float(epsilon), time_series=time_series,
-                     memory_limit_bytes=memory_limit_bytes, base_bytes=est)
-    return _unfold(_expand(sim.run(rbytes, lb), pr, red), pr)
+    # epoch mode with the loop's compiled passes: flows in receiver order (fabric.renumber; same results to rounding)
+    perm = _receiver_perm(prs) if chosen == "epoch" else None
+    sim = _EventLoop(prs if perm is None else _rn.permuted(prs, perm), exact=(chosen != "epoch"),
+                     epsilon=float(epsilon), time_series=time_series, memory_limit_bytes=memory_limit_bytes,
+                     base_bytes=est)
+    r = sim.run(rbytes, lb)
+    return _unfold(_expand(r if perm is None else _rn.in_caller_order(r, perm), pr, red), pr)
+
+
+def _receiver_perm(pr: _Prob) -> np.ndarray | None:
+    """:func:`fabric.renumber.receiver_order` of the epoch loop's flows when its compiled passes run on them
+    (a phase of at least ``EPOCH_MIN_FLOWS`` flows under ``FABRIC_EMU_KERNELS=auto``) and ``RENUMBER`` is on."""
+    if not RENUMBER or pr.F == 0:
+        return None
+    ph = pr.phase
+    big = pr.F if ph is None else int(np.bincount(ph).max())
+    if _epoch_kernels(big) is None:
+        return None
+    return _rn.receiver_order(pr.res)
 
 
 def _one_solve_ok(pr: _Prob) -> bool:

@@ -617,6 +617,9 @@ class _EventLoop(_EpochMixin):
 
     def _order_fill(self, on: bool):
         """Keep the index in fill order (:class:`fabric.fillorder.FillOrder`) for the compiled fills, if ``on``."""
+        if on:  # not needed when the rows are in that order already (fabric.renumber)
+            last = self.ix.res[:, -1]
+            on = not bool((last[1:] >= last[:-1]).all())
         self.fo = _fo.FillOrder(self.ix) if on else None
 
     def _fill(self, ix, state, cnt, fixed_load=None, ek=None):

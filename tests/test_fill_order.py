@@ -55,6 +55,8 @@ def test_skewed_moe_fill_order_same_bits(monkeypatch):
     """Epoch mode on a small skewed MoE dispatch, compiled everywhere: the fills in fill order (used, checked)
     give the bits of the fills of the loop's own index, and those of the numpy path."""
     pytest.importorskip("numba")
+    from fabric import engine as _engine
+    monkeypatch.setattr(_engine, "RENUMBER", False)  # bit-identity of these paths; receiver order: test_renumber.py
     p = _moe_problem(monkeypatch, hosts=64, radix=8)
     used = []
     real = eventloop._EventLoop._order_fill
