@@ -5,7 +5,7 @@ Usage: PYTHONPATH=. python benchmarks/fit_collective_constants.py [nvls-domain|n
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
        pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|nvl72-climb|p2p-channels|p2p-channels-ampere|
        p2p-channels-hopper|deepep-sms-tokens|onesided-nvlink|
-       ring-ll-latency|ring-copy|p2p-peer-cost|ring-kernel-hopper]
+       ring-ll-latency|ring-copy|p2p-peer-cost|ring-kernel-hopper|ring-ll-hopper]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -756,6 +756,48 @@ def ring_ll_latency() -> None:
 
 
 FITS.update({"ring-ll-latency": ring_ll_latency})  # round 11, aiconfigurator NCCL sweeps
+
+
+HOPPER_SYSTEMS = ("hgx-h100", "hgx-h200", "hgx-h800", "hgx-h20")
+
+
+def ring_ll_hopper() -> None:
+    """Round 16: Hopper's own LL ring terms on one NVLink domain (``collectives.ring_ll.RING_LL_NVLINK_TERMS_BY_ARCH[2]``,
+    base and per-step, added to NCCL's ``baseLat + steps x hwLat``) and, with them, Hopper's ring LL kernel efficiency
+    (``calibration.RING_LL_NVLINK_KERNEL_EFFICIENCY``, 1 by default). Rows: the fit-split single-domain Hopper ring
+    collective points (the NCCL 2.23 aiconfigurator all-gather / reduce-scatter sweeps added in round 16, DGX Cloud
+    H100 and ml-engineering H200 all-reduce). Grid of mean |busbw error|: (base, step) on the ring/LL rows <= 8 KiB,
+    then both again and the efficiency on every ring/LL row."""
+    rl = sys.modules["collectives.ring_ll"]
+    ids = [p["id"] for p in _fit_collective_points() if p.get("category") in ("nvlink", "nvl72")
+           and int(p.get("domains", 1)) == 1 and p.get("scaleout", "none") == "none" and p["collective"] in
+           ("all_reduce", "all_gather", "reduce_scatter") and p.get("system") in HOPPER_SYSTEMS]
+    small = lambda r: r.note == "ring/LL" and r.id.rsplit("@", 1)[-1] in ("512B", "2KiB", "8KiB")  # noqa: E731
+    ll = lambda r: r.note == "ring/LL"  # noqa: E731
+    old = (dict(rl.RING_LL_NVLINK_TERMS_BY_ARCH), dict(cal.RING_LL_NVLINK_KERNEL_EFFICIENCY))
+
+    def setp(x):
+        rl.RING_LL_NVLINK_TERMS_BY_ARCH[2] = (x[0] * 1e-6, x[1] * 1e-6)
+    try:
+        print("  (base us, step us), ring/LL rows <= 8 KiB:")
+        _grid(ids, setp, [(b, st) for b in (-2.0, -1.6, -1.4, -1.2, -0.8, 0.0) for st in (0.0, 0.2, 0.3, 0.4, 0.6)],
+              keep=small)
+        print("  (base us, step us), every ring/LL row:")
+        _grid(ids, setp, [(b, st) for b in (-2.0, -1.4, -0.8, 0.0) for st in (0.0, 0.2, 0.3, 0.4)], keep=ll)
+        rl.RING_LL_NVLINK_TERMS_BY_ARCH.update(old[0])
+        b, st = (x * 1e6 for x in old[0][2])
+        print(f"  Hopper ring LL efficiency with (base, step) = ({b:.1f}, {st:.1f}) us, every ring/LL row:")
+        _grid(ids, lambda x: cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.__setitem__(2, x), (0.8, 0.9, 1.0, 1.1, 1.2),
+              keep=ll)
+    finally:
+        rl.RING_LL_NVLINK_TERMS_BY_ARCH.clear()
+        rl.RING_LL_NVLINK_TERMS_BY_ARCH.update(old[0])
+        cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.clear()
+        cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.update(old[1])
+        v._ROUTERS.clear()
+
+
+FITS.update({"ring-ll-hopper": ring_ll_hopper})  # round 16, Hopper LL ring latency
 
 
 def nvl72_climb() -> None:

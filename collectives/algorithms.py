@@ -46,6 +46,7 @@ from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, net_rende
 from collectives.nvls_chunks import _NvlsChunkMixin
 from collectives.ops import Collective
 from collectives.p2p import _PointToPointMixin
+from collectives import ring_ll
 from collectives.ring_ll import ring_ll_extra_s
 from collectives.ring_copy import ring_copy_s
 from collectives.trees import (check_buffsize, nccl_btree_parent, nccl_dtree_parents, tree_channels,
@@ -587,6 +588,10 @@ class Planner(_NvlsChunkMixin, _PointToPointMixin):
             est = replace(est, latency_s=est.latency_s + fill)
             if len(groups) == 1:  # on NVLink only: the ring kernel's own limit (calibration, fitted)
                 keff = keff * ring_nvlink_kernel_efficiency(self.gpu.sm, est.protocol)
+                if ring_ll.RING_LAUNCH_BY_SIZE:  # round 16: the channels / threads NCCL launches for this size (enqueue.cc)
+                    comm_nc = nm.tuning._tune(self.system_for(op)).comm_nchannels
+                    keff = keff * nm.enqueue.ring_launch_fraction(size, comm_nc, est.protocol, op.n,
+                                                                  threads=ring_ll.RING_LAUNCH_BY_SIZE == "channel-threads")
                 est = replace(est, kernel_efficiency=keff)
                 nvl = bool(self.router.domain_has_nvlink[self.domain[groups[0][0]]])
                 extra = ring_ll_extra_s(coll, op.n, est.protocol, self.gpu.sm) if nvl else 0.0  # LL's hops (ring_ll)

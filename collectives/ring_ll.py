@@ -35,7 +35,13 @@ from __future__ import annotations
 
 from collectives import nccl_model as nm
 
-__all__ = ["RING_LL_NVLINK_ARCHS", "RING_LL_NVLINK_BASE_S", "RING_LL_NVLINK_STEP_S", "ring_ll_steps", "ring_ll_extra_s"]
+__all__ = ["RING_LL_NVLINK_ARCHS", "RING_LL_NVLINK_BASE_S", "RING_LL_NVLINK_STEP_S", "RING_LL_NVLINK_TERMS_BY_ARCH",
+           "RING_LAUNCH_BY_SIZE", "ring_ll_steps", "ring_ll_extra_s"]
+
+#: Round 16: rings inside one NVLink domain run at the share of their channel-threads that NCCL launches for the size
+#: (``nccl_model.enqueue.ring_launch_fraction``: enqueue.cc ``topoGetAlgoInfo``'s channel / thread reduction), a
+#: kernel limit of the time; NCCL's choice keeps its own table (it does not see the reduction either).
+RING_LAUNCH_BY_SIZE = True
 
 #: NCCL architecture indices (``nccl_model.arch_index``) of the fit rows: 1 Ampere (A100), 3 Blackwell (B200,
 #: GB200, GB300).
@@ -45,6 +51,13 @@ RING_LL_NVLINK_ARCHS = (1, 3)
 RING_LL_NVLINK_BASE_S = 1.2e-6
 #: Extra time per ring step of the LL ring inside one NVLink domain, s (fitted; NCCL charges 0.6 us).
 RING_LL_NVLINK_STEP_S = 0.6e-6
+
+#: Architectures with (base, per-step) terms of their own, s (round 16): Hopper (index 2), fitted on the fit-split
+#: Hopper LL rings of one board (the NCCL 2.23 H100 / H200 all-gather / reduce-scatter sweeps of aiconfigurator,
+#: 2-8 GPUs, and the 8-GPU all-reduce rows at 1 MiB; ``benchmarks/fit_collective_constants.py ring-ll-hopper``;
+#: docs/collectives.md, "Round 16 (2026-12-06), Hopper LL ring latency"). Hopper's 1-step call is *faster* than
+#: NCCL's ``baseLat + hwLat`` (5.98 us against 7.4 at 2 GPUs), its per-step growth larger, so the base is negative.
+RING_LL_NVLINK_TERMS_BY_ARCH: dict[int, tuple[float, float]] = {2: (-1.4e-6, 0.3e-6)}
 
 
 def ring_ll_steps(collective: str, n: int) -> int:
@@ -73,6 +86,12 @@ def ring_ll_extra_s(collective: str, n: int, protocol: str, sm: int) -> float:
     protocol's base and per-step terms (:data:`RING_LL_NVLINK_BASE_S`, :data:`RING_LL_NVLINK_STEP_S`) on
     the architectures of :data:`RING_LL_NVLINK_ARCHS`, else 0 (other protocols, other architectures)."""
     steps = ring_ll_steps(collective, n)
-    if protocol != "LL" or steps == 0 or nm.arch_index(sm) not in RING_LL_NVLINK_ARCHS:
+    arch = nm.arch_index(sm)
+    if protocol != "LL" or steps == 0:
+        return 0.0
+    if arch in RING_LL_NVLINK_TERMS_BY_ARCH:
+        base, step = RING_LL_NVLINK_TERMS_BY_ARCH[arch]
+        return base + steps * step
+    if arch not in RING_LL_NVLINK_ARCHS:
         return 0.0
     return RING_LL_NVLINK_BASE_S + steps * RING_LL_NVLINK_STEP_S
