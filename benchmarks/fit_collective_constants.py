@@ -762,38 +762,59 @@ HOPPER_SYSTEMS = ("hgx-h100", "hgx-h200", "hgx-h800", "hgx-h20")
 
 
 def ring_ll_hopper() -> None:
-    """Round 16: Hopper's own LL ring terms on one NVLink domain (``collectives.ring_ll.RING_LL_NVLINK_TERMS_BY_ARCH[2]``,
-    base and per-step, added to NCCL's ``baseLat + steps x hwLat``) and, with them, Hopper's ring LL kernel efficiency
-    (``calibration.RING_LL_NVLINK_KERNEL_EFFICIENCY``, 1 by default). Rows: the fit-split single-domain Hopper ring
-    collective points (the NCCL 2.23 aiconfigurator all-gather / reduce-scatter sweeps added in round 16, DGX Cloud
-    H100 and ml-engineering H200 all-reduce). Grid of mean |busbw error|: (base, step) on the ring/LL rows <= 8 KiB,
-    then both again and the efficiency on every ring/LL row."""
+    """Round 16: NCCL's launched channels on single-domain rings (``collectives.ring_ll.RING_LAUNCH_BY_SIZE``: the forms
+    off / "share" / "channels" / "channel-threads"), then, with "channels", round 11's procedure again: the LL ring's
+    (base, step) on the fit-split ring/LL rows <= 8 KiB, Ampere / Blackwell together (``RING_LL_NVLINK_BASE_S``,
+    ``RING_LL_NVLINK_STEP_S``) and Hopper apart (``RING_LL_NVLINK_TERMS_BY_ARCH[2]``), then the ring LL kernel
+    efficiency (``calibration.RING_LL_NVLINK_KERNEL_EFFICIENCY``, Blackwell 3, Hopper 2) on every ring/LL row of the
+    architecture. Rows: the fit-split single-domain ring collective points (nvlink / nvl72 categories, one domain, no
+    network; the Hopper ones: the NCCL 2.23 aiconfigurator all-gather / reduce-scatter sweeps added in round 16, DGX
+    Cloud H100 and ml-engineering H200). Mean |busbw error|."""
     rl = sys.modules["collectives.ring_ll"]
-    ids = [p["id"] for p in _fit_collective_points() if p.get("category") in ("nvlink", "nvl72")
+    pts = [p for p in _fit_collective_points() if p.get("category") in ("nvlink", "nvl72")
            and int(p.get("domains", 1)) == 1 and p.get("scaleout", "none") == "none" and p["collective"] in
-           ("all_reduce", "all_gather", "reduce_scatter") and p.get("system") in HOPPER_SYSTEMS]
+           ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")]
+    ids = [p["id"] for p in pts]
+    hopper = {p["id"] for p in pts if p.get("system") in HOPPER_SYSTEMS}
+    ampere = {p["id"] for p in pts if p.get("system") == "hgx-a100"}
+    hop = lambda r: r.id.split("@")[0] in hopper  # noqa: E731
     small = lambda r: r.note == "ring/LL" and r.id.rsplit("@", 1)[-1] in ("512B", "2KiB", "8KiB")  # noqa: E731
-    ll = lambda r: r.note == "ring/LL"  # noqa: E731
-    old = (dict(rl.RING_LL_NVLINK_TERMS_BY_ARCH), dict(cal.RING_LL_NVLINK_KERNEL_EFFICIENCY))
+    old = (rl.RING_LAUNCH_BY_SIZE, rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S,
+           dict(rl.RING_LL_NVLINK_TERMS_BY_ARCH), dict(cal.RING_LL_NVLINK_KERNEL_EFFICIENCY))
 
-    def setp(x):
+    def restore():
+        rl.RING_LAUNCH_BY_SIZE, rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S = old[:3]
+        rl.RING_LL_NVLINK_TERMS_BY_ARCH.clear()
+        rl.RING_LL_NVLINK_TERMS_BY_ARCH.update(old[3])
+        cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.clear()
+        cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.update(old[4])
+
+    def setab(x):
+        rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S = x[0] * 1e-6, x[1] * 1e-6
+
+    def seth(x):
         rl.RING_LL_NVLINK_TERMS_BY_ARCH[2] = (x[0] * 1e-6, x[1] * 1e-6)
     try:
-        print("  (base us, step us), ring/LL rows <= 8 KiB:")
-        _grid(ids, setp, [(b, st) for b in (-2.0, -1.6, -1.4, -1.2, -0.8, 0.0) for st in (0.0, 0.2, 0.3, 0.4, 0.6)],
-              keep=small)
-        print("  (base us, step us), every ring/LL row:")
-        _grid(ids, setp, [(b, st) for b in (-2.0, -1.4, -0.8, 0.0) for st in (0.0, 0.2, 0.3, 0.4)], keep=ll)
-        rl.RING_LL_NVLINK_TERMS_BY_ARCH.update(old[0])
-        b, st = (x * 1e6 for x in old[0][2])
-        print(f"  Hopper ring LL efficiency with (base, step) = ({b:.1f}, {st:.1f}) us, every ring/LL row:")
-        _grid(ids, lambda x: cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.__setitem__(2, x), (0.8, 0.9, 1.0, 1.1, 1.2),
-              keep=ll)
+        print("  launched channels (constants as shipped), every single-domain ring row:")
+        _grid(ids, lambda m: setattr(rl, "RING_LAUNCH_BY_SIZE", m), (False, "share", "channels", "channel-threads"))
+        restore()
+        print("  Ampere / Blackwell (base us, step us), ring/LL rows <= 8 KiB:")
+        _grid(ids, setab, [(b, st) for b in (0.8, 1.2, 1.6) for st in (0.4, 0.5, 0.6)],
+              keep=lambda r: small(r) and not hop(r))
+        restore()
+        print("  Blackwell ring LL efficiency, every Blackwell ring/LL row:")
+        _grid(ids, lambda x: cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.__setitem__(3, x), (0.75, 0.85, 0.95),
+              keep=lambda r: r.note == "ring/LL" and not hop(r) and r.id.split("@")[0] not in ampere)
+        restore()
+        print("  Hopper (base us, step us), Hopper ring/LL rows <= 8 KiB:")
+        _grid(ids, seth, [(b, st) for b in (-2.0, -1.6, -1.2, -0.8) for st in (0.1, 0.2, 0.3, 0.4)],
+              keep=lambda r: small(r) and hop(r))
+        restore()
+        print("  Hopper ring LL efficiency, every Hopper ring/LL row:")
+        _grid(ids, lambda x: cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.__setitem__(2, x), (0.6, 0.7, 0.8, 0.9, 1.0),
+              keep=lambda r: r.note == "ring/LL" and hop(r))
     finally:
-        rl.RING_LL_NVLINK_TERMS_BY_ARCH.clear()
-        rl.RING_LL_NVLINK_TERMS_BY_ARCH.update(old[0])
-        cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.clear()
-        cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.update(old[1])
+        restore()
         v._ROUTERS.clear()
 
 

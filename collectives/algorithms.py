@@ -587,11 +587,10 @@ class Planner(_NvlsChunkMixin, _PointToPointMixin):
             fill = ring_fill_s(size, est.bandwidth_Bps, est.protocol)  # the ring's pipeline fill (calibration)
             est = replace(est, latency_s=est.latency_s + fill)
             if len(groups) == 1:  # on NVLink only: the ring kernel's own limit (calibration, fitted)
+                if ring_ll.RING_LAUNCH_BY_SIZE:  # round 16: NCCL's rate at the channels it launches (enqueue.cc)
+                    keff = ring_ll.launched_kernel_efficiency(keff, size, nm.tuning._tune(self.system_for(op)).comm_nchannels,
+                                                              est.protocol, op.n)
                 keff = keff * ring_nvlink_kernel_efficiency(self.gpu.sm, est.protocol)
-                if ring_ll.RING_LAUNCH_BY_SIZE:  # round 16: the channels / threads NCCL launches for this size (enqueue.cc)
-                    comm_nc = nm.tuning._tune(self.system_for(op)).comm_nchannels
-                    keff = keff * nm.enqueue.ring_launch_fraction(size, comm_nc, est.protocol, op.n,
-                                                                  threads=ring_ll.RING_LAUNCH_BY_SIZE == "channel-threads")
                 est = replace(est, kernel_efficiency=keff)
                 nvl = bool(self.router.domain_has_nvlink[self.domain[groups[0][0]]])
                 extra = ring_ll_extra_s(coll, op.n, est.protocol, self.gpu.sm) if nvl else 0.0  # LL's hops (ring_ll)

@@ -378,6 +378,11 @@ RING_NVLINK_KERNEL_EFFICIENCY = {2: 1.05, 3: 1.0}
 #: |busbw error| 0.096 / 0.086 / 0.080 / 0.076 / 0.076 / 0.076 / 0.079; ``fit_collective_constants.py
 #: ring-ll-latency``): the round-7 value 0.5 stood in for that latency on the 1-4 MiB rows.
 RING_LL_NVLINK_KERNEL_EFFICIENCY = {3: 0.85}
+#: Round 16: Hopper 0.8, fitted after the Hopper LL ring terms, with NCCL's launched channels (collectives.ring_ll), on
+#: the 74 fit-split Hopper ring/LL values (grid 0.6 / 0.7 / 0.8 / 0.9 / 1.0: mean |busbw error| 0.104 / 0.094 / 0.091 /
+#: 0.094 / 0.106; ``fit_collective_constants.py ring-ll-hopper``; docs/collectives.md, "Round 16"). It multiplies NCCL's
+#: rate at the launched channels (``min(keff, nc/N)``), as Blackwell's 0.85 does.
+RING_LL_NVLINK_KERNEL_EFFICIENCY[2] = 0.8
 __all__ += ["RING_FILL_PROTOCOLS", "RING_LL_NVLINK_KERNEL_EFFICIENCY"]  # round 7 (kept apart: merge-friendly)
 
 
