@@ -330,6 +330,17 @@ def ring_window_bytes() -> int:
 RING_FILL_PROTOCOLS = ("LL128", "Simple")
 
 
+#: Round 16: protocols whose ring fill is off on rings inside one NVLink domain, by NCCL architecture index. LL128
+#: forwards line by line (prims_ll128.h, as LL: round 7's reason to take LL out of :data:`RING_FILL_PROTOCOLS`);
+#: round 7 kept the LL128 fill because the fit Ampere and multi-node rows need it (it stands in for an LL128 shortfall
+#: not modelled there). On one Hopper board the fit rows say the opposite: the four NCCL 2.23 8-GPU all-gather /
+#: reduce-scatter values at 8 MiB (LL128, aiconfigurator H100 / H200) take -33..-36 % busbw with the fill, -3..-7 %
+#: without; Ampere / Blackwell single-domain LL128 rows get worse without it (13 values, 0.22 -> 0.34 mean |error|
+#: with Hopper's 4; docs/collectives.md, "Round 16").
+RING_FILL_OFF_ONE_DOMAIN: dict[int, tuple[str, ...]] = {2: ("LL128",)}
+__all__ += ["RING_FILL_OFF_ONE_DOMAIN"]
+
+
 def ring_fill_s(size_bytes: float, bandwidth_Bps: float, protocol: str = "Simple") -> float:
     """Latency of the ring pipeline fill: ``min(S, W) / B`` (``B`` NCCL's ring algorithm bandwidth)
     for the protocols of :data:`RING_FILL_PROTOCOLS`, else 0.

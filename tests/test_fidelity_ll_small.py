@@ -23,7 +23,6 @@ import pytest
 
 from collectives import nccl_model as nm
 from collectives import validate as v
-from collectives.nccl_model.enqueue import ring_launch_fraction, ring_tree_launch
 from tests.test_published_points import split_coin
 
 POINTS = Path(__file__).resolve().parents[1] / "collectives" / "data" / "published_points.toml"
@@ -49,6 +48,7 @@ def test_the_nccl223_groups_hold_the_round16_rings_split_by_the_coin():
 
 def test_launch_fraction_is_enqueue_ccs_channel_rule():
     """8 ranks, 24 channels, LL: threshold 8 x 8 B a thread, all channels from 24 x 512 x 64 B = 768 KiB."""
+    from collectives.nccl_model.enqueue import ring_launch_fraction, ring_tree_launch
     assert [ring_launch_fraction(s, 24, "LL", 8, threads=False) for s in (32 * KIB, 128 * KIB, 512 * KIB, 768 * KIB)] \
         == [1 / 24, 4 / 24, 16 / 24, 1.0]
     assert ring_tree_launch(2 * KIB, 24, "LL", 2) == (1, 128)
@@ -103,3 +103,19 @@ def test_nccls_choice_does_not_see_the_launch_share():
     system = planner_for(_router("hgx-h100", {})).system(tuple(range(8)))
     assert nm.choose(system, "all_gather", 32 * KIB).algorithm == "Ring"
     assert nm.choose(system, "all_gather", 32 * KIB).protocol == "LL"
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+@pytest.mark.parametrize("op", ["allgather", "reducescatter"])
+def test_8_gpu_ll128_ring_on_one_hopper_board_has_no_step_fill(gpu, op):
+    """Fit rows: 8-GPU rings at 8 MiB run LL128 (NCCL's choice); with round 2's ring fill (the first 8 MiB not
+    overlapped) they took -33..-36 % busbw, without it -3..-7 % (LL128 forwards line by line, prims_ll128.h)."""
+    pid = f"aic-nccl223-{gpu}-{op}-8gpu-by-size"
+    r = _rows([pid])[f"{pid}@8MiB"]
+    assert r.note == "ring/LL128" and abs(r.rel_error) < 0.10, r.rel_error
+
+
+def test_ll128_fill_is_off_on_one_hopper_board_only():
+    from collectives.calibration import RING_FILL_OFF_ONE_DOMAIN, RING_FILL_PROTOCOLS
+    assert "LL128" in RING_FILL_PROTOCOLS  # still filled across the network and on Ampere / Blackwell boards
+    assert RING_FILL_OFF_ONE_DOMAIN == {2: ("LL128",)}
