@@ -5,7 +5,7 @@ Usage: PYTHONPATH=. python benchmarks/fit_collective_constants.py [nvls-domain|n
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
        pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|nvl72-climb|p2p-channels|p2p-channels-ampere|
        p2p-channels-hopper|deepep-sms-tokens|onesided-nvlink|
-       ring-ll-latency|ring-copy|p2p-peer-cost|ring-kernel-hopper]
+       ring-ll-latency|ring-copy|p2p-peer-cost|ring-kernel-hopper|ring-ll-hopper]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -756,6 +756,69 @@ def ring_ll_latency() -> None:
 
 
 FITS.update({"ring-ll-latency": ring_ll_latency})  # round 11, aiconfigurator NCCL sweeps
+
+
+HOPPER_SYSTEMS = ("hgx-h100", "hgx-h200", "hgx-h800", "hgx-h20")
+
+
+def ring_ll_hopper() -> None:
+    """Round 16: NCCL's launched channels on single-domain rings (``collectives.ring_ll.RING_LAUNCH_BY_SIZE``: the forms
+    off / "share" / "channels" / "channel-threads"), then, with "channels", round 11's procedure again: the LL ring's
+    (base, step) on the fit-split ring/LL rows <= 8 KiB, Ampere / Blackwell together (``RING_LL_NVLINK_BASE_S``,
+    ``RING_LL_NVLINK_STEP_S``) and Hopper apart (``RING_LL_NVLINK_TERMS_BY_ARCH[2]``), then the ring LL kernel
+    efficiency (``calibration.RING_LL_NVLINK_KERNEL_EFFICIENCY``, Blackwell 3, Hopper 2) on every ring/LL row of the
+    architecture. Rows: the fit-split single-domain ring collective points (nvlink / nvl72 categories, one domain, no
+    network; the Hopper ones: the NCCL 2.23 aiconfigurator all-gather / reduce-scatter sweeps added in round 16, DGX
+    Cloud H100 and ml-engineering H200). Mean |busbw error|."""
+    rl = sys.modules["collectives.ring_ll"]
+    pts = [p for p in _fit_collective_points() if p.get("category") in ("nvlink", "nvl72")
+           and int(p.get("domains", 1)) == 1 and p.get("scaleout", "none") == "none" and p["collective"] in
+           ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")]
+    ids = [p["id"] for p in pts]
+    hopper = {p["id"] for p in pts if p.get("system") in HOPPER_SYSTEMS}
+    ampere = {p["id"] for p in pts if p.get("system") == "hgx-a100"}
+    hop = lambda r: r.id.split("@")[0] in hopper  # noqa: E731
+    small = lambda r: r.note == "ring/LL" and r.id.rsplit("@", 1)[-1] in ("512B", "2KiB", "8KiB")  # noqa: E731
+    old = (rl.RING_LAUNCH_BY_SIZE, rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S,
+           dict(rl.RING_LL_NVLINK_TERMS_BY_ARCH), dict(cal.RING_LL_NVLINK_KERNEL_EFFICIENCY))
+
+    def restore():
+        rl.RING_LAUNCH_BY_SIZE, rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S = old[:3]
+        rl.RING_LL_NVLINK_TERMS_BY_ARCH.clear()
+        rl.RING_LL_NVLINK_TERMS_BY_ARCH.update(old[3])
+        cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.clear()
+        cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.update(old[4])
+
+    def setab(x):
+        rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S = x[0] * 1e-6, x[1] * 1e-6
+
+    def seth(x):
+        rl.RING_LL_NVLINK_TERMS_BY_ARCH[2] = (x[0] * 1e-6, x[1] * 1e-6)
+    try:
+        print("  launched channels (constants as shipped), every single-domain ring row:")
+        _grid(ids, lambda m: setattr(rl, "RING_LAUNCH_BY_SIZE", m), (False, "share", "channels", "channel-threads"))
+        restore()
+        print("  Ampere / Blackwell (base us, step us), ring/LL rows <= 8 KiB:")
+        _grid(ids, setab, [(b, st) for b in (0.8, 1.2, 1.6) for st in (0.4, 0.5, 0.6)],
+              keep=lambda r: small(r) and not hop(r))
+        restore()
+        print("  Blackwell ring LL efficiency, every Blackwell ring/LL row:")
+        _grid(ids, lambda x: cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.__setitem__(3, x), (0.75, 0.85, 0.95),
+              keep=lambda r: r.note == "ring/LL" and not hop(r) and r.id.split("@")[0] not in ampere)
+        restore()
+        print("  Hopper (base us, step us), Hopper ring/LL rows <= 8 KiB:")
+        _grid(ids, seth, [(b, st) for b in (-2.0, -1.6, -1.2, -0.8) for st in (0.1, 0.2, 0.3, 0.4)],
+              keep=lambda r: small(r) and hop(r))
+        restore()
+        print("  Hopper ring LL efficiency, every Hopper ring/LL row:")
+        _grid(ids, lambda x: cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.__setitem__(2, x), (0.6, 0.7, 0.8, 0.9, 1.0),
+              keep=lambda r: r.note == "ring/LL" and hop(r))
+    finally:
+        restore()
+        v._ROUTERS.clear()
+
+
+FITS.update({"ring-ll-hopper": ring_ll_hopper})  # round 16, Hopper LL ring latency
 
 
 def nvl72_climb() -> None:

@@ -41,11 +41,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from collectives import nccl_model as nm
-from collectives.calibration import (PROTOCOL_EFFICIENCY, Calibration, net_rendezvous_s, nvls_domain_terms,
+from collectives.calibration import (PROTOCOL_EFFICIENCY, RING_FILL_OFF_ONE_DOMAIN, Calibration, net_rendezvous_s, nvls_domain_terms,
                                      nvls_fill_s, ring_fill_s, ring_nvlink_kernel_efficiency)
 from collectives.nvls_chunks import _NvlsChunkMixin
 from collectives.ops import Collective
 from collectives.p2p import _PointToPointMixin
+from collectives import ring_ll
 from collectives.ring_ll import ring_ll_extra_s
 from collectives.ring_copy import ring_copy_s
 from collectives.trees import (check_buffsize, nccl_btree_parent, nccl_dtree_parents, tree_channels,
@@ -584,8 +585,13 @@ class Planner(_NvlsChunkMixin, _PointToPointMixin):
         keff, lat = est.kernel_efficiency, est.latency_s
         if algo == "ring":
             fill = ring_fill_s(size, est.bandwidth_Bps, est.protocol)  # the ring's pipeline fill (calibration)
+            if len(groups) == 1 and est.protocol in RING_FILL_OFF_ONE_DOMAIN.get(nm.arch_index(self.gpu.sm), ()):
+                fill = 0.0  # round 16: no LL128 fill on one Hopper board (calibration.RING_FILL_OFF_ONE_DOMAIN)
             est = replace(est, latency_s=est.latency_s + fill)
             if len(groups) == 1:  # on NVLink only: the ring kernel's own limit (calibration, fitted)
+                if ring_ll.RING_LAUNCH_BY_SIZE:  # round 16: NCCL's rate at the channels it launches (enqueue.cc)
+                    keff = ring_ll.launched_kernel_efficiency(keff, size, nm.tuning._tune(self.system_for(op)).comm_nchannels,
+                                                              est.protocol, op.n)
                 keff = keff * ring_nvlink_kernel_efficiency(self.gpu.sm, est.protocol)
                 est = replace(est, kernel_efficiency=keff)
                 nvl = bool(self.router.domain_has_nvlink[self.domain[groups[0][0]]])

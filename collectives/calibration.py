@@ -330,6 +330,17 @@ def ring_window_bytes() -> int:
 RING_FILL_PROTOCOLS = ("LL128", "Simple")
 
 
+#: Round 16: protocols whose ring fill is off on rings inside one NVLink domain, by NCCL architecture index. LL128
+#: forwards line by line (prims_ll128.h, as LL: round 7's reason to take LL out of :data:`RING_FILL_PROTOCOLS`);
+#: round 7 kept the LL128 fill because the fit Ampere and multi-node rows need it (it stands in for an LL128 shortfall
+#: not modelled there). On one Hopper board the fit rows say the opposite: the four NCCL 2.23 8-GPU all-gather /
+#: reduce-scatter values at 8 MiB (LL128, aiconfigurator H100 / H200) take -33..-36 % busbw with the fill, -3..-7 %
+#: without; Ampere / Blackwell single-domain LL128 rows get worse without it (13 values, 0.22 -> 0.34 mean |error|
+#: with Hopper's 4; docs/collectives.md, "Round 16").
+RING_FILL_OFF_ONE_DOMAIN: dict[int, tuple[str, ...]] = {2: ("LL128",)}
+__all__ += ["RING_FILL_OFF_ONE_DOMAIN"]
+
+
 def ring_fill_s(size_bytes: float, bandwidth_Bps: float, protocol: str = "Simple") -> float:
     """Latency of the ring pipeline fill: ``min(S, W) / B`` (``B`` NCCL's ring algorithm bandwidth)
     for the protocols of :data:`RING_FILL_PROTOCOLS`, else 0.
@@ -378,6 +389,11 @@ RING_NVLINK_KERNEL_EFFICIENCY = {2: 1.05, 3: 1.0}
 #: |busbw error| 0.096 / 0.086 / 0.080 / 0.076 / 0.076 / 0.076 / 0.079; ``fit_collective_constants.py
 #: ring-ll-latency``): the round-7 value 0.5 stood in for that latency on the 1-4 MiB rows.
 RING_LL_NVLINK_KERNEL_EFFICIENCY = {3: 0.85}
+#: Round 16: Hopper 0.8, fitted after the Hopper LL ring terms, with NCCL's launched channels (collectives.ring_ll), on
+#: the 74 fit-split Hopper ring/LL values (grid 0.6 / 0.7 / 0.8 / 0.9 / 1.0: mean |busbw error| 0.104 / 0.094 / 0.091 /
+#: 0.094 / 0.106; ``fit_collective_constants.py ring-ll-hopper``; docs/collectives.md, "Round 16"). It multiplies NCCL's
+#: rate at the launched channels (``min(keff, nc/N)``), as Blackwell's 0.85 does.
+RING_LL_NVLINK_KERNEL_EFFICIENCY[2] = 0.8
 __all__ += ["RING_FILL_PROTOCOLS", "RING_LL_NVLINK_KERNEL_EFFICIENCY"]  # round 7 (kept apart: merge-friendly)
 
 

@@ -112,7 +112,10 @@ class PlanCache:
                 # round 8: NVLSTree's network-hop fill at its chunk of the size (Planner.nvlstree_fill)
                 tuple(self.planner.nvlstree_fill(op, size, e, groups) for e in ests if e.algorithm == "NVLSTree")
                 if "NVLSTree" in uses and len(groups) > 1 else None)
-        return chosen, tuple(sorted((a, v[0], v[2] if a in uses else None) for a, v in best.items())), lat, fill
+        # round 16: the channels / threads NCCL launches a ring with at this size (a kernel limit of the time)
+        launch = tuple(nm.enqueue.ring_tree_launch(size, nm.tuning._tune(system).comm_nchannels, e.protocol, op.n)
+                       for e in ests if e.algorithm == "Ring") if "ring" in (op.algorithm, str(chosen).lower()) else None
+        return chosen, tuple(sorted((a, v[0], v[2] if a in uses else None) for a, v in best.items())), lat, fill, launch
 
     def plan(self, op: Collective) -> Plan:
         """The plan of ``op`` (labelled as ``op``), from the cache when its shape was planned before."""

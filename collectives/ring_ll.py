@@ -16,16 +16,19 @@ to the LL ring of one NVLink domain on the architectures whose fit-split rows fi
 reduce-scatter, 1 broadcast / reduce, whose NVSwitch graphs pay one hop: tuning.cc ``sameChannels``).
 Both constants are fitted (grid, mean |busbw error|) on the fit-split rows that run the LL ring on one
 NVLink domain (``benchmarks/fit_collective_constants.py ring-ll-latency``; docs/collectives.md,
-"Round 11 (2026-12-03), aiconfigurator NCCL sweeps"). LL128 and Simple are not changed. Hopper keeps NCCL's
-latency, the convention of the architecture-indexed kernel constants of ``collectives.calibration`` (an
-architecture without a fit keeps NCCL's constants): the fit split has no Hopper LL row below 1 MiB, and its
-two Hopper LL rows (8 x H100 and 8 x H200 all-reduce at 1 MiB, -2 % and -4 %) move to -27 % and -20 % with
-the extra latency.
+"Round 11 (2026-12-03), aiconfigurator NCCL sweeps"). LL128 and Simple are not changed. Rounds 11-15: Hopper
+kept NCCL's latency (no fit-split Hopper LL row below 1 MiB). Round 16: Hopper has terms of its own
+(:data:`RING_LL_NVLINK_TERMS_BY_ARCH`), fitted on the NCCL 2.23 H100 / H200 all-gather / reduce-scatter sweeps of
+the fit split, and every single-domain ring runs at the share of channels NCCL launches for its size
+(:data:`RING_LAUNCH_BY_SIZE`), with which the Ampere / Blackwell step was refitted (0.6 -> 0.5 us;
+docs/collectives.md, "Round 16 (2026-12-06), Hopper LL ring latency and NCCL's channels by size").
 
 Examples
 --------
->>> ring_ll_extra_s("all_gather", 8, "Simple", 100), ring_ll_extra_s("all_gather", 8, "LL", 90)
+>>> ring_ll_extra_s("all_gather", 8, "Simple", 100), ring_ll_extra_s("all_gather", 8, "LL", 70)
 (0.0, 0.0)
+>>> round(ring_ll_extra_s("all_gather", 2, "LL", 90) * 1e6, 2), round(ring_ll_extra_s("all_gather", 8, "LL", 90) * 1e6, 2)
+(-1.4, -0.2)
 >>> round(ring_ll_extra_s("all_reduce", 8, "LL", 100) * 1e6, 2) == round((RING_LL_NVLINK_BASE_S
 ...     + 14 * RING_LL_NVLINK_STEP_S) * 1e6, 2)
 True
@@ -35,16 +38,31 @@ from __future__ import annotations
 
 from collectives import nccl_model as nm
 
-__all__ = ["RING_LL_NVLINK_ARCHS", "RING_LL_NVLINK_BASE_S", "RING_LL_NVLINK_STEP_S", "ring_ll_steps", "ring_ll_extra_s"]
+__all__ = ["RING_LL_NVLINK_ARCHS", "RING_LL_NVLINK_BASE_S", "RING_LL_NVLINK_STEP_S", "RING_LL_NVLINK_TERMS_BY_ARCH",
+           "RING_LAUNCH_BY_SIZE", "launched_kernel_efficiency", "ring_ll_steps", "ring_ll_extra_s"]
+
+#: Round 16: rings inside one NVLink domain run at the share of their channel-threads that NCCL launches for the size
+#: (``nccl_model.enqueue.ring_launch_fraction``: enqueue.cc ``topoGetAlgoInfo``'s channel / thread reduction), a
+#: kernel limit of the time; NCCL's choice keeps its own table (it does not see the reduction either). ``"channels"``:
+#: the share of channels (adopted, fit rows); ``"channel-threads"``: channels x threads (tried, worse on the fit
+#: rows: a thread count below the maximum only occurs at sizes so small that the time is not the rate's); False: off.
+RING_LAUNCH_BY_SIZE: str | bool = "channels"
 
 #: NCCL architecture indices (``nccl_model.arch_index``) of the fit rows: 1 Ampere (A100), 3 Blackwell (B200,
 #: GB200, GB300).
 RING_LL_NVLINK_ARCHS = (1, 3)
 
 #: Fixed extra time of one LL ring call inside one NVLink domain, s (fitted, see the module docstring).
-RING_LL_NVLINK_BASE_S = 1.2e-6
+RING_LL_NVLINK_BASE_S = 0.8e-6  # round 16: 1.2 -> 0.8 us, refitted with RING_LAUNCH_BY_SIZE
 #: Extra time per ring step of the LL ring inside one NVLink domain, s (fitted; NCCL charges 0.6 us).
 RING_LL_NVLINK_STEP_S = 0.6e-6
+
+#: Architectures with (base, per-step) terms of their own, s (round 16): Hopper (index 2), fitted on the fit-split
+#: Hopper LL rings of one board (the NCCL 2.23 H100 / H200 all-gather / reduce-scatter sweeps of aiconfigurator,
+#: 2-8 GPUs, and the 8-GPU all-reduce rows at 1 MiB; ``benchmarks/fit_collective_constants.py ring-ll-hopper``;
+#: docs/collectives.md, "Round 16 (2026-12-06), Hopper LL ring latency"). Hopper's 1-step call is *faster* than
+#: NCCL's ``baseLat + hwLat`` (5.98 us against 7.4 at 2 GPUs), its per-step growth larger, so the base is negative.
+RING_LL_NVLINK_TERMS_BY_ARCH: dict[int, tuple[float, float]] = {2: (-1.6e-6, 0.2e-6)}
 
 
 def ring_ll_steps(collective: str, n: int) -> int:
@@ -73,6 +91,34 @@ def ring_ll_extra_s(collective: str, n: int, protocol: str, sm: int) -> float:
     protocol's base and per-step terms (:data:`RING_LL_NVLINK_BASE_S`, :data:`RING_LL_NVLINK_STEP_S`) on
     the architectures of :data:`RING_LL_NVLINK_ARCHS`, else 0 (other protocols, other architectures)."""
     steps = ring_ll_steps(collective, n)
-    if protocol != "LL" or steps == 0 or nm.arch_index(sm) not in RING_LL_NVLINK_ARCHS:
+    arch = nm.arch_index(sm)
+    if protocol != "LL" or steps == 0:
+        return 0.0
+    if arch in RING_LL_NVLINK_TERMS_BY_ARCH:
+        base, step = RING_LL_NVLINK_TERMS_BY_ARCH[arch]
+        return base + steps * step
+    if arch not in RING_LL_NVLINK_ARCHS:
         return 0.0
     return RING_LL_NVLINK_BASE_S + steps * RING_LL_NVLINK_STEP_S
+
+
+def launched_kernel_efficiency(keff: float, size_bytes: float, comm_channels: int, protocol: str, n: int) -> float:
+    """NCCL's kernel efficiency ``keff`` (bandwidth / nominal of its table, before the calibration's own ring factors)
+    of a single-domain ring run on the channels NCCL launches for ``size_bytes``
+    (:data:`RING_LAUNCH_BY_SIZE`): ``"channels"``, NCCL's own bandwidth formula at ``nc`` of ``comm_channels``
+    channels, ``min(cap, nc/N x nominal)``, i.e. ``min(keff, nc/N)`` (a capped protocol keeps its cap until the
+    launched channels fall below it); ``"share"``, ``keff x nc/N`` (every channel at its share of the capped
+    rate); ``"channel-threads"``, ``keff x nc nt / (N maxThreads)``; False: ``keff``.
+
+    Examples
+    --------
+    >>> launched_kernel_efficiency(0.76, 32 << 10, 24, "LL", 8) == 1 / 24
+    True
+    >>> launched_kernel_efficiency(0.76, 2 << 20, 24, "LL", 8)
+    0.76
+    """
+    mode = RING_LAUNCH_BY_SIZE
+    if not mode:
+        return keff
+    frac = nm.enqueue.ring_launch_fraction(size_bytes, comm_channels, protocol, n, threads=mode == "channel-threads")
+    return min(keff, frac) if mode == "channels" else keff * frac

@@ -34,7 +34,8 @@ def test_h200x8_allgather_reducescatter_16gib_within_3pct(collective, measured):
 def test_hopper_efficiency_is_above_one_and_blackwell_stays_at_nominal():
     assert cal.ring_nvlink_kernel_efficiency(90, "Simple") == pytest.approx(1.05)
     assert cal.ring_nvlink_kernel_efficiency(100, "Simple") == 1.0
-    assert cal.ring_nvlink_kernel_efficiency(90, "LL") == 1.0  # LL / LL128 keep NCCL's own caps
+    assert cal.ring_nvlink_kernel_efficiency(90, "LL128") == 1.0  # LL128 keeps NCCL's own caps
+    assert cal.ring_nvlink_kernel_efficiency(90, "LL") == pytest.approx(0.8)  # round 16: Hopper LL fitted (0.8)
 
 
 def test_hopper_sending_rate_stays_below_nvlink4_signalling():

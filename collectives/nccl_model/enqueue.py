@@ -179,3 +179,26 @@ def ring_tree_launch(size_bytes: float, comm_channels: int, protocol: str, n_ran
 
 
 __all__ += ["THREAD_THRESHOLD_BYTES", "RING_TREE_MAX_THREADS", "ring_tree_launch"]
+
+
+def ring_launch_fraction(size_bytes: float, comm_channels: int, protocol: str, n_ranks: int,
+                         threads: bool = True) -> float:
+    """The part of a Ring operation's channel-threads that NCCL launches for ``size_bytes``:
+    ``nc x nt / (comm->nChannels x maxThreads)`` of :func:`ring_tree_launch` (round 16). NCCL's cost model rates
+    the ring by every channel; a kernel with ``nc`` of them and ``nt`` threads each moves its lines at that share
+    of the rate (each LL / LL128 thread moves its own lines; Simple's threads share a step), so the time model
+    takes the fraction as a kernel limit. 1 from the size where every channel runs (1 MiB on the fit boards).
+
+    Examples
+    --------
+    >>> ring_launch_fraction(32 << 10, 24, "LL", 8), ring_launch_fraction(128 << 10, 24, "LL", 8)
+    (0.041666666666666664, 0.16666666666666666)
+    >>> ring_launch_fraction(2 << 10, 24, "LL", 2), ring_launch_fraction(2 << 20, 24, "LL", 8)
+    (0.010416666666666666, 1.0)
+    """
+    nc_all = max(1, int(comm_channels))
+    nc, nt = ring_tree_launch(size_bytes, nc_all, protocol, n_ranks)
+    return (nc * (nt if threads else RING_TREE_MAX_THREADS[protocol])) / (nc_all * RING_TREE_MAX_THREADS[protocol])
+
+
+__all__ += ["ring_launch_fraction"]
