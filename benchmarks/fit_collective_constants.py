@@ -5,7 +5,7 @@ Usage: PYTHONPATH=. python benchmarks/fit_collective_constants.py [nvls-domain|n
        nvls-latency-overlap|tcpxo-step|ring-ll-blackwell|nvls-one-loop|nvls-loop-blackwell|
        pull-combine|ll-nvlink|nvls-heads|nvl72-loop-sync|nvl72-climb|p2p-channels|p2p-channels-ampere|
        p2p-channels-hopper|deepep-sms-tokens|onesided-nvlink|
-       ring-ll-latency|ring-copy|p2p-peer-cost|ring-kernel-hopper|ring-ll-hopper]
+       ring-ll-latency|ring-copy|p2p-peer-cost|ring-kernel-hopper|ring-ll-hopper|p2p-simple-fill]
 
 Every fit reads only points whose ``split`` is ``fit``; it prints the grid (or the least-squares
 value) so the recorded constant can be checked against it. The grids patch the calibration module's
@@ -948,6 +948,66 @@ def p2p_peer_cost(arch=None, peer_grid=None, ll_grid=None, simple_grid=None) -> 
 
 
 FITS.update({"p2p-peer-cost": p2p_peer_cost})  # round 13, one-domain all-to-all cost per peer
+
+
+#: Round 16 (one-board all-to-all mid sizes): the fit rows of the Simple fill, by family (every fit NCCL one-domain
+#: all-to-all of that family; held-out rows are not read).
+P2P_FILL_FIT_IDS = {
+    100: [f"aic-nccl-{g}-alltoall-{n}gpu-by-size" for g in ("b200", "gb200", "gb300") for n in (2, 4, 8)]
+    + P2P_CHANNEL_FIT_IDS + ["gtc25-b200x8-alltoall"],
+    90: P2P_CHANNEL_FIT_IDS_HOPPER + ["h100x8-alltoall"],
+    80: P2P_CHANNEL_FIT_IDS_AMPERE,
+}
+#: (block rates GB/s, batch costs us, fills GB/s): the coarse grid, then the fine one round its best, by family.
+P2P_FILL_GRIDS = {
+    100: (([19, 20, 21, 21.5, 22, 23, 24], list(range(6, 23, 2)), [0, 20, 30, 40, 50, 60, 80, 120]),
+          ([21, 21.5, 22], [13, 14, 15], [45, 50, 55])),
+    90: (([13, 15, 16, 17, 18, 19, 21], list(range(0, 19, 2)), [0, 20, 30, 40, 50, 60, 80, 120]),
+         ([17.5, 18, 18.5], [9, 10, 11], [25, 30, 35])),
+    80: (([8, 9, 10, 11, 12], [10, 14, 18, 22, 26, 30, 34], [0, 10, 20, 30, 40, 60]),
+         ([10.5, 11, 11.5], [20, 22, 24], [15, 20, 25])),
+}
+
+
+def p2p_simple_fill(arch=None) -> None:
+    """Round 16: the Simple side of the one-domain p2p kernel with its last-step fill (calibration
+    NCCL_P2P_CHANNEL_BPS[a]["Simple"], NCCL_P2P_BATCH_S[a]["Simple"], NCCL_P2P_SIMPLE_FILL_BPS[a]), least mean |busbw
+    error| over the Simple-side fit values of :data:`P2P_FILL_FIT_IDS` (the protocol the model ran, with NCCL 2.29's
+    LL rule), the grids of :data:`P2P_FILL_GRIDS` (coarse, then fine; the fine grid's best is the constant; a fill of
+    0 is the form without the term). LL constants and the cost per peer kept. The held-out rows are not read."""
+    import itertools
+    simple = lambda r: r.note.startswith("direct/Simple")  # noqa: E731 (the protocol the model ran)
+    for a in ([arch] if arch is not None else (100, 90, 80)):
+        ids = P2P_FILL_FIT_IDS[a]
+        old = (cal.NCCL_P2P_CHANNEL_BPS[a]["Simple"], cal.NCCL_P2P_BATCH_S[a]["Simple"],
+               cal.NCCL_P2P_SIMPLE_FILL_BPS.get(a))
+
+        def errors(keep):
+            v._ROUTERS.clear()
+            rows = [r for r in v.validate(ids=ids, splits=("fit",)).rows if r.rel_error is not None]
+            return np.abs([r.rel_error for r in rows if keep(r)])
+        for grid in P2P_FILL_GRIDS[a]:
+            best = nofill = None
+            for rate, cost, fill in itertools.product(*grid):
+                cal.NCCL_P2P_CHANNEL_BPS[a]["Simple"], cal.NCCL_P2P_BATCH_S[a]["Simple"] = rate * 1e9, cost * 1e-6
+                cal.NCCL_P2P_SIMPLE_FILL_BPS[a] = fill * 1e9
+                e = errors(simple)
+                out = (float(e.mean()), float(e.max()), len(e), rate, cost, fill)
+                best = out if best is None or out[0] < best[0] else best
+                if fill == 0:
+                    nofill = out if nofill is None or out[0] < nofill[0] else nofill
+            print(f"  sm{a} grid {grid}: best {best[3]} GB/s, {best[4]} us, fill {best[5]} GB/s: {best[2]} values, "
+                  f"mean |error| {best[0]:.4f}, max {best[1]:.3f}"
+                  + (f"; without a fill {nofill[3]} GB/s, {nofill[4]} us: {nofill[0]:.4f}" if nofill else ""))
+        cal.NCCL_P2P_CHANNEL_BPS[a]["Simple"], cal.NCCL_P2P_BATCH_S[a]["Simple"] = old[0], old[1]
+        if old[2] is None:
+            cal.NCCL_P2P_SIMPLE_FILL_BPS.pop(a, None)
+        else:
+            cal.NCCL_P2P_SIMPLE_FILL_BPS[a] = old[2]
+        v._ROUTERS.clear()
+
+
+FITS.update({"p2p-simple-fill": p2p_simple_fill})  # round 16, one-board all-to-all mid sizes
 
 
 def ring_kernel_hopper() -> None:

@@ -565,8 +565,10 @@ __all__ += ["NET_PROTOCOLS", "net_protocols", "NIC_VIA_C2C", "NET_STEP_LATENCY_U
 from collectives.p2p_constants import (NCCL_P2P_BATCH_S, NCCL_P2P_CHANNEL_BPS, NCCL_P2P_CHANNELS_BY_ARCH,  # noqa: E402
                                        NCCL_P2P_LL_MAX_BYTES_BY_ARCH, nccl_p2p_arch, nccl_p2p_channels,
                                        nccl_p2p_constants, nccl_p2p_ll_max_bytes,
-                                       NCCL_P2P_ONEDOMAIN_PEER_S, nccl_p2p_onedomain_peer_s)
+                                       NCCL_P2P_ONEDOMAIN_PEER_S, nccl_p2p_onedomain_peer_s,
+                                       NCCL_P2P_SIMPLE_FILL_BPS, nccl_p2p_simple_fill_Bps)
 
 __all__ += ["NCCL_P2P_LL_MAX_BYTES_BY_ARCH", "NCCL_P2P_CHANNELS_BY_ARCH", "NCCL_P2P_CHANNEL_BPS", "NCCL_P2P_BATCH_S",
             "nccl_p2p_ll_max_bytes", "nccl_p2p_channels", "nccl_p2p_arch", "nccl_p2p_constants",
-            "NCCL_P2P_ONEDOMAIN_PEER_S", "nccl_p2p_onedomain_peer_s"]
+            "NCCL_P2P_ONEDOMAIN_PEER_S", "nccl_p2p_onedomain_peer_s", "NCCL_P2P_SIMPLE_FILL_BPS",
+            "nccl_p2p_simple_fill_Bps"]

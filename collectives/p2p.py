@@ -13,9 +13,9 @@ import numpy as np
 
 from collectives.calibration import (nccl_p2p_channels, nccl_p2p_constants, nccl_p2p_family,
                                     nccl_p2p_ll_max_bytes, nccl_p2p_onedomain_peer_s, nccl_p2p_per_peer_s,
-                                    nic_p2p_factor)
+                                    nccl_p2p_simple_fill_Bps, nic_p2p_factor)
 from collectives.nccl_model.constants import parse_nccl_version
-from collectives.p2p_channels import p2p_kernel_terms, p2p_rules
+from collectives.p2p_channels import p2p_kernel_terms, p2p_ll_by_peer_channels, p2p_peer_protocol, p2p_rules
 from collectives.ops import Collective
 from fabric import route_kernels
 from fabric.flowset import FlowSet, concat
@@ -323,17 +323,21 @@ class _PointToPointMixin:
         rules = p2p_rules(release)
         bps, batch = consts
         peer_s = nccl_p2p_onedomain_peer_s(self.gpu.sm)  # round 13: a fixed cost per peer
-        key = (op.n, int(peer_bytes), chans, rules, tuple(sorted(bps.items())), tuple(sorted(batch.items())), peer_s)
+        fill = nccl_p2p_simple_fill_Bps(self.gpu.sm)  # round 16: a Simple batch's last step again
+        key = (op.n, int(peer_bytes), chans, rules, p2p_ll_by_peer_channels(release), tuple(sorted(bps.items())),
+               tuple(sorted(batch.items())), peer_s, fill)
         cache = self.__dict__.setdefault("_p2p_terms", {})
         if key not in cache:
             cache[key] = p2p_kernel_terms(op.n, int(peer_bytes), p2p_channels=chans[0], channels_per_peer=chans[1],
-                                          channel_Bps=bps, batch_s=batch, release=release, peer_s=peer_s)
+                                          channel_Bps=bps, batch_s=batch, release=release, peer_s=peer_s,
+                                          fill_Bps=fill)
         return cache[key]
 
     def p2p_protocol(self, op: Collective, peer_bytes: float) -> str:
         """NCCL's p2p protocol of ``op``: ``"LL"`` for an all-to-all whose ranks share one NVLink domain and whose
         bytes per peer are at most :func:`collectives.calibration.nccl_p2p_ll_max_bytes` (round 8: NCCL's
-        ``thresholdLL``), else ``"Simple"``. Round 11: the LL kernel's own rate is the channel term of
+        ``thresholdLL``), else ``"Simple"``; round 16: from NCCL 2.29 (the row's ``nccl_version``) LL only when the
+        bytes are at most the peer's own channel count x 16 KiB (:func:`collectives.p2p_channels.p2p_peer_protocol`). Round 11: the LL kernel's own rate is the channel term of
         :meth:`p2p_kernel_terms` (it replaced round 8's LL kernel fraction); the flows keep LL's wire efficiency.
         """
         limit = nccl_p2p_ll_max_bytes(self.gpu.sm)
@@ -342,6 +346,11 @@ class _PointToPointMixin:
         doms = self.domain[np.asarray(op.ranks, dtype=np.int64)]
         if doms.size == 0 or doms.min() != doms.max():  # across domains: not fitted (the net transport's LL)
             return "Simple"
+        release = parse_nccl_version(op.options.get("nccl_version"))
+        chans = nccl_p2p_channels(self.gpu.sm)
+        if chans is not None and p2p_ll_by_peer_channels(release):  # round 16: v2.29's rule
+            return p2p_peer_protocol(op.n, int(peer_bytes), p2p_channels=chans[0], channels_per_peer=chans[1],
+                                     release=release)[0]
         return "LL"
 
     def host_layout(self, ranks) -> np.ndarray | None:

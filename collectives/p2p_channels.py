@@ -36,6 +36,12 @@ v2.27.3-1); v2.28.3-1 has the bit-reversed base and contiguous parts above; the 
 ``addWorkBatchToPlan`` first appears in v2.28.7-1 (before it a batch closes only at 8 works or a repeated
 round). Channel counts, parts and the LL rule are the same in v2.27.3-1 and v2.28.7-1.
 
+Round 16 (v2.29.2-1, by tag; :func:`p2p_ll_by_peer_channels`): ``addP2pToPlan`` computes a peer's channel count
+with Simple's step first (``minPart`` 64 KiB) and then runs LL when ``bytes <= nChannels[dir] x
+NCCL_P2P_LL_THRESHOLD``, the peer's own count, not ``p2pnChannelsPerPeer``; the count is not recomputed for LL. So
+LL only up to 16 KiB a peer (one channel), and 16 KiB - 512 KiB a peer runs Simple on ``divUp(bytes, 64 KiB)``
+channels. v2.28.9-1 has the older rule; v2.29.2-1 and v2.29.7-1 the new one.
+
 The time model built on it (:func:`p2p_kernel_terms`): a channel's time is the sum over its batches
 of a fixed cost per batch plus the batch's NVLink bytes at one rate per block; the kernel's time is
 its slowest channel's. The fixed cost and the block rate, by protocol, are fitted
@@ -49,7 +55,7 @@ from dataclasses import dataclass
 
 __all__ = ["NCCL_STEPS", "NCCL_MAX_NTHREADS", "NCCL_MAX_DEV_WORK_P2P_PER_BATCH", "NCCL_P2P_LL_THRESHOLD",
            "NCCL_P2P_NVL_CHUNKSIZE", "NCCL_LL_STEP_BYTES", "P2pWork", "p2p_channel_batches", "p2p_channel_counts", "p2p_kernel_terms",
-           "reverse_bits", "channels_per_peer_min", "p2p_rules"]
+           "reverse_bits", "channels_per_peer_min", "p2p_rules", "p2p_ll_by_peer_channels", "p2p_peer_protocol"]
 
 #: ``src/include/device.h`` @ v2.28.7-1.
 NCCL_STEPS = 8
@@ -98,6 +104,37 @@ def p2p_rules(release) -> tuple[bool, bool]:
     return v >= (2, 28, 0), v >= (2, 28, 7)
 
 
+def p2p_ll_by_peer_channels(release) -> bool:
+    """Whether ``release`` takes LL by the peer's own channel count (v2.29+: ``bytes <= nChannels x 16 KiB``, the
+    count from Simple's step) rather than by ``p2pnChannelsPerPeer x 16 KiB`` (up to v2.28.9; None: v2.28.7's).
+
+    >>> p2p_ll_by_peer_channels((2, 28, 9)), p2p_ll_by_peer_channels((2, 29, 2)), p2p_ll_by_peer_channels(None)
+    (False, True, False)
+    """
+    return release is not None and tuple(release) >= (2, 29, 0)
+
+
+def p2p_peer_protocol(n_ranks: int, peer_bytes: int, *, p2p_channels: int, channels_per_peer: int,
+                      release=None) -> tuple[str, int]:
+    """(protocol, channels) of a send / recv of ``peer_bytes`` to another rank (not self), by ``release``'s rule.
+
+    Up to v2.28.9: LL iff ``peer_bytes <= channels_per_peer x 16 KiB``, channels from that protocol's step; v2.29+:
+    channels from Simple's step, LL iff ``peer_bytes <= channels x 16 KiB`` (:func:`p2p_ll_by_peer_channels`).
+
+    >>> p2p_peer_protocol(2, 64 << 10, p2p_channels=32, channels_per_peer=32)
+    ('LL', 8)
+    >>> [p2p_peer_protocol(2, b << 10, p2p_channels=32, channels_per_peer=32, release=(2, 29, 2)) for b in (16, 64)]
+    [('LL', 1), ('Simple', 1)]
+    """
+    m = channels_per_peer_min(n_ranks, p2p_channels, channels_per_peer)
+    b = int(peer_bytes)
+    if p2p_ll_by_peer_channels(release):
+        k = _n_channels(b, "Simple", m, channels_per_peer)
+        return ("LL" if b <= k * NCCL_P2P_LL_THRESHOLD else "Simple"), k
+    proto = "LL" if b <= channels_per_peer * NCCL_P2P_LL_THRESHOLD else "Simple"
+    return proto, _n_channels(b, proto, m, channels_per_peer)
+
+
 def reverse_bits(x: int, n_bits: int) -> int:
     """``reverseBits(x, nBits)`` of NCCL's bitops.h: the low ``n_bits`` bits of ``x``, reversed.
 
@@ -135,17 +172,20 @@ def _n_channels(nbytes: int, protocol: str, m: int, c: int) -> int:
     return k
 
 
-def p2p_channel_counts(n_ranks: int, peer_bytes: int, *, p2p_channels: int, channels_per_peer: int) -> tuple:
+def p2p_channel_counts(n_ranks: int, peer_bytes: int, *, p2p_channels: int, channels_per_peer: int,
+                       release=None) -> tuple:
     """(protocol of the peers, channels of a peer, channels of the copy to self): what decides the schedule's shape
     (the plan cache keys it; within one shape every part scales with the size, up to the 4 KiB alignment).
 
     >>> p2p_channel_counts(4, 1 << 28, p2p_channels=32, channels_per_peer=32)
-    ('Simple', 16, 16)
+    ('Simple', 16, 16, True)
     """
     m = channels_per_peer_min(n_ranks, p2p_channels, channels_per_peer)
-    proto = "LL" if peer_bytes <= channels_per_peer * NCCL_P2P_LL_THRESHOLD else "Simple"
-    return (proto, _n_channels(int(peer_bytes), proto, m, channels_per_peer),
-            _n_channels(int(peer_bytes), "Simple", m, channels_per_peer))
+    proto, k = p2p_peer_protocol(n_ranks, peer_bytes, p2p_channels=p2p_channels, channels_per_peer=channels_per_peer,
+                                 release=release)
+    # round 16: and whether a peer's part exceeds one Simple chunk (p2p_kernel_terms' fill: linear below, fixed above)
+    return (proto, k, _n_channels(int(peer_bytes), "Simple", m, channels_per_peer),
+            -(-int(peer_bytes) // k) > NCCL_P2P_NVL_CHUNKSIZE)
 
 
 def p2p_channel_batches(n_ranks: int, peer_bytes: int, *, p2p_channels: int,
@@ -170,14 +210,13 @@ def p2p_channel_batches(n_ranks: int, peer_bytes: int, *, p2p_channels: int,
     if P < 1 or P & (P - 1) or C < 1 or C & (C - 1) or C > P:
         raise ValueError(f"p2p channels: P={P}, C={C} must be powers of two with C <= P")
     m = channels_per_peer_min(n_ranks, P, C)
-    ll_max = C * NCCL_P2P_LL_THRESHOLD
+    peer_proto, peer_k = p2p_peer_protocol(n_ranks, peer_bytes, p2p_channels=P, channels_per_peer=C, release=release)
     log2p = P.bit_length() - 1
     rev_base, epochs = p2p_rules(release)
     chans: list[list[list[tuple[int, str, int]]]] = [[] for _ in range(P)]
     epoch_of: list[int] = [-1] * P
     for r in range(n_ranks):
-        proto = "LL" if (r != 0 and peer_bytes <= ll_max) else "Simple"
-        k = _n_channels(int(peer_bytes), proto, m, C)
+        proto, k = (peer_proto, peer_k) if r != 0 else ("Simple", _n_channels(int(peer_bytes), "Simple", m, C))
         part = -(-int(peer_bytes) // k)
         part = -(-part // _ALIGN) * _ALIGN
         base = reverse_bits(r, log2p) if rev_base else r & 0xff
@@ -196,7 +235,8 @@ def p2p_channel_batches(n_ranks: int, peer_bytes: int, *, p2p_channels: int,
 
 
 def p2p_kernel_terms(n_ranks: int, peer_bytes: int, *, p2p_channels: int, channels_per_peer: int,
-                     channel_Bps: dict, batch_s: dict, release=None, peer_s: float = 0.0) -> tuple[float, float]:
+                     channel_Bps: dict, batch_s: dict, release=None, peer_s: float = 0.0,
+                     fill_Bps: float = 0.0) -> tuple[float, float]:
     """(fixed, data) seconds of the slowest channel of NCCL's p2p kernel for a uniform all-to-all.
 
     A channel's time is ``sum over its batches (batch_s[protocol] + NVLink bytes of the batch /
@@ -207,6 +247,10 @@ as well: the block runs it). The slowest channel is the one with
     the largest total; its two parts are returned apart (the fixed part is the same for every size with
     the same schedule, the data part scales with the size). ``peer_s`` (round 13): a fixed cost per peer,
     ``(n_ranks - 1) x peer_s`` added once to the fixed part (``calibration.NCCL_P2P_ONEDOMAIN_PEER_S``).
+    ``fill_Bps`` (round 16; 0: none): a Simple batch also pays its largest NVLink part's last step again,
+    ``min(part, NCCL_P2P_NVL_CHUNKSIZE) / fill_Bps`` (a part moves in steps of one chunk, each handed over as a
+    whole: the step in flight when the sender finishes is not overlapped); in the data part while the part is at
+    most one chunk (it scales with the size), in the fixed part above (``calibration.NCCL_P2P_SIMPLE_FILL_BPS``).
 
     >>> f, d = p2p_kernel_terms(64, 1 << 20, p2p_channels=32, channels_per_peer=32,
     ...                         channel_Bps={"Simple": 20e9, "LL": 5e9}, batch_s={"Simple": 20e-6, "LL": 5e-6})
@@ -214,7 +258,8 @@ as well: the block runs it). The slowest channel is the one with
     (40.0, 104.9)
     """
     best = (-1.0, 0.0, 0.0)
-    proto = "LL" if peer_bytes <= channels_per_peer * NCCL_P2P_LL_THRESHOLD else "Simple"  # the peers' protocol
+    proto = p2p_peer_protocol(n_ranks, peer_bytes, p2p_channels=p2p_channels, channels_per_peer=channels_per_peer,
+                              release=release)[0]  # the peers' protocol
     for ch in p2p_channel_batches(n_ranks, peer_bytes, p2p_channels=p2p_channels,
                                   channels_per_peer=channels_per_peer, release=release):
         fixed = data = 0.0
@@ -222,6 +267,12 @@ as well: the block runs it). The slowest channel is the one with
             net = [w for w in batch if not w.is_self]
             fixed += batch_s[proto]
             data += sum(w.part_bytes for w in net) / channel_Bps[proto]
+            if fill_Bps > 0 and proto == "Simple" and net:
+                last = max(w.part_bytes for w in net)
+                if last <= NCCL_P2P_NVL_CHUNKSIZE:
+                    data += last / fill_Bps
+                else:
+                    fixed += NCCL_P2P_NVL_CHUNKSIZE / fill_Bps
         if fixed + data > best[0]:
             best = (fixed + data, fixed, data)
     return best[1] + peer_s * (n_ranks - 1), best[2]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 __all__ = ["NCCL_P2P_LL_MAX_BYTES_BY_ARCH", "NCCL_P2P_CHANNELS_BY_ARCH", "NCCL_P2P_CHANNEL_BPS", "NCCL_P2P_BATCH_S",
             "nccl_p2p_ll_max_bytes", "nccl_p2p_channels", "nccl_p2p_arch", "nccl_p2p_constants",
-            "NCCL_P2P_ONEDOMAIN_PEER_S", "nccl_p2p_onedomain_peer_s"]
+            "NCCL_P2P_ONEDOMAIN_PEER_S", "nccl_p2p_onedomain_peer_s", "NCCL_P2P_SIMPLE_FILL_BPS",
+            "nccl_p2p_simple_fill_Bps"]
 
 #: NCCL's point-to-point protocol inside one NVLink domain (round 8). NCCL runs a send or receive on LL when its
 #: bytes are at most ``p2pnChannelsPerPeer x NCCL_P2P_LL_THRESHOLD`` (src/enqueue.cc ``addP2pToPlan`` @ v2.28.7-1:
@@ -60,9 +61,11 @@ NCCL_P2P_CHANNELS_BY_ARCH = {100: (32, 32), 90: (32, 32), 80: (32, 32)}
 #: Hopper and Blackwell write over NVLink from the send warps (``NCCL_P2P_WRITE``), Ampere reads from the receive warps
 #: (src/graph/paths.cc ``ncclTopoCheckP2p`` @ v2.28.7-1: P2P read only between two sm80 GPUs). Decided before any
 #: held-out row was looked at; the same dict objects (a Blackwell refit carried over). Replaced in round 12 (below).
-NCCL_P2P_CHANNEL_BPS = {100: {"Simple": 21.5e9, "LL": 4.8e9}, 80: {"Simple": 10.0e9, "LL": 2.8e9}}
+NCCL_P2P_CHANNEL_BPS = {100: {"Simple": 21.5e9, "LL": 4.8e9}, 80: {"Simple": 10.5e9, "LL": 2.8e9}}
 #: Batch costs of 80 (Ampere) are round 13's (32 / 12 us until then; refitted with the cost per peer, below).
-NCCL_P2P_BATCH_S = {100: {"Simple": 22e-6, "LL": 10e-6}, 80: {"Simple": 30e-6, "LL": 10e-6}}
+NCCL_P2P_BATCH_S = {100: {"Simple": 13e-6, "LL": 10e-6}, 80: {"Simple": 20e-6, "LL": 10e-6}}
+#: Round 16: Simple refitted with the fill term (:data:`NCCL_P2P_SIMPLE_FILL_BPS`): Blackwell's batch cost 22 -> 13 us;
+#: Ampere's 30 -> 20 us and its block rate 10.0 -> 10.5 GB/s.
 #: Round 12 (Hopper one-board all-to-all): 90 (Hopper) has its own fit now, replacing the borrowed Blackwell objects:
 #: the same form and procedure on the 60 fit values of the H100 / H200 one-board all-to-all sweeps of NCCL 2.23 (groups
 #: ``aiconfigurator-nccl2.23-h100-1node`` and ``aiconfigurator-nccl2.23-h200-1node``: ai-dynamo/aiconfigurator
@@ -70,9 +73,9 @@ NCCL_P2P_BATCH_S = {100: {"Simple": 22e-6, "LL": 10e-6}, 80: {"Simple": 30e-6, "
 #: ``python benchmarks/fit_collective_constants.py p2p-channels-hopper``; every optimum inside its grid (Simple
 #: 6-30 GB/s x 0-40 us, LL 1-8 GB/s x 0-20 us). See docs/collectives.md "Round 12 (2026-12-03), Hopper one-board
 #: all-to-all".
-NCCL_P2P_CHANNEL_BPS[90] = {"Simple": 17.0e9, "LL": 5.0e9}
+NCCL_P2P_CHANNEL_BPS[90] = {"Simple": 18.0e9, "LL": 5.0e9}  # round 16: Simple 17 -> 18 GB/s with the fill
 #: Batch costs: round 13's (18 / 9 us in round 12; refitted with the cost per peer, below).
-NCCL_P2P_BATCH_S[90] = {"Simple": 14e-6, "LL": 5e-6}
+NCCL_P2P_BATCH_S[90] = {"Simple": 9e-6, "LL": 5e-6}  # round 16: Simple 14 -> 9 us with the fill
 #: Round 13 (Hopper one-board all-to-all, small sizes): a fixed cost per peer of a one-domain all-to-all,
 #: ``(n - 1) x`` this, added once to the p2p kernel's fixed part (:func:`collectives.p2p_channels.p2p_kernel_terms`,
 #: ``peer_s``): the 2 (n - 1) send / recv tasks of NCCL's group (host enqueue and ``scheduleP2pTasksToPlan``'s work
@@ -86,6 +89,22 @@ NCCL_P2P_BATCH_S[90] = {"Simple": 14e-6, "LL": 5e-6}
 #: 8.89 -> 8.59 %, most of it from refitting its Simple batch cost on the aiconfigurator rows); not adopted (0.0),
 #: see the docs.
 NCCL_P2P_ONEDOMAIN_PEER_S = {100: 0.0, 90: 1.2e-6, 80: 0.6e-6}
+
+#: Round 16 (one-board all-to-all mid sizes): the rate at which a Simple batch pays its largest part's last step again
+#: (``min(part, NCCL_P2P_NVL_CHUNKSIZE) / this``, :func:`collectives.p2p_channels.p2p_kernel_terms` ``fill_Bps``; 0 or
+#: absent: no such term). Fitted below (docs/collectives.md "Round 16 (2026-12-06), one-board all-to-all mid sizes").
+NCCL_P2P_SIMPLE_FILL_BPS: dict = {100: 45e9, 90: 30e9, 80: 20e9}
+#: Blackwell (100): fitted with the Simple block rate and batch cost (21.5 GB/s kept, 22 -> 13 us a batch), least mean
+#: |busbw error| over the 89 Simple-side fit values of the Blackwell one-domain all-to-all sweeps (aiconfigurator
+#: b200 / gb200 / gb300 2-8 GPUs, NCCL 2.29.2, with the v2.29 LL rule; OCI GB300 / GB200 one-rack sweeps, 2.28.7;
+#: ``gtc25-b200x8-alltoall``): grid rate 19-24 GB/s x batch 6-24 us x fill 0-120 GB/s, then 21-22 x 13-15 x 45-55;
+#: ``python benchmarks/fit_collective_constants.py p2p-simple-fill``. Without the fill the best of the grid is
+#: 20 GB/s and 16 us, 7.25 % (with it 4.83 %).
+#: Hopper (90), the same grids on the 27 Simple-side fit values of the NCCL 2.23 H100 / H200 sweeps and
+#: ``h100x8-alltoall`` (the round-12 / 13 set): block rate 17 -> 18 GB/s, batch 14 -> 9 us, fill 30 GB/s; 6.75 % (best
+#: without a fill: the round-13 17 GB/s / 14 us) -> 3.06 %. Ampere (80), on the 13 Simple-side fit values of the A100
+#: sweeps (NCCL 2.27.3): 10 -> 10.5 GB/s, 30 -> 20 us, fill 20 GB/s; 7.93 % -> 5.36 %. The fill is about twice the
+#: block rate in all three families (45 / 21.5, 30 / 18, 20 / 10.5).
 
 
 def nccl_p2p_arch(sm: int) -> int:
@@ -102,7 +121,7 @@ def nccl_p2p_constants(sm: int) -> tuple[dict, dict] | None:
     """(:data:`NCCL_P2P_CHANNEL_BPS`, :data:`NCCL_P2P_BATCH_S`) of the GPU's architecture family (None: none fitted).
 
     >>> nccl_p2p_constants(103)[1]["Simple"] * 1e6, nccl_p2p_constants(70)
-    (22.0, None)
+    (13.0, None)
     """
     a = nccl_p2p_arch(sm)
     if a not in NCCL_P2P_CHANNEL_BPS or a not in NCCL_P2P_BATCH_S:
@@ -139,3 +158,12 @@ def nccl_p2p_channels(sm: int) -> tuple[int, int] | None:
     ((32, 32), (32, 32), (32, 32), None)
     """
     return NCCL_P2P_CHANNELS_BY_ARCH.get(nccl_p2p_arch(sm))
+
+
+def nccl_p2p_simple_fill_Bps(sm: int) -> float:
+    """:data:`NCCL_P2P_SIMPLE_FILL_BPS` of the GPU's architecture family (0: no fill term).
+
+    >>> nccl_p2p_simple_fill_Bps(70)
+    0.0
+    """
+    return float(NCCL_P2P_SIMPLE_FILL_BPS.get(nccl_p2p_arch(sm), 0.0))

@@ -14,6 +14,7 @@ from collectives import nccl_model as nm
 from collectives.algorithms import NCCL_TO_OURS, Plan, Planner
 from collectives.calibration import (NVLS_PIPELINE_WINDOW_BYTES, net_eager_max_bytes, net_rendezvous_s, nccl_p2p_channels,
                                     ring_window_bytes)
+from collectives.nccl_model.constants import parse_nccl_version
 from collectives.p2p_channels import p2p_channel_counts
 from collectives.trees import check_buffsize, tree_channels, tree_correction_factor, tree_depth, tree_window_bytes
 from collectives.ops import Collective
@@ -68,8 +69,10 @@ class PlanCache:
             # round 11: and, inside one NVLink domain, the shape of NCCL's p2p schedule (channels per peer)
             p = self.planner
             chans = nccl_p2p_channels(p.gpu.sm) if p.p2p_kernel_terms(op, per_peer) is not None else None
-            shape = () if chans is None else p2p_channel_counts(op.n, int(per_peer), p2p_channels=chans[0],
-                                                                channels_per_peer=chans[1])
+            # round 16: the release's LL rule (op.options carries nccl_version, part of the shape key too)
+            shape = () if chans is None else p2p_channel_counts(
+                op.n, int(per_peer), p2p_channels=chans[0], channels_per_peer=chans[1],
+                release=parse_nccl_version(op.options.get("nccl_version")))
             return (self._above_eager(per_peer), p.p2p_protocol(op, per_peer), shape)
         if op.collective not in nm.MODELED_COLLECTIVES:
             return ()
