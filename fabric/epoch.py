@@ -155,7 +155,7 @@ class _EpochMixin:
 
     # ---------------------------------------------------------------- epochs
 
-    def _epoch_end(self, t0, aidx, rates, tc, sat) -> float:
+    def _epoch_end(self, t0, aidx, rates, tc, sat, n_act=None) -> float:
         """First time a budget runs out (docs/flow-engine.md §4), or the last completion.
 
         Per resource: on a saturated slot ``l`` (one that is some flow's
@@ -165,9 +165,15 @@ class _EpochMixin:
         flow-time ``int (active flows) dt``.  Both are piecewise linear between
         completions; the k earliest completions are walked in windows of growing
         size (one partial sort).  The aggregate curve is kept for ``_account``.
+
+        ``aidx`` None (a lazy epoch, :mod:`fabric.lazyepoch`): ``rates`` and ``tc`` are per listed flow, inf
+        where not active, and ``n_act`` flows are active (no multiplicities); the completions examined (the
+        listed flows before ``t_next``) are kept in ``_ee_cand`` as ``(flows, t_next)``.
         """
-        n = tc.shape[0]
+        dense = aidx is None
+        n = n_act if dense else tc.shape[0]
         self._curve = None
+        self._ee_cand = None
         if not sat.any():
             return float(tc.min())
         ix = self.ix
@@ -190,7 +196,7 @@ class _EpochMixin:
             wagg = np.where(sat, members / capx, 0.0)  # aggregate weight of the idle of a slot
         H0 = float((idle0 * wagg).sum())
         G0 = min(self.agg_lost - eps * self.agg_time, 0.0)
-        mult_a = None if self.L_mult is None else self.L_mult[aidx]
+        mult_a = None if self.L_mult is None or dense else self.L_mult[aidx]
         N0 = float(n) if mult_a is None else float(mult_a.sum())
         k = max(256, min(self._kguess, n))
         ek = self._kernels_for(n)
@@ -204,8 +210,10 @@ class _EpochMixin:
             else:
                 k = n
                 sel = np.argsort(tc, kind="stable")
+                if dense:
+                    sel = sel[:n]  # the active flows (the others' tc is inf), ties in flow order as over aidx
                 t_next = _INF
-            lidx = aidx[sel]
+            lidx = sel if dense else aidx[sel]
             tcs = tc[sel]
             keys2 = np.take(self.L_keys, lidx, axis=0)
             h = keys2.shape[1]
@@ -293,14 +301,19 @@ class _EpochMixin:
                     best = ta
                     self._by_aggregate = True
             if best <= t_next or k >= n:
-                t1 = best if best <= t_next else float(tc.max())
+                t1 = best if best <= t_next else float(tcs.max() if dense else tc.max())
                 self._curve = (tb, H, N0 - Nd)
+                if dense:
+                    self._ee_cand = (lidx, t_next)
                 self._kguess = 2 * int(np.searchsorted(tcs, t1, side="right")) + 1
                 return t1
             k *= 8
 
-    def _account(self, t0, t1, aidx, rates, tc, done, sat, di=None):
-        """Busy time, epoch budget and time series for the interval [t0, t1) (``di``: ``flatnonzero(done)``)."""
+    def _account(self, t0, t1, aidx, rates, tc, done, sat, di=None, n0=None):
+        """Busy time, epoch budget and time series for the interval [t0, t1) (``di``: ``flatnonzero(done)``).
+
+        ``n0``: the number of active flows when ``aidx`` holds only some of them (a lazy epoch: the
+        completions examined; no multiplicities, no time series)."""
         dt = t1 - t0
         R1 = self.pr.R + 1
         ix = self.ix
@@ -359,6 +372,8 @@ class _EpochMixin:
                     seg = np.diff(np.append(tb[:j], t1))
                     self.agg_lost += float((H[:j] * seg).sum())
                     self.agg_time += float((Nact[:j] * seg).sum())
+                elif n0 is not None:
+                    N0 = float(n0)
                 else:
                     N0 = float(aidx.shape[0]) if self.L_mult is None else float(self.L_mult[aidx].sum())
                     self.agg_time += N0 * dt

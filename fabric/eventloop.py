@@ -22,6 +22,7 @@ from fabric import fillorder as _fo
 from fabric import slotfill as _sf
 from fabric.problem import FlowResult, _Prob
 from fabric.epoch import _EpochMixin, _row_bincount
+from fabric.lazyepoch import _LazyMixin
 from fabric.phases import _PhaseMixin
 from fabric.kernels import FILL_MIN_ENTRIES_LOADED
 from fabric.reductions import _unconstrained
@@ -61,7 +62,7 @@ def _epoch_kernels(n: int):
     return epoch_kernels
 
 
-class _EventLoop(_PhaseMixin, _EpochMixin):
+class _EventLoop(_LazyMixin, _PhaseMixin, _EpochMixin):
     """Exact and epoch event loops (internal)."""
 
     def __init__(self, pr: _Prob, *, exact: bool, epsilon: float, time_series: bool, memory_limit_bytes: int,
@@ -242,11 +243,13 @@ class _EventLoop(_PhaseMixin, _EpochMixin):
             if admitted is not None:
                 need_cold = True
             if self.ix is None or (admitted is not None and self._needs_index(admitted)):
+                self._lazy_off(t)
                 self._rebuild()
                 need_cold = True
             else:
                 n_live = int(np.count_nonzero(self.L_act)) + self.n_pending
                 if self.ix.size and n_live * 2 < self.ix.size:
+                    self._lazy_off(t)
                     self._rebuild()
                     need_cold = True
                 elif n_live * 4 < 3 * self.n_listed:
@@ -258,6 +261,13 @@ class _EventLoop(_PhaseMixin, _EpochMixin):
                 t = max(t, self.heap[0][0])
                 continue
             self.events += 1
+            ek = _epoch_kernels(n_act)
+            if self._lazy_on(ek, n_act, need_cold, t):  # (fabric.lazyepoch)
+                t, last_departed_min, n_resc = self._lazy_step(ek, t, need_cold, last_departed_min, n_resc,
+                                                               _MAX_RESCALES)
+                need_cold = False
+                next_aidx = None
+                continue
             # ---- solve
             # the active flows: what the last advance kept, while no arrival and no rebuild changed the lists
             aidx = next_aidx if next_aidx is not None and admitted is None and self.ix is ix0 \
@@ -278,7 +288,6 @@ class _EventLoop(_PhaseMixin, _EpochMixin):
             else:
                 n_resc += 1
             need_cold = False
-            ek = _epoch_kernels(aidx.shape[0])
             rem = None
             if tc is None:
                 rem = self.L_rem[aidx]
@@ -331,18 +340,24 @@ class _EventLoop(_PhaseMixin, _EpochMixin):
         Also records every active flow's bottleneck slot (``L_bneck``) and the
         number of flows (x multiplicity) bottlenecked at each slot (``members``).
         The compiled tail also sets ``L_mm`` and returns the completion times ``t + L_rem / rates``
-        (``tc``; None from the numpy tail).
+        (``tc``; None from the numpy tail).  ``aidx`` None: a lazy epoch (:mod:`fabric.lazyepoch`; compiled
+        passes, ``lz_n`` active flows): the rates and completion times are set per listed flow; returns None.
         """
         ix = self.ix
         n = ix.size
-        all_active = aidx.shape[0] == n
+        n_a = self.lz_n if aidx is None else aidx.shape[0]
+        all_active = n_a == n
         ek = _epoch_kernels(n)
         tc = None
         fixed = ri = None
         if warm_x is not None:
             prev = self.L_mm
             thr = warm_x * (1.0 - _mm.TIE_RTOL)
-            if ek is not None:  # fixed flows and re-filled ones in one pass over the active flows
+            if aidx is None:  # the same split, over the listed flows that are active
+                fixed, ri, nf = ek.lazy_split(self.L_act, prev, thr)
+                if nf == 0:
+                    fixed = None
+            elif ek is not None:  # fixed flows and re-filled ones in one pass over the active flows
                 fixed, ri, nf = ek.warm_split(aidx, prev, thr, n)
                 if nf == 0:
                     fixed = None
@@ -355,7 +370,7 @@ class _EventLoop(_PhaseMixin, _EpochMixin):
                 ri = np.flatnonzero(self.L_act & ~fixed)
             sub = _INCREMENTAL and not self.exact and ri.shape[0] * _SUB_FILL < self.n_listed
             state = None if sub else _fo.states(self.L_act & ~fixed)
-            nfix = aidx.shape[0] - ri.shape[0]
+            nfix = n_a - ri.shape[0]
             incr = _INCREMENTAL and self.mm_load is not None
             r1 = self.pr.R + 1
             sums = None  # the re-filled flows' coefficient sums, load and entries per slot (one compiled pass)
@@ -368,7 +383,7 @@ class _EventLoop(_PhaseMixin, _EpochMixin):
                     coef = np.take(self.sw, keys)
                 else:
                     coef = None if ix.coef is None else np.take(ix.coef, ri, axis=0)
-            if 2 * nfix < aidx.shape[0]:
+            if 2 * nfix < n_a:
                 cnt = self.cntw - self._coef_sums(ix, _fo.states(fixed))
             elif sums is not None:
                 cnt = sums[0]
@@ -494,6 +509,14 @@ class _EventLoop(_PhaseMixin, _EpochMixin):
         them over the active flows)."""
         z = np.zeros(1)
         zi = np.zeros(1, dtype=np.int64)
+        if aidx is None:  # a lazy epoch: the flows whose rate is set only (all active ones after a cold fill)
+            idx = np.flatnonzero(self.L_act) if kind == ek.COLD else ri
+            self.members = ek.lazy_tail(
+                kind, idx, np.zeros(1, dtype=np.bool_) if fixed is None else fixed, z if prev is None else prev,
+                out.level, out.bneck, self.L_bneck, self.pr.R + 1, float(t), self.L_act, self.L_rem, self.L_tref,
+                self.L_rate, self.L_mm, self.L_tc, self.members, self.lz_restore)
+            self.lz_restore = False
+            return None, None
         want = not self.exact or self.ts
         mult = self.L_mult
         with np.errstate(divide="ignore", invalid="ignore"):
