@@ -217,11 +217,6 @@ class _EpochMixin:
             tcs = tc[sel]
             keys2 = np.take(self.L_keys, lidx, axis=0)
             h = keys2.shape[1]
-            ar = np.repeat(rates[sel], h)
-            if self.sw is not None or ix.coef is not None:
-                c = self._coef_rows(lidx, keys2)
-                ar = ar * (np.repeat(c, h) if c.ndim == 1 else c.reshape(-1))
-            memb = (keys2 == self.L_bneck[lidx][:, None]).reshape(-1)
             keys = keys2.reshape(-1)
             m = sat[keys]
             nm = int(np.count_nonzero(m))
@@ -236,7 +231,16 @@ class _EpochMixin:
                 else:
                     o = _argsort_slots(np.where(m, keys, capx.shape[0]), capx.shape[0])[:nm]
                 jj = o // h
-                keys, ar, memb = keys[o], ar[o], memb[o]
+                keys = keys[o]
+                # the saturated entries' rate x coefficient and whether the slot is the flow's bottleneck (the
+                # values the rows' per-entry products take, gathered for these entries only)
+                ar = np.take(rates[sel], jj)
+                if self.sw is not None:
+                    ar = ar * np.take(self.sw, keys)
+                elif ix.coef is not None:
+                    c = np.take(ix.coef, lidx, axis=0)
+                    ar = ar * (np.take(c, jj) if c.ndim == 1 else np.take(c.reshape(-1), o))
+                memb = keys == np.take(self.L_bneck[lidx], jj)
                 te = tcs[jj]
                 A = np.cumsum(ar)
                 B = np.cumsum(ar * te)
