@@ -42,6 +42,7 @@ class _LazyMixin:
     lz = False  # the loop's state is lazy (L_tref, L_tc valid for the active flows)
     lz_n = 0  # active flows (lazy epochs keep the count, not the array)
     lz_restore = False  # rescaled since the last solve: the next warm start gives fixed flows their max-min rate
+    _ee_cand = None  # the completions the last lazy epoch end examined, (flows, t_next) (fabric.epoch)
 
     def _lazy_eligible(self) -> bool:
         """Whether this loop may run lazy epochs at all (epoch mode, no multiplicities, no time series)."""
