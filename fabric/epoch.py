@@ -19,11 +19,12 @@ __all__: list[str] = []
 _INF = np.inf
 
 
-def _earliest(tc: np.ndarray, k: int) -> np.ndarray:
+def _earliest(tc: np.ndarray, k: int, ek=None) -> np.ndarray:
     """Indices of at least the ``k + 1`` smallest values of ``tc`` (unordered, all values below any left out).
 
     A threshold estimated on a strided sample selects them with one comparison
-    pass; ``argpartition`` is the fallback when the estimate misses.
+    pass; ``argpartition`` is the fallback when the estimate misses.  ``ek``
+    (:mod:`fabric.epoch_kernels`): the comparison pass compiled (the same indices).
     """
     n = tc.shape[0]
     if n > 16 * k and n > 65536:
@@ -31,8 +32,12 @@ def _earliest(tc: np.ndarray, k: int) -> np.ndarray:
         samp = np.sort(tc[::step])
         q = min(samp.shape[0] - 1, int(1.5 * (k + 1) / n * samp.shape[0]) + 2)
         thr = samp[q]
-        sel = np.flatnonzero(tc <= thr)
-        if k + 1 <= sel.shape[0] <= 4 * (k + 1):
+        if ek is not None:
+            sel, m = ek.select_le(tc, thr, 4 * (k + 1))
+        else:
+            sel = np.flatnonzero(tc <= thr)
+            m = sel.shape[0]
+        if k + 1 <= m <= 4 * (k + 1):
             return sel
     return np.argpartition(tc, k)[: k + 1]
 
@@ -202,7 +207,7 @@ class _EpochMixin:
         ek = self._kernels_for(n)
         while True:
             if k < n:
-                sel = _earliest(tc, k)
+                sel = _earliest(tc, k, ek)
                 sel = sel[np.argsort(tc[sel])]
                 t_next = float(tc[sel[-1]])
                 sel = sel[:-1]

@@ -25,7 +25,7 @@ import numpy as np
 from fabric import kernels as _kernels
 
 __all__ = ["COLD", "WARM", "WARM_SUB", "solve_tail", "advance", "warm_sums", "compact_lists", "slot_table", "warm_split",
-           "saturated_order", "lazy_split", "lazy_tail", "lazy_set", "lazy_materialize"]
+           "saturated_order", "select_le", "lazy_split", "lazy_tail", "lazy_set", "lazy_materialize"]
 
 COLD = 0  #: every active flow was filled
 WARM = 1  #: warm start on the full index: the flows ``ri`` were re-filled, the others kept their rates
@@ -220,6 +220,21 @@ def saturated_order(keys, m, nm, r1):
             out[start[k]] = e
             start[k] += 1
     return out
+
+
+@_jit
+def select_le(tc, thr, limit):
+    """``(np.flatnonzero(tc <= thr), its length)`` when that has at most ``limit`` entries, else ``(an empty
+    array, limit + 1)`` (one pass, stopped early)."""
+    out = np.empty(limit, np.int64)
+    m = 0
+    for i in range(tc.shape[0]):
+        if tc[i] <= thr:
+            if m == limit:
+                return out[:0].copy(), limit + 1
+            out[m] = i
+            m += 1
+    return out[:m].copy(), m
 
 
 # ---------------------------------------------------------------- lazy epochs (fabric.lazyepoch)

@@ -119,3 +119,20 @@ def test_rescales_in_lazy_epochs(monkeypatch):
         _close(new, ref)
         seen += resc
     assert seen > 0
+
+
+def test_compiled_selection_of_the_earliest_completions():
+    """``_earliest`` with the compiled comparison pass gives numpy's indices (with infinities and ties), and the
+    kernel reports a selection over its limit."""
+    from fabric import epoch_kernels as ek
+    from fabric.epoch import _earliest
+
+    rng = np.random.default_rng(3)
+    for n, k in ((200_000, 300), (100_000, 2_000), (70_000, 4_000)):
+        tc = np.round(rng.exponential(1.0, n), 3)  # ties
+        tc[rng.random(n) < 0.4] = np.inf  # flows not active in a lazy epoch
+        assert np.array_equal(_earliest(tc, k, ek), _earliest(tc, k))
+        sel, m = ek.select_le(tc, 0.5, n)
+        assert np.array_equal(sel, np.flatnonzero(tc <= 0.5)) and m == sel.shape[0]
+        sel, m = ek.select_le(tc, 0.5, 10)
+        assert sel.shape[0] == 0 and m == 11
