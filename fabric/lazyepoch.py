@@ -111,7 +111,7 @@ class _LazyMixin:
         if cand is not None and cut < cand[1]:
             cand = np.sort(cand[0])
         else:
-            cand = np.flatnonzero(self.L_tc <= cut)
+            cand = np.flatnonzero((self.L_tc <= cut) & self.L_act)  # (an infinite cut: active flows only)
         tcc = self.L_tc[cand]
         while True:
             done = tcc <= cut
