@@ -287,8 +287,10 @@ def lazy_tail(kind, idx, fixed, prev, level, bneck, L_bneck, r1, t, L_act, L_rem
     ``level`` at their new bottleneck (``bneck[i]``, or ``bneck[q]`` by position) and move in ``members0``;
     the fixed flows keep their rate and completion time, or, with ``restore`` (rescales since the last solve),
     get their max-min rate ``prev`` back.  Every flow given a rate: :func:`_lazy_put`, and ``L_mm`` = the rate.
+    Returns ``(members, the smallest level given, inf if none)``.
     """
     members = np.zeros(r1)
+    rmin = np.inf
     if kind == COLD:
         lanes = np.zeros((4, r1), np.int64)
         for q in range(idx.shape[0]):
@@ -297,6 +299,8 @@ def lazy_tail(kind, idx, fixed, prev, level, bneck, L_bneck, r1, t, L_act, L_rem
             L_bneck[i] = b
             r = level[b]
             L_mm[i] = r
+            if r < rmin:
+                rmin = r
             _lazy_put(i, r, t, L_rem, L_tref, L_rate, L_tc)
             lanes[q & 3, b] += 1
         for s in range(r1):
@@ -312,13 +316,15 @@ def lazy_tail(kind, idx, fixed, prev, level, bneck, L_bneck, r1, t, L_act, L_rem
             L_bneck[i] = b
             r = level[b]
             L_mm[i] = r
+            if r < rmin:
+                rmin = r
             _lazy_put(i, r, t, L_rem, L_tref, L_rate, L_tc)
         if restore:
             for i in range(L_act.shape[0]):
                 if L_act[i] and fixed[i] and L_rate[i] != prev[i]:
                     _lazy_put(i, prev[i], t, L_rem, L_tref, L_rate, L_tc)
     members[0] = 0.0
-    return members
+    return members, rmin
 
 
 @_jit

@@ -353,7 +353,9 @@ class _EventLoop(_LazyMixin, _PhaseMixin, _EpochMixin):
         if warm_x is not None:
             prev = self.L_mm
             thr = warm_x * (1.0 - _mm.TIE_RTOL)
-            if aidx is None:  # the same split, over the listed flows that are active
+            if aidx is None and not thr > self.lz_low:
+                fixed = None  # no active flow is below thr: the split would fix none (a lazy epoch skips its pass)
+            elif aidx is None:  # the same split, over the listed flows that are active
                 fixed, ri, nf = ek.lazy_split(self.L_act, prev, thr)
                 if nf == 0:
                     fixed = None
@@ -511,11 +513,13 @@ class _EventLoop(_LazyMixin, _PhaseMixin, _EpochMixin):
         zi = np.zeros(1, dtype=np.int64)
         if aidx is None:  # a lazy epoch: the flows whose rate is set only (all active ones after a cold fill)
             idx = np.flatnonzero(self.L_act) if kind == ek.COLD else ri
-            self.members = ek.lazy_tail(
+            self.members, rmin = ek.lazy_tail(
                 kind, idx, np.zeros(1, dtype=np.bool_) if fixed is None else fixed, z if prev is None else prev,
                 out.level, out.bneck, self.L_bneck, self.pr.R + 1, float(t), self.L_act, self.L_rem, self.L_tref,
                 self.L_rate, self.L_mm, self.L_tc, self.members, self.lz_restore)
             self.lz_restore = False
+            # every active flow's L_mm was given since the last cold fill: a lower bound of them all
+            self.lz_low = rmin if kind == ek.COLD else min(self.lz_low, rmin)
             return None, None
         want = not self.exact or self.ts
         mult = self.L_mult

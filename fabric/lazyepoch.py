@@ -43,6 +43,7 @@ class _LazyMixin:
     lz_n = 0  # active flows (lazy epochs keep the count, not the array)
     lz_restore = False  # rescaled since the last solve: the next warm start gives fixed flows their max-min rate
     _ee_cand = None  # the completions the last lazy epoch end examined, (flows, t_next) (fabric.epoch)
+    lz_low = -_INF  # a lower bound of the active flows' max-min rates (set by every lazy tail)
 
     def _lazy_eligible(self) -> bool:
         """Whether this loop may run lazy epochs at all (epoch mode, no multiplicities, no time series)."""
@@ -68,6 +69,7 @@ class _LazyMixin:
         self.lz = True
         self.lz_n = n_act
         self.lz_restore = False
+        self.lz_low = -_INF
         return True
 
     def _lazy_off(self, t: float) -> None:
