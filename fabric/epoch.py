@@ -19,11 +19,12 @@ __all__: list[str] = []
 _INF = np.inf
 
 
-def _earliest(tc: np.ndarray, k: int) -> np.ndarray:
+def _earliest(tc: np.ndarray, k: int, ek=None) -> np.ndarray:
     """Indices of at least the ``k + 1`` smallest values of ``tc`` (unordered, all values below any left out).
 
     A threshold estimated on a strided sample selects them with one comparison
-    pass; ``argpartition`` is the fallback when the estimate misses.
+    pass; ``argpartition`` is the fallback when the estimate misses.  ``ek``
+    (:mod:`fabric.epoch_kernels`): the comparison pass compiled (the same indices).
     """
     n = tc.shape[0]
     if n > 16 * k and n > 65536:
@@ -31,8 +32,12 @@ def _earliest(tc: np.ndarray, k: int) -> np.ndarray:
         samp = np.sort(tc[::step])
         q = min(samp.shape[0] - 1, int(1.5 * (k + 1) / n * samp.shape[0]) + 2)
         thr = samp[q]
-        sel = np.flatnonzero(tc <= thr)
-        if k + 1 <= sel.shape[0] <= 4 * (k + 1):
+        if ek is not None:
+            sel, m = ek.select_le(tc, thr, 4 * (k + 1))
+        else:
+            sel = np.flatnonzero(tc <= thr)
+            m = sel.shape[0]
+        if k + 1 <= m <= 4 * (k + 1):
             return sel
     return np.argpartition(tc, k)[: k + 1]
 
@@ -155,7 +160,7 @@ class _EpochMixin:
 
     # ---------------------------------------------------------------- epochs
 
-    def _epoch_end(self, t0, aidx, rates, tc, sat) -> float:
+    def _epoch_end(self, t0, aidx, rates, tc, sat, n_act=None) -> float:
         """First time a budget runs out (docs/flow-engine.md §4), or the last completion.
 
         Per resource: on a saturated slot ``l`` (one that is some flow's
@@ -165,9 +170,15 @@ class _EpochMixin:
         flow-time ``int (active flows) dt``.  Both are piecewise linear between
         completions; the k earliest completions are walked in windows of growing
         size (one partial sort).  The aggregate curve is kept for ``_account``.
+
+        ``aidx`` None (a lazy epoch, :mod:`fabric.lazyepoch`): ``rates`` and ``tc`` are per listed flow, inf
+        where not active, and ``n_act`` flows are active (no multiplicities); the completions examined (the
+        listed flows before ``t_next``) are kept in ``_ee_cand`` as ``(flows, t_next)``.
         """
-        n = tc.shape[0]
+        dense = aidx is None
+        n = n_act if dense else tc.shape[0]
         self._curve = None
+        self._ee_cand = None
         if not sat.any():
             return float(tc.min())
         ix = self.ix
@@ -190,13 +201,13 @@ class _EpochMixin:
             wagg = np.where(sat, members / capx, 0.0)  # aggregate weight of the idle of a slot
         H0 = float((idle0 * wagg).sum())
         G0 = min(self.agg_lost - eps * self.agg_time, 0.0)
-        mult_a = None if self.L_mult is None else self.L_mult[aidx]
+        mult_a = None if self.L_mult is None or dense else self.L_mult[aidx]
         N0 = float(n) if mult_a is None else float(mult_a.sum())
         k = max(256, min(self._kguess, n))
         ek = self._kernels_for(n)
         while True:
             if k < n:
-                sel = _earliest(tc, k)
+                sel = _earliest(tc, k, ek)
                 sel = sel[np.argsort(tc[sel])]
                 t_next = float(tc[sel[-1]])
                 sel = sel[:-1]
@@ -204,16 +215,13 @@ class _EpochMixin:
             else:
                 k = n
                 sel = np.argsort(tc, kind="stable")
+                if dense:
+                    sel = sel[:n]  # the active flows (the others' tc is inf), ties in flow order as over aidx
                 t_next = _INF
-            lidx = aidx[sel]
+            lidx = sel if dense else aidx[sel]
             tcs = tc[sel]
             keys2 = np.take(self.L_keys, lidx, axis=0)
             h = keys2.shape[1]
-            ar = np.repeat(rates[sel], h)
-            if self.sw is not None or ix.coef is not None:
-                c = self._coef_rows(lidx, keys2)
-                ar = ar * (np.repeat(c, h) if c.ndim == 1 else c.reshape(-1))
-            memb = (keys2 == self.L_bneck[lidx][:, None]).reshape(-1)
             keys = keys2.reshape(-1)
             m = sat[keys]
             nm = int(np.count_nonzero(m))
@@ -228,7 +236,16 @@ class _EpochMixin:
                 else:
                     o = _argsort_slots(np.where(m, keys, capx.shape[0]), capx.shape[0])[:nm]
                 jj = o // h
-                keys, ar, memb = keys[o], ar[o], memb[o]
+                keys = keys[o]
+                # the saturated entries' rate x coefficient and whether the slot is the flow's bottleneck (the
+                # values the rows' per-entry products take, gathered for these entries only)
+                ar = np.take(rates[sel], jj)
+                if self.sw is not None:
+                    ar = ar * np.take(self.sw, keys)
+                elif ix.coef is not None:
+                    c = np.take(ix.coef, lidx, axis=0)
+                    ar = ar * (np.take(c, jj) if c.ndim == 1 else np.take(c.reshape(-1), o))
+                memb = keys == np.take(self.L_bneck[lidx], jj)
                 te = tcs[jj]
                 A = np.cumsum(ar)
                 B = np.cumsum(ar * te)
@@ -293,14 +310,19 @@ class _EpochMixin:
                     best = ta
                     self._by_aggregate = True
             if best <= t_next or k >= n:
-                t1 = best if best <= t_next else float(tc.max())
+                t1 = best if best <= t_next else float(tcs.max() if dense else tc.max())
                 self._curve = (tb, H, N0 - Nd)
+                if dense:
+                    self._ee_cand = (lidx, t_next)
                 self._kguess = 2 * int(np.searchsorted(tcs, t1, side="right")) + 1
                 return t1
             k *= 8
 
-    def _account(self, t0, t1, aidx, rates, tc, done, sat, di=None):
-        """Busy time, epoch budget and time series for the interval [t0, t1) (``di``: ``flatnonzero(done)``)."""
+    def _account(self, t0, t1, aidx, rates, tc, done, sat, di=None, n0=None):
+        """Busy time, epoch budget and time series for the interval [t0, t1) (``di``: ``flatnonzero(done)``).
+
+        ``n0``: the number of active flows when ``aidx`` holds only some of them (a lazy epoch: the
+        completions examined; no multiplicities, no time series)."""
         dt = t1 - t0
         R1 = self.pr.R + 1
         ix = self.ix
@@ -359,6 +381,8 @@ class _EpochMixin:
                     seg = np.diff(np.append(tb[:j], t1))
                     self.agg_lost += float((H[:j] * seg).sum())
                     self.agg_time += float((Nact[:j] * seg).sum())
+                elif n0 is not None:
+                    N0 = float(n0)
                 else:
                     N0 = float(aidx.shape[0]) if self.L_mult is None else float(self.L_mult[aidx].sum())
                     self.agg_time += N0 * dt

@@ -24,7 +24,8 @@ import numpy as np
 
 from fabric import kernels as _kernels
 
-__all__ = ["COLD", "WARM", "WARM_SUB", "solve_tail", "advance", "warm_sums", "compact_lists", "slot_table", "warm_split", "saturated_order"]
+__all__ = ["COLD", "WARM", "WARM_SUB", "solve_tail", "advance", "warm_sums", "compact_lists", "slot_table", "warm_split",
+           "saturated_order", "select_le", "lazy_split", "lazy_tail", "lazy_set", "lazy_materialize"]
 
 COLD = 0  #: every active flow was filled
 WARM = 1  #: warm start on the full index: the flows ``ri`` were re-filled, the others kept their rates
@@ -219,3 +220,127 @@ def saturated_order(keys, m, nm, r1):
             out[start[k]] = e
             start[k] += 1
     return out
+
+
+@_jit
+def select_le(tc, thr, limit):
+    """``(np.flatnonzero(tc <= thr), its length)`` when that has at most ``limit`` entries, else ``(an empty
+    array, limit + 1)`` (one pass, stopped early)."""
+    out = np.empty(limit, np.int64)
+    m = 0
+    for i in range(tc.shape[0]):
+        if tc[i] <= thr:
+            if m == limit:
+                return out[:0].copy(), limit + 1
+            out[m] = i
+            m += 1
+    return out[:m].copy(), m
+
+
+# ---------------------------------------------------------------- lazy epochs (fabric.lazyepoch)
+#
+# A flow's remaining bytes are kept as of the time its rate was last set (``L_rem`` at ``L_tref``), with its
+# completion time ``L_tc`` (inf when not active); an epoch touches only the flows whose rate changes and those
+# that finish (docs/design-notes.md, "Lazy epochs").
+
+
+@_jit
+def _lazy_put(i, r, t, L_rem, L_tref, L_rate, L_tc):
+    """Flow ``i`` gets rate ``r`` at ``t``: its remaining bytes brought to ``t`` at the old rate (clipped at 0,
+    as the advance does), then ``L_tc = t + rem / r``."""
+    left = L_rem[i] - L_rate[i] * (t - L_tref[i])
+    if left < 0.0:
+        left = 0.0
+    L_rem[i] = left
+    L_tref[i] = t
+    L_rate[i] = r
+    L_tc[i] = t + left / r
+
+
+@_jit
+def lazy_split(L_act, prev, thr):
+    """:func:`warm_split` over every listed flow that is active (``L_act``): the same ``(fixed, ri, n_fixed)``
+    as over ``np.flatnonzero(L_act)``, without that array."""
+    n = L_act.shape[0]
+    fixed = np.zeros(n, np.bool_)
+    ri = np.empty(n, np.int64)
+    m = 0
+    na = 0
+    for i in range(n):
+        if L_act[i]:
+            na += 1
+            if prev[i] < thr:
+                fixed[i] = True
+            else:
+                ri[m] = i
+                m += 1
+    return fixed, ri[:m].copy(), na - m
+
+
+@_jit
+def lazy_tail(kind, idx, fixed, prev, level, bneck, L_bneck, r1, t, L_act, L_rem, L_tref, L_rate, L_mm, L_tc,
+              members0, restore):
+    """:func:`solve_tail` of a lazy epoch (no multiplicities); returns the members per slot.
+
+    COLD: ``idx`` are every active flow (ascending); each gets ``level[bneck[i]]`` and the members are counted
+    over them (as :func:`solve_tail`).  WARM / WARM_SUB: ``idx`` are the re-filled flows ``ri``; they get
+    ``level`` at their new bottleneck (``bneck[i]``, or ``bneck[q]`` by position) and move in ``members0``;
+    the fixed flows keep their rate and completion time, or, with ``restore`` (rescales since the last solve),
+    get their max-min rate ``prev`` back.  Every flow given a rate: :func:`_lazy_put`, and ``L_mm`` = the rate.
+    Returns ``(members, the smallest level given, inf if none)``.
+    """
+    members = np.zeros(r1)
+    rmin = np.inf
+    if kind == COLD:
+        lanes = np.zeros((4, r1), np.int64)
+        for q in range(idx.shape[0]):
+            i = idx[q]
+            b = bneck[i]
+            L_bneck[i] = b
+            r = level[b]
+            L_mm[i] = r
+            if r < rmin:
+                rmin = r
+            _lazy_put(i, r, t, L_rem, L_tref, L_rate, L_tc)
+            lanes[q & 3, b] += 1
+        for s in range(r1):
+            members[s] = float(lanes[0, s] + lanes[1, s] + lanes[2, s] + lanes[3, s])
+    else:
+        for s in range(r1):
+            members[s] = members0[s]
+        for q in range(idx.shape[0]):
+            i = idx[q]
+            b = bneck[q] if kind == WARM_SUB else bneck[i]
+            members[L_bneck[i]] -= 1.0
+            members[b] += 1.0
+            L_bneck[i] = b
+            r = level[b]
+            L_mm[i] = r
+            if r < rmin:
+                rmin = r
+            _lazy_put(i, r, t, L_rem, L_tref, L_rate, L_tc)
+        if restore:
+            for i in range(L_act.shape[0]):
+                if L_act[i] and fixed[i] and L_rate[i] != prev[i]:
+                    _lazy_put(i, prev[i], t, L_rem, L_tref, L_rate, L_tc)
+    members[0] = 0.0
+    return members, rmin
+
+
+@_jit
+def lazy_set(aidx, rates, t, L_rem, L_tref, L_rate, L_tc):
+    """The active flows ``aidx`` get ``rates`` at ``t`` (a rescale; ``L_mm`` stays the max-min rate)."""
+    for q in range(aidx.shape[0]):
+        _lazy_put(aidx[q], rates[q], t, L_rem, L_tref, L_rate, L_tc)
+
+
+@_jit
+def lazy_materialize(L_act, t, L_rem, L_tref, L_rate):
+    """Every active flow's remaining bytes brought to ``t`` (``L_tref = t``): the state the dense loop keeps."""
+    for i in range(L_act.shape[0]):
+        if L_act[i]:
+            left = L_rem[i] - L_rate[i] * (t - L_tref[i])
+            if left < 0.0:
+                left = 0.0
+            L_rem[i] = left
+            L_tref[i] = t

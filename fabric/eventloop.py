@@ -1,6 +1,6 @@
 """The exact and epoch event loops of the flow engine (docs/flow-engine.md §3-4).
 
-:class:`_EventLoop` admits flows as their phases start, solves max-min rates
+:class:`_EventLoop` admits flows as their phases start (:mod:`fabric.phases`), solves max-min rates
 (warm-started after pure departures), and advances to the next completion
 (exact mode) or to the end of an epoch, when a budget of idled capacity runs
 out (epoch mode, with rescales between solves). :func:`fabric.engine.simulate`
@@ -14,8 +14,6 @@ Examples
 
 from __future__ import annotations
 
-import heapq
-
 import numpy as np
 
 from fabric import kernels as _kernels
@@ -24,6 +22,8 @@ from fabric import fillorder as _fo
 from fabric import slotfill as _sf
 from fabric.problem import FlowResult, _Prob
 from fabric.epoch import _EpochMixin, _row_bincount
+from fabric.lazyepoch import _LazyMixin
+from fabric.phases import _PhaseMixin
 from fabric.kernels import FILL_MIN_ENTRIES_LOADED
 from fabric.reductions import _unconstrained
 from topologies.errors import ProblemTooLargeError
@@ -62,7 +62,7 @@ def _epoch_kernels(n: int):
     return epoch_kernels
 
 
-class _EventLoop(_EpochMixin):
+class _EventLoop(_LazyMixin, _PhaseMixin, _EpochMixin):
     """Exact and epoch event loops (internal)."""
 
     def __init__(self, pr: _Prob, *, exact: bool, epsilon: float, time_series: bool, memory_limit_bytes: int,
@@ -139,50 +139,6 @@ class _EventLoop(_EpochMixin):
     def _kernels_for(n: int):
         """:func:`_epoch_kernels` (for the mixed-in epoch methods)."""
         return _epoch_kernels(n)
-
-    # ---------------------------------------------------------------- phases
-
-    def _start_phase(self, q: int, ts: float):
-        self.ph_start[q] = ts
-        lo, hi = self.ph_ptr[q], self.ph_ptr[q + 1]
-        if hi == lo:
-            self._finish_phase(q, ts)
-            return
-        fl = self.ph_order[lo:hi]
-        self.start[fl] = ts + self.rel[fl]
-        self.status[fl] = 1
-        heapq.heappush(self.heap, (float(self.start[fl[0]]), q))
-
-    def _finish_phase(self, p: int, tf: float):
-        self.ph_fin[p] = tf
-        pr = self.pr
-        for q in pr.dependents(p):
-            self.deps_left[q] -= 1
-            if self.deps_left[q] == 0:
-                ts = float(self.ph_fin[pr.deps(q)].max()) + float(pr.delay[q])
-                self._start_phase(q, ts)
-
-    def _earliest_new_arrival(self, fin_by_phase: dict[int, float]) -> float:
-        """Earliest arrival caused by the phases finishing at the given times (no side effects)."""
-        pr = self.pr
-        left = {}
-        fin = dict(fin_by_phase)
-        stack = list(fin_by_phase.items())
-        best = _INF
-        while stack:
-            p, tf = stack.pop()
-            for q in pr.dependents(p):
-                left[q] = left.get(q, int(self.deps_left[q])) - 1
-                if left[q] == 0:
-                    d = pr.deps(q).tolist()
-                    ts = max(fin[x] if x in fin else float(self.ph_fin[x]) for x in d) + float(pr.delay[q])
-                    lo, hi = self.ph_ptr[q], self.ph_ptr[q + 1]
-                    if hi == lo:
-                        fin[q] = ts
-                        stack.append((q, ts))
-                    else:
-                        best = min(best, ts + float(self.rel[self.ph_order[lo]]))
-        return best
 
     # ---------------------------------------------------------------- index
 
@@ -287,11 +243,13 @@ class _EventLoop(_EpochMixin):
             if admitted is not None:
                 need_cold = True
             if self.ix is None or (admitted is not None and self._needs_index(admitted)):
+                self._lazy_off(t)
                 self._rebuild()
                 need_cold = True
             else:
                 n_live = int(np.count_nonzero(self.L_act)) + self.n_pending
                 if self.ix.size and n_live * 2 < self.ix.size:
+                    self._lazy_off(t)
                     self._rebuild()
                     need_cold = True
                 elif n_live * 4 < 3 * self.n_listed:
@@ -303,6 +261,13 @@ class _EventLoop(_EpochMixin):
                 t = max(t, self.heap[0][0])
                 continue
             self.events += 1
+            ek = _epoch_kernels(n_act)
+            if self._lazy_on(ek, n_act, need_cold, t):  # (fabric.lazyepoch)
+                t, last_departed_min, n_resc = self._lazy_step(ek, t, need_cold, last_departed_min, n_resc,
+                                                               _MAX_RESCALES)
+                need_cold = False
+                next_aidx = None
+                continue
             # ---- solve
             # the active flows: what the last advance kept, while no arrival and no rebuild changed the lists
             aidx = next_aidx if next_aidx is not None and admitted is None and self.ix is ix0 \
@@ -323,7 +288,6 @@ class _EventLoop(_EpochMixin):
             else:
                 n_resc += 1
             need_cold = False
-            ek = _epoch_kernels(aidx.shape[0])
             rem = None
             if tc is None:
                 rem = self.L_rem[aidx]
@@ -368,112 +332,6 @@ class _EventLoop(_EpochMixin):
             t = t1
         return self._result(rbytes, lb)
 
-    def _needs_index(self, admitted: np.ndarray) -> bool:
-        return bool((self.loc[admitted] < 0).any())
-
-    def _admit(self, t: float):
-        """Activate every scheduled flow with start <= t; returns the admitted ids (bandwidth users)."""
-        got = []
-        lim = t + 4.0 * _ULP * abs(t)
-        while self.heap and self.heap[0][0] <= lim:
-            _, q = heapq.heappop(self.heap)
-            lo, hi = self.ph_ptr[q], self.ph_ptr[q + 1]
-            fl = self.ph_order[lo:hi]
-            c = self.cursor[q]
-            e = int(np.searchsorted(self.start[fl], lim, side="right"))
-            new = fl[c:e]
-            self.cursor[q] = e
-            if e < hi - lo:
-                heapq.heappush(self.heap, (float(self.start[fl[e]]), q))
-            got.append(new)
-        if not got:
-            return None
-        new = np.concatenate(got)
-        instant = self.unc[new] | (self.pr.size[new] <= 0)
-        if instant.any():
-            ins = new[instant]
-            self._complete(ins, self.start[ins])
-            new = new[~instant]
-        if new.size == 0:
-            return None
-        self.status[new] = 2
-        if self.ix is not None:
-            li = self.loc[new]
-            ok = li >= 0
-            self.L_act[li[ok]] = True
-            self.n_pending -= int(ok.sum())
-        keys = np.add(self.pr.res[new], 1, dtype=np.intp).reshape(-1)
-        self.nact += np.bincount(keys, minlength=self.pr.R + 1)
-        self.cntw += self._coef_counts(new, keys)
-        return new
-
-    def _coef_counts(self, gids, keys):
-        """Per-slot sum of the coefficients m_f * w_fl of the flows ``gids`` (``keys``: their slots, flattened)."""
-        pr = self.pr
-        w = None
-        if self.sw is not None:  # the same weights from the per-slot table (slot 0, the padding, is zeroed below)
-            w = np.take(self.sw, keys)
-        elif pr.weight is not None:
-            w = pr.weight[gids].reshape(-1)
-            if pr.mult is not None:
-                w = w * np.repeat(pr.mult[gids], pr.res.shape[1])
-        elif pr.mult is not None:
-            w = np.repeat(pr.mult[gids], pr.res.shape[1])
-        c = np.bincount(keys, weights=w, minlength=pr.R + 1).astype(np.float64, copy=False)
-        c[0] = 0.0
-        return c
-
-    def _complete(self, gids: np.ndarray, tend: np.ndarray):
-        """Mark flows done at their transfer ends; finish phases and schedule dependents."""
-        self.tend[gids] = tend
-        st = self.status
-        was_active = st[gids] == 2
-        st[gids] = 3
-        fin = tend if self.lat is None else tend + self.lat[gids]
-        if was_active.any():
-            ga = gids[was_active]
-            keys = np.add(self.pr.res[ga], 1, dtype=np.intp).reshape(-1)
-            self.nact -= np.bincount(keys, minlength=self.pr.R + 1)
-            self.cntw -= self._coef_counts(ga, keys)
-            if not self.nact.any():
-                self.cntw[:] = 0.0  # no rounding residue once nothing is active
-        if self.pr.P == 1:
-            phs, cnt, mx = [0], [gids.shape[0]], [float(fin.max())]
-        else:
-            ph = self.ph[gids]
-            o = np.argsort(ph, kind="stable")
-            phs, first, cnt = np.unique(ph[o], return_index=True, return_counts=True)
-            mx = np.maximum.reduceat(fin[o], first)
-            phs, cnt, mx = phs.tolist(), cnt.tolist(), mx.tolist()
-        finished = []
-        for p, c, m in zip(phs, cnt, mx):
-            if m > self.ph_maxfin[p]:
-                self.ph_maxfin[p] = m
-            self.ph_left[p] -= c
-            if self.ph_left[p] == 0:
-                finished.append(p)
-        for p in finished:
-            self._finish_phase(p, float(self.ph_maxfin[p]))
-
-    def _truncate(self, aidx, done, tc, t1, cut):
-        """Cut the epoch at the first arrival caused by a phase finishing inside it."""
-        if self.pr.dep_idx.size == 0 or not done.any():
-            return t1, cut, False  # no phase waits on another: finishing phases schedule nothing
-        gd = self.ix_flows[aidx[done]]
-        ph = self.ph[gd]
-        o = np.argsort(ph, kind="stable")
-        phs, first, cnt = np.unique(ph[o], return_index=True, return_counts=True)
-        fin = tc[done] if self.lat is None else tc[done] + self.lat[gd]
-        mx = np.maximum.reduceat(fin[o], first)
-        left = self.ph_left[phs] - cnt
-        if not (left == 0).any():
-            return t1, cut, False
-        fb = {int(p): max(float(m), float(self.ph_maxfin[p])) for p, m, lf in zip(phs, mx, left) if lf == 0}
-        ta = self._earliest_new_arrival(fb)
-        if ta < t1:
-            return ta, ta, True
-        return t1, cut, False
-
     # ---------------------------------------------------------------- solve
 
     def _solve(self, aidx, warm_x, t=0.0):
@@ -482,18 +340,26 @@ class _EventLoop(_EpochMixin):
         Also records every active flow's bottleneck slot (``L_bneck``) and the
         number of flows (x multiplicity) bottlenecked at each slot (``members``).
         The compiled tail also sets ``L_mm`` and returns the completion times ``t + L_rem / rates``
-        (``tc``; None from the numpy tail).
+        (``tc``; None from the numpy tail).  ``aidx`` None: a lazy epoch (:mod:`fabric.lazyepoch`; compiled
+        passes, ``lz_n`` active flows): the rates and completion times are set per listed flow; returns None.
         """
         ix = self.ix
         n = ix.size
-        all_active = aidx.shape[0] == n
+        n_a = self.lz_n if aidx is None else aidx.shape[0]
+        all_active = n_a == n
         ek = _epoch_kernels(n)
         tc = None
         fixed = ri = None
         if warm_x is not None:
             prev = self.L_mm
             thr = warm_x * (1.0 - _mm.TIE_RTOL)
-            if ek is not None:  # fixed flows and re-filled ones in one pass over the active flows
+            if aidx is None and not thr > self.lz_low:
+                fixed = None  # no active flow is below thr: the split would fix none (a lazy epoch skips its pass)
+            elif aidx is None:  # the same split, over the listed flows that are active
+                fixed, ri, nf = ek.lazy_split(self.L_act, prev, thr)
+                if nf == 0:
+                    fixed = None
+            elif ek is not None:  # fixed flows and re-filled ones in one pass over the active flows
                 fixed, ri, nf = ek.warm_split(aidx, prev, thr, n)
                 if nf == 0:
                     fixed = None
@@ -506,7 +372,7 @@ class _EventLoop(_EpochMixin):
                 ri = np.flatnonzero(self.L_act & ~fixed)
             sub = _INCREMENTAL and not self.exact and ri.shape[0] * _SUB_FILL < self.n_listed
             state = None if sub else _fo.states(self.L_act & ~fixed)
-            nfix = aidx.shape[0] - ri.shape[0]
+            nfix = n_a - ri.shape[0]
             incr = _INCREMENTAL and self.mm_load is not None
             r1 = self.pr.R + 1
             sums = None  # the re-filled flows' coefficient sums, load and entries per slot (one compiled pass)
@@ -519,7 +385,7 @@ class _EventLoop(_EpochMixin):
                     coef = np.take(self.sw, keys)
                 else:
                     coef = None if ix.coef is None else np.take(ix.coef, ri, axis=0)
-            if 2 * nfix < aidx.shape[0]:
+            if 2 * nfix < n_a:
                 cnt = self.cntw - self._coef_sums(ix, _fo.states(fixed))
             elif sums is not None:
                 cnt = sums[0]
@@ -645,6 +511,16 @@ class _EventLoop(_EpochMixin):
         them over the active flows)."""
         z = np.zeros(1)
         zi = np.zeros(1, dtype=np.int64)
+        if aidx is None:  # a lazy epoch: the flows whose rate is set only (all active ones after a cold fill)
+            idx = np.flatnonzero(self.L_act) if kind == ek.COLD else ri
+            self.members, rmin = ek.lazy_tail(
+                kind, idx, np.zeros(1, dtype=np.bool_) if fixed is None else fixed, z if prev is None else prev,
+                out.level, out.bneck, self.L_bneck, self.pr.R + 1, float(t), self.L_act, self.L_rem, self.L_tref,
+                self.L_rate, self.L_mm, self.L_tc, self.members, self.lz_restore)
+            self.lz_restore = False
+            # every active flow's L_mm was given since the last cold fill: a lower bound of them all
+            self.lz_low = rmin if kind == ek.COLD else min(self.lz_low, rmin)
+            return None, None
         want = not self.exact or self.ts
         mult = self.L_mult
         with np.errstate(divide="ignore", invalid="ignore"):

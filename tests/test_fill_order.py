@@ -57,6 +57,8 @@ def test_skewed_moe_fill_order_same_bits(monkeypatch):
     pytest.importorskip("numba")
     from fabric import engine as _engine
     monkeypatch.setattr(_engine, "RENUMBER", False)  # bit-identity of these paths; receiver order: test_renumber.py
+    from fabric import lazyepoch as _lazy
+    monkeypatch.setattr(_lazy, "LAZY", False)  # the dense loop; lazy epochs to 1e-9: test_lazyepoch.py
     p = _moe_problem(monkeypatch, hosts=64, radix=8)
     used = []
     real = eventloop._EventLoop._order_fill

@@ -45,6 +45,8 @@ def test_simulation_agrees(monkeypatch, mode):
     p = FlowProblem(capacity_Bps=cap, res=res, size_bytes=size)
     from fabric import engine as _engine
     monkeypatch.setattr(_engine, "RENUMBER", False)  # bit-identity of the fill; receiver order: test_renumber.py
+    from fabric import lazyepoch as _lazy
+    monkeypatch.setattr(_lazy, "LAZY", False)  # the dense loop; lazy epochs to 1e-9: test_lazyepoch.py
     a, b = _both(monkeypatch, lambda: simulate(p, mode=mode))
     np.testing.assert_allclose(b.finish_s, a.finish_s, rtol=1e-9)
     np.testing.assert_allclose(b.resource_busy_s, a.resource_busy_s, rtol=1e-9)

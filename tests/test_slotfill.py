@@ -182,6 +182,8 @@ def _moe_problem(monkeypatch, hosts=64, radix=8):
 def test_skewed_moe_same_bits_on_both_paths_numpy_and_numba(monkeypatch, mode, hosts):
     from fabric import engine as _engine
     monkeypatch.setattr(_engine, "RENUMBER", False)  # bit-identity of these paths; receiver order: test_renumber.py
+    from fabric import lazyepoch as _lazy
+    monkeypatch.setattr(_lazy, "LAZY", False)  # the dense loop; lazy epochs to 1e-9: test_lazyepoch.py
     p = _moe_problem(monkeypatch, hosts=hosts, radix=8 if hosts > 16 else 4)
     assert p.resource_weight is not None or p.weight is not None  # the per-resource factors are exercised
     calls = []
