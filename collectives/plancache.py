@@ -204,7 +204,13 @@ def _flow_rows(fs: FlowSet, j: int) -> FlowSet:
 
 def _rescale(plan: Plan, size_bytes: int) -> Plan:
     f = size_bytes / plan.op.size_bytes
+    # round 16b: the latency's part linear in S (the Simple ring's local copy, Plan.latency_per_byte_s) moves
+    # with S, on the plan and on every flow that carries it
+    dlat = plan.latency_per_byte_s * (size_bytes - plan.op.size_bytes)
+    lat = plan.latency_s + dlat
     # a kernel floor latency + S / B (NVLSTree's ceiling) rescales with S like the flows
-    floor = plan.latency_s + (plan.min_time_s - plan.latency_s) * f if plan.min_time_s > 0 else 0.0
-    return replace(plan, op=replace(plan.op, size_bytes=size_bytes), min_time_s=floor,
-                   flows=replace(plan.flows, size_bytes=plan.flows.size_bytes * f))
+    floor = lat + (plan.min_time_s - plan.latency_s) * f if plan.min_time_s > 0 else 0.0
+    flows = replace(plan.flows, size_bytes=plan.flows.size_bytes * f)
+    if dlat:
+        flows = replace(flows, latency_s=plan.flows.latency_s + dlat)
+    return replace(plan, op=replace(plan.op, size_bytes=size_bytes), min_time_s=floor, latency_s=lat, flows=flows)

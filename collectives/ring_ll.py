@@ -36,10 +36,15 @@ True
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from collectives import nccl_model as nm
+from collectives.calibration import ring_nvlink_kernel_efficiency
+from collectives.ring_copy import ring_copy_s
 
 __all__ = ["RING_LL_NVLINK_ARCHS", "RING_LL_NVLINK_BASE_S", "RING_LL_NVLINK_STEP_S", "RING_LL_NVLINK_TERMS_BY_ARCH",
-           "RING_LAUNCH_BY_SIZE", "launched_kernel_efficiency", "ring_ll_steps", "ring_ll_extra_s"]
+           "RING_LAUNCH_BY_SIZE", "launched_kernel_efficiency", "ring_ll_steps", "ring_ll_extra_s",
+           "one_domain_ring_terms"]
 
 #: Round 16: rings inside one NVLink domain run at the share of their channel-threads that NCCL launches for the size
 #: (``nccl_model.enqueue.ring_launch_fraction``: enqueue.cc ``topoGetAlgoInfo``'s channel / thread reduction), a
@@ -122,3 +127,29 @@ def launched_kernel_efficiency(keff: float, size_bytes: float, comm_channels: in
         return keff
     frac = nm.enqueue.ring_launch_fraction(size_bytes, comm_channels, protocol, n, threads=mode == "channel-threads")
     return min(keff, frac) if mode == "channels" else keff * frac
+
+
+def one_domain_ring_terms(planner, op, size_bytes: float, est, keff: float, first_gpu: int):
+    """The terms of a ring of ``op`` inside one domain beyond NCCL's estimate ``est`` (kernel efficiency ``keff``),
+    for :meth:`collectives.algorithms.Planner.plan`: ``(est, keff, extra_s, latency_per_byte_s)``.
+
+    - ``keff``: NCCL's rate at the channels it launches (:func:`launched_kernel_efficiency`, round 16) times the
+      ring kernel's own limit on one domain (``calibration.ring_nvlink_kernel_efficiency``, fitted);
+    - ``extra_s``, added to ``est``'s latency: on an NVLink domain, the LL ring's hops (:func:`ring_ll_extra_s`)
+      and round 12's local copy of the Simple ring's last step (``ring_copy.ring_copy_s``, linear in the size);
+    - ``latency_per_byte_s``: that copy per byte, the part of ``extra_s`` that grows with the size (so
+      ``collectives.plancache`` can rescale a cached plan's latency exactly).
+    """
+    if RING_LAUNCH_BY_SIZE:  # round 16: NCCL's rate at the channels it launches (enqueue.cc)
+        keff = launched_kernel_efficiency(keff, size_bytes, nm.tuning._tune(planner.system_for(op)).comm_nchannels,
+                                          est.protocol, op.n)
+    keff = keff * ring_nvlink_kernel_efficiency(planner.gpu.sm, est.protocol)
+    est = replace(est, kernel_efficiency=keff)
+    if not bool(planner.router.domain_has_nvlink[planner.domain[first_gpu]]):
+        return est, keff, 0.0, 0.0
+    extra = ring_ll_extra_s(op.collective, op.n, est.protocol, planner.gpu.sm)
+    # round 12: the last step of every chunk loop is a local copy the channel does not send during
+    copy = ring_copy_s(op.collective, op.n, est.protocol, size_bytes,
+                       planner.gpu.nvlink_Bps * planner.calib.nvlink_collective * keff)
+    extra += copy
+    return replace(est, latency_s=est.latency_s + extra), keff, extra, copy / size_bytes if size_bytes > 0 else 0.0
