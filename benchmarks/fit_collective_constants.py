@@ -765,7 +765,7 @@ def ring_ll_hopper() -> None:
     """Round 16: NCCL's launched channels on single-domain rings (``collectives.ring_ll.RING_LAUNCH_BY_SIZE``: the forms
     off / "share" / "channels" / "channel-threads"), then, with "channels", round 11's procedure again: the LL ring's
     (base, step) on the fit-split ring/LL rows <= 8 KiB, Ampere / Blackwell together (``RING_LL_NVLINK_BASE_S``,
-    ``RING_LL_NVLINK_STEP_S``) and Hopper apart (``RING_LL_NVLINK_TERMS_BY_ARCH[2]``), then the ring LL kernel
+    ``RING_LL_NVLINK_STEP_S``) and Hopper apart (``RING_LL_NVLINK_TERMS_S_BY_ARCH[2]``), then the ring LL kernel
     efficiency (``calibration.RING_LL_NVLINK_KERNEL_EFFICIENCY``, Blackwell 3, Hopper 2) on every ring/LL row of the
     architecture. Rows: the fit-split single-domain ring collective points (nvlink / nvl72 categories, one domain, no
     network; the Hopper ones: the NCCL 2.23 aiconfigurator all-gather / reduce-scatter sweeps added in round 16, DGX
@@ -780,12 +780,12 @@ def ring_ll_hopper() -> None:
     hop = lambda r: r.id.split("@")[0] in hopper  # noqa: E731
     small = lambda r: r.note == "ring/LL" and r.id.rsplit("@", 1)[-1] in ("512B", "2KiB", "8KiB")  # noqa: E731
     old = (rl.RING_LAUNCH_BY_SIZE, rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S,
-           dict(rl.RING_LL_NVLINK_TERMS_BY_ARCH), dict(cal.RING_LL_NVLINK_KERNEL_EFFICIENCY))
+           dict(rl.RING_LL_NVLINK_TERMS_S_BY_ARCH), dict(cal.RING_LL_NVLINK_KERNEL_EFFICIENCY))
 
     def restore():
         rl.RING_LAUNCH_BY_SIZE, rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S = old[:3]
-        rl.RING_LL_NVLINK_TERMS_BY_ARCH.clear()
-        rl.RING_LL_NVLINK_TERMS_BY_ARCH.update(old[3])
+        rl.RING_LL_NVLINK_TERMS_S_BY_ARCH.clear()
+        rl.RING_LL_NVLINK_TERMS_S_BY_ARCH.update(old[3])
         cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.clear()
         cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.update(old[4])
 
@@ -793,7 +793,7 @@ def ring_ll_hopper() -> None:
         rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S = x[0] * 1e-6, x[1] * 1e-6
 
     def seth(x):
-        rl.RING_LL_NVLINK_TERMS_BY_ARCH[2] = (x[0] * 1e-6, x[1] * 1e-6)
+        rl.RING_LL_NVLINK_TERMS_S_BY_ARCH[2] = (x[0] * 1e-6, x[1] * 1e-6)
     try:
         print("  launched channels (constants as shipped), every single-domain ring row:")
         _grid(ids, lambda m: setattr(rl, "RING_LAUNCH_BY_SIZE", m), (False, "share", "channels", "channel-threads"))

@@ -112,8 +112,12 @@ class PlanCache:
                 # round 8: NVLSTree's network-hop fill at its chunk of the size (Planner.nvlstree_fill)
                 tuple(self.planner.nvlstree_fill(op, size, e, groups) for e in ests if e.algorithm == "NVLSTree")
                 if "NVLSTree" in uses and len(groups) > 1 else None)
-        # round 16: the channels / threads NCCL launches a ring with at this size (a kernel limit of the time)
-        launch = tuple(nm.enqueue.ring_tree_launch(size, nm.tuning._tune(system).comm_nchannels, e.protocol, op.n)
+        # round 16: the channels / threads NCCL launches a ring with at this size (a kernel limit of the time);
+        # round 16b: the channels after the scheduler's step (enqueue.scheduled_channels), the final count
+        comm_nc = nm.tuning._tune(system).comm_nchannels
+        launch = tuple((nm.enqueue.ring_launch_fraction(size, comm_nc, e.protocol, op.n, collective=op.collective,
+                                                        version=system.nccl_version),
+                        nm.enqueue.ring_tree_launch(size, comm_nc, e.protocol, op.n)[1])
                        for e in ests if e.algorithm == "Ring") if "ring" in (op.algorithm, str(chosen).lower()) else None
         return chosen, tuple(sorted((a, v[0], v[2] if a in uses else None) for a, v in best.items())), lat, fill, launch
 
