@@ -796,23 +796,30 @@ def ring_ll_hopper() -> None:
         rl.RING_LL_NVLINK_TERMS_S_BY_ARCH[2] = (x[0] * 1e-6, x[1] * 1e-6)
     try:
         print("  launched channels (constants as shipped), every single-domain ring row:")
-        _grid(ids, lambda m: setattr(rl, "RING_LAUNCH_BY_SIZE", m), (False, "share", "channels", "channel-threads"))
+        _grid(ids, lambda m: setattr(rl, "RING_LAUNCH_BY_SIZE", m),
+              (False, "share", "channels", "nccl", "channel-threads"), digits=4)
         restore()
         print("  Ampere / Blackwell (base us, step us), ring/LL rows <= 8 KiB:")
-        _grid(ids, setab, [(b, st) for b in (0.8, 1.2, 1.6) for st in (0.4, 0.5, 0.6)],
-              keep=lambda r: small(r) and not hop(r))
+        # round 16b: the grid extended past round 16's corner (0.8, 0.6)
+        _grid(ids, setab, [(b, st) for b in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2) for st in (0.4, 0.5, 0.6, 0.7, 0.8)],
+              keep=lambda r: small(r) and not hop(r), digits=4)
         restore()
         print("  Blackwell ring LL efficiency, every Blackwell ring/LL row:")
-        _grid(ids, lambda x: cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.__setitem__(3, x), (0.75, 0.85, 0.95),
-              keep=lambda r: r.note == "ring/LL" and not hop(r) and r.id.split("@")[0] not in ampere)
+        _grid(ids, lambda x: cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.__setitem__(3, x), (0.55, 0.65, 0.75, 0.85, 0.95),
+              keep=lambda r: r.note == "ring/LL" and not hop(r) and r.id.split("@")[0] not in ampere, digits=4)
         restore()
         print("  Hopper (base us, step us), Hopper ring/LL rows <= 8 KiB:")
-        _grid(ids, seth, [(b, st) for b in (-2.0, -1.6, -1.2, -0.8) for st in (0.1, 0.2, 0.3, 0.4)],
-              keep=lambda r: small(r) and hop(r))
+        _grid(ids, seth, [(b, st) for b in (-2.4, -2.0, -1.6, -1.2, -0.8) for st in (0.1, 0.2, 0.3, 0.4)],
+              keep=lambda r: small(r) and hop(r), digits=4)
         restore()
         print("  Hopper ring LL efficiency, every Hopper ring/LL row:")
         _grid(ids, lambda x: cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.__setitem__(2, x), (0.6, 0.7, 0.8, 0.9, 1.0),
-              keep=lambda r: r.note == "ring/LL" and hop(r))
+              keep=lambda r: r.note == "ring/LL" and hop(r), digits=4)
+        restore()
+        print("  one-board ring values by architecture (constants as shipped): Hopper, Ampere, Blackwell:")
+        for name, keep in (("hopper", hop), ("ampere", lambda r: r.id.split("@")[0] in ampere),
+                           ("blackwell", lambda r: not hop(r) and r.id.split("@")[0] not in ampere)):
+            _grid(ids, lambda _: None, (name,), keep=keep, digits=4)
     finally:
         restore()
         v._ROUTERS.clear()

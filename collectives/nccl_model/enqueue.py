@@ -221,6 +221,9 @@ __all__ += ["ring_launch_fraction"]
 #: src/enqueue.cc at the tags; none before v2.22: the operation runs topoGetAlgoInfo's channels).
 SCHEDULE_MIN_TRAFFIC_BYTES: tuple[tuple[tuple[int, int, int], int], ...] = (
     ((2, 22, 0), 512), ((2, 23, 0), 16 << 10), ((2, 29, 0), 32 << 10))
+#: First release whose LL operations count 4 x their traffic (enqueue.cc v2.26.2-1: ``if (aggBeg->protocol ==
+#: NCCL_PROTO_LL) aggBeg->trafficBytes *= 4`` and ``trafficPerByte *= 4`` in the cells; not in v2.25.1-1).
+SCHEDULE_LL_TRAFFIC_X4_FROM = (2, 26, 0)
 
 
 def traffic_per_byte(collective: str, n_ranks: int) -> int:
@@ -245,8 +248,10 @@ def scheduled_channels(size_bytes: float, collective: str, n_ranks: int, nc: int
     :func:`traffic_per_byte` and ``min`` of :data:`SCHEDULE_MIN_TRAFFIC_BYTES`::
 
         traffic = max(min, count x tpb)
-        trafficPerChannel = max(min, traffic / nc)       (v2.29: roundup16(traffic / nc), LL's tpb x 4 below)
+        trafficPerChannel = max(min, traffic / nc)       (v2.29: roundup16(traffic / nc))
         cellSize = roundup16(ceil(min / tpb))            (v2.22: 16 B)
+
+    (from :data:`SCHEDULE_LL_TRAFFIC_X4_FROM` an LL operation's ``tpb`` is 4 x, in the traffic and the cells)
         cells = ceil(count / cellSize); cellsPerChannel = min(cells, ceil(trafficPerChannel / (cellSize tpb)))
 
     then the first channel takes ``cellsPerChannel`` cells (v2.22: rounded down), the middle ones as many each, the
@@ -263,6 +268,8 @@ def scheduled_channels(size_bytes: float, collective: str, n_ranks: int, nc: int
     8
     >>> scheduled_channels(128 << 10, "all_gather", 2, 16, 24, "LL", (2, 21, 5))
     16
+    >>> scheduled_channels(32 << 10, "all_gather", 8, 1, 32, "LL", (2, 29, 2))  # LL's traffic x 4: one channel
+    1
     """
     v = (2, 30, 7) if version is None else tuple(version)
     rules = [m for first, m in SCHEDULE_MIN_TRAFFIC_BYTES if v >= first]
@@ -273,10 +280,10 @@ def scheduled_channels(size_bytes: float, collective: str, n_ranks: int, nc: int
     tpb = traffic_per_byte(collective, n_ranks)
     count = max(1, int(size_bytes) // int(n_ranks) if collective in ("all_gather", "reduce_scatter")
                 else int(size_bytes))
-    traffic = max(min_t, count * tpb)
+    tpb_cell = tpb * 4 if (v >= SCHEDULE_LL_TRAFFIC_X4_FROM and protocol == "LL") else tpb
+    traffic = max(min_t, count * tpb_cell)
     nch = min(nc, n_all)
     per_ch = _div_up(traffic // nch, 16) * 16 if new else max(min_t, traffic // nch)
-    tpb_cell = tpb * 4 if (new and protocol == "LL") else tpb
     cell = 16 if old else _div_up(_div_up(min_t, tpb_cell), 16) * 16
     cells = _div_up(count, cell)
     per_cell = cell * tpb_cell
@@ -299,4 +306,4 @@ def scheduled_channels(size_bytes: float, collective: str, n_ranks: int, nc: int
     return max(1, (lo != 0) + mid + (hi != 0))
 
 
-__all__ += ["SCHEDULE_MIN_TRAFFIC_BYTES", "traffic_per_byte", "scheduled_channels"]
+__all__ += ["SCHEDULE_MIN_TRAFFIC_BYTES", "SCHEDULE_LL_TRAFFIC_X4_FROM", "traffic_per_byte", "scheduled_channels"]
