@@ -118,7 +118,8 @@ class PlanCache:
         launch = tuple((nm.enqueue.ring_launch_fraction(size, comm_nc, e.protocol, op.n, collective=op.collective,
                                                         version=system.nccl_version),
                         nm.enqueue.ring_tree_launch(size, comm_nc, e.protocol, op.n)[1])
-                       for e in ests if e.algorithm == "Ring") if "ring" in (op.algorithm, str(chosen).lower()) else None
+                       for e in ests if e.algorithm == "Ring") \
+            if "ring" in (op.algorithm, str(chosen).lower()) else None
         return chosen, tuple(sorted((a, v[0], v[2] if a in uses else None) for a, v in best.items())), lat, fill, launch
 
     def plan(self, op: Collective) -> Plan:

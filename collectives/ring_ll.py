@@ -30,8 +30,8 @@ Examples
 --------
 >>> ring_ll_extra_s("all_gather", 8, "Simple", 100), ring_ll_extra_s("all_gather", 8, "LL", 70)
 (0.0, 0.0)
->>> round(ring_ll_extra_s("all_gather", 2, "LL", 90) * 1e6, 2), round(ring_ll_extra_s("all_gather", 8, "LL", 90) * 1e6, 2)
-(-1.4, -0.2)
+>>> [round(ring_ll_extra_s("all_gather", n, "LL", 90) * 1e6, 2) for n in (2, 8)]
+[-1.4, -0.2]
 >>> round(ring_ll_extra_s("all_reduce", 8, "LL", 100) * 1e6, 2) == round((RING_LL_NVLINK_BASE_S
 ...     + 14 * RING_LL_NVLINK_STEP_S) * 1e6, 2)
 True

@@ -13,8 +13,8 @@ import pytest
 
 from collectives import Collective, run
 from collectives import nccl_model as nm
-from collectives.ring_ll import (RING_LL_NVLINK_BASE_S, RING_LL_NVLINK_STEP_S, RING_LL_NVLINK_TERMS_S_BY_ARCH, ring_ll_extra_s,
-                                ring_ll_steps)
+from collectives.ring_ll import (RING_LL_NVLINK_BASE_S, RING_LL_NVLINK_STEP_S, RING_LL_NVLINK_TERMS_S_BY_ARCH,
+                                 ring_ll_extra_s, ring_ll_steps)
 from collectives.validate import _router
 from tests.test_published_points import split_coin
 
