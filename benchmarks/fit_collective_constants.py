@@ -763,13 +763,15 @@ HOPPER_SYSTEMS = ("hgx-h100", "hgx-h200", "hgx-h800", "hgx-h20")
 
 def ring_ll_hopper() -> None:
     """Round 16: NCCL's launched channels on single-domain rings (``collectives.ring_ll.RING_LAUNCH_BY_SIZE``: the forms
-    off / "share" / "channels" / "channel-threads"), then, with "channels", round 11's procedure again: the LL ring's
+    off / "share" / "channels" / "nccl" (round 16b) / "channel-threads"), then, with the shipped form ("channels" in
+    round 16, "nccl" from round 16b, with the scheduler's channels), round 11's procedure again: the LL ring's
     (base, step) on the fit-split ring/LL rows <= 8 KiB, Ampere / Blackwell together (``RING_LL_NVLINK_BASE_S``,
     ``RING_LL_NVLINK_STEP_S``) and Hopper apart (``RING_LL_NVLINK_TERMS_S_BY_ARCH[2]``), then the ring LL kernel
     efficiency (``calibration.RING_LL_NVLINK_KERNEL_EFFICIENCY``, Blackwell 3, Hopper 2) on every ring/LL row of the
     architecture. Rows: the fit-split single-domain ring collective points (nvlink / nvl72 categories, one domain, no
     network; the Hopper ones: the NCCL 2.23 aiconfigurator all-gather / reduce-scatter sweeps added in round 16, DGX
-    Cloud H100 and ml-engineering H200). Mean |busbw error|."""
+    Cloud H100 and ml-engineering H200). Mean |busbw error|; last, the shipped model's one-board ring values by
+    architecture (docs/collectives.md, "Round 16b (2026-12-06), review fixes")."""
     rl = sys.modules["collectives.ring_ll"]
     pts = [p for p in _fit_collective_points() if p.get("category") in ("nvlink", "nvl72")
            and int(p.get("domains", 1)) == 1 and p.get("scaleout", "none") == "none" and p["collective"] in
