@@ -114,7 +114,7 @@ class PlanCache:
                 if "NVLSTree" in uses and len(groups) > 1 else None)
         # round 16: the channels / threads NCCL launches a ring with at this size (a kernel limit of the time);
         # round 16b: the channels after the scheduler's step (enqueue.scheduled_channels), the final count
-        comm_nc = nm.tuning._tune(system).comm_nchannels
+        comm_nc = nm.tuning.comm_channels(system)
         launch = tuple((nm.enqueue.ring_launch_fraction(size, comm_nc, e.protocol, op.n, collective=op.collective,
                                                         version=system.nccl_version),
                         nm.enqueue.ring_tree_launch(size, comm_nc, e.protocol, op.n)[1])

@@ -162,10 +162,23 @@ def one_domain_ring_terms(planner, op, size_bytes: float, est, keff: float, firs
       and round 12's local copy of the Simple ring's last step (``ring_copy.ring_copy_s``, linear in the size);
     - ``latency_per_byte_s``: that copy per byte, the part of ``extra_s`` that grows with the size (so
       ``collectives.plancache`` can rescale a cached plan's latency exactly).
+
+    Examples
+    --------
+    >>> from topologies import build
+    >>> from fabric import compile_fabric, Router
+    >>> from collectives.runner import planner_for
+    >>> from collectives.ops import Collective
+    >>> planner = planner_for(Router(compile_fabric(build("hgx-h100"))))
+    >>> op = Collective("all_gather", (0, 1), 16 << 20, "ring")
+    >>> est = planner.nccl_estimate(op.ranks, op.collective, op.size_bytes, "Ring", None)
+    >>> est2, keff, extra_s, per_byte = one_domain_ring_terms(planner, op, op.size_bytes, est, est.kernel_efficiency, 0)
+    >>> est.protocol, extra_s > 0, round(per_byte * op.size_bytes, 12) == round(extra_s, 12)
+    ('Simple', True, True)
     """
     if RING_LAUNCH_BY_SIZE:  # round 16: NCCL's rate at the channels it launches (enqueue.cc)
         system = planner.system_for(op)
-        keff = launched_kernel_efficiency(keff, size_bytes, nm.tuning._tune(system).comm_nchannels, est.protocol, op.n,
+        keff = launched_kernel_efficiency(keff, size_bytes, nm.tuning.comm_channels(system), est.protocol, op.n,
                                           op.collective, system.nccl_version, system.nnodes)
     keff = keff * ring_nvlink_kernel_efficiency(planner.gpu.sm, est.protocol)
     est = replace(est, kernel_efficiency=keff)
