@@ -12,8 +12,8 @@ import numpy as np
 
 from collectives import nccl_model as nm
 from collectives.algorithms import NCCL_TO_OURS, Plan, Planner
-from collectives.calibration import (NVLS_PIPELINE_WINDOW_BYTES, net_eager_max_bytes, net_rendezvous_s, nccl_p2p_channels,
-                                    ring_window_bytes)
+from collectives.calibration import (NVLS_PIPELINE_WINDOW_BYTES, net_eager_max_bytes, net_rendezvous_s,
+                                    nccl_p2p_channels, ring_window_bytes)
 from collectives.p2p_channels import p2p_channel_counts
 from collectives.trees import check_buffsize, tree_channels, tree_correction_factor, tree_depth, tree_window_bytes
 from collectives.ops import Collective
@@ -216,6 +216,6 @@ def _rescale(plan: Plan, size_bytes: int) -> Plan:
     # a kernel floor latency + S / B (NVLSTree's ceiling) rescales with S like the flows
     floor = lat + (plan.min_time_s - plan.latency_s) * f if plan.min_time_s > 0 else 0.0
     flows = replace(plan.flows, size_bytes=plan.flows.size_bytes * f)
-    if dlat:
+    if dlat and plan.flows.latency_s is not None:
         flows = replace(flows, latency_s=plan.flows.latency_s + dlat)
     return replace(plan, op=replace(plan.op, size_bytes=size_bytes), min_time_s=floor, latency_s=lat, flows=flows)
