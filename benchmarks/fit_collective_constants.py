@@ -763,13 +763,15 @@ HOPPER_SYSTEMS = ("hgx-h100", "hgx-h200", "hgx-h800", "hgx-h20")
 
 def ring_ll_hopper() -> None:
     """Round 16: NCCL's launched channels on single-domain rings (``collectives.ring_ll.RING_LAUNCH_BY_SIZE``: the forms
-    off / "share" / "channels" / "channel-threads"), then, with "channels", round 11's procedure again: the LL ring's
+    off / "share" / "channels" / "nccl" (round 16b) / "channel-threads"), then, with the shipped form ("channels" in
+    round 16, "nccl" from round 16b, with the scheduler's channels), round 11's procedure again: the LL ring's
     (base, step) on the fit-split ring/LL rows <= 8 KiB, Ampere / Blackwell together (``RING_LL_NVLINK_BASE_S``,
-    ``RING_LL_NVLINK_STEP_S``) and Hopper apart (``RING_LL_NVLINK_TERMS_BY_ARCH[2]``), then the ring LL kernel
+    ``RING_LL_NVLINK_STEP_S``) and Hopper apart (``RING_LL_NVLINK_TERMS_S_BY_ARCH[2]``), then the ring LL kernel
     efficiency (``calibration.RING_LL_NVLINK_KERNEL_EFFICIENCY``, Blackwell 3, Hopper 2) on every ring/LL row of the
     architecture. Rows: the fit-split single-domain ring collective points (nvlink / nvl72 categories, one domain, no
     network; the Hopper ones: the NCCL 2.23 aiconfigurator all-gather / reduce-scatter sweeps added in round 16, DGX
-    Cloud H100 and ml-engineering H200). Mean |busbw error|."""
+    Cloud H100 and ml-engineering H200). Mean |busbw error|; last, the shipped model's one-board ring values by
+    architecture (docs/collectives.md, "Round 16b (2026-12-06), review fixes")."""
     rl = sys.modules["collectives.ring_ll"]
     pts = [p for p in _fit_collective_points() if p.get("category") in ("nvlink", "nvl72")
            and int(p.get("domains", 1)) == 1 and p.get("scaleout", "none") == "none" and p["collective"] in
@@ -780,12 +782,12 @@ def ring_ll_hopper() -> None:
     hop = lambda r: r.id.split("@")[0] in hopper  # noqa: E731
     small = lambda r: r.note == "ring/LL" and r.id.rsplit("@", 1)[-1] in ("512B", "2KiB", "8KiB")  # noqa: E731
     old = (rl.RING_LAUNCH_BY_SIZE, rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S,
-           dict(rl.RING_LL_NVLINK_TERMS_BY_ARCH), dict(cal.RING_LL_NVLINK_KERNEL_EFFICIENCY))
+           dict(rl.RING_LL_NVLINK_TERMS_S_BY_ARCH), dict(cal.RING_LL_NVLINK_KERNEL_EFFICIENCY))
 
     def restore():
         rl.RING_LAUNCH_BY_SIZE, rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S = old[:3]
-        rl.RING_LL_NVLINK_TERMS_BY_ARCH.clear()
-        rl.RING_LL_NVLINK_TERMS_BY_ARCH.update(old[3])
+        rl.RING_LL_NVLINK_TERMS_S_BY_ARCH.clear()
+        rl.RING_LL_NVLINK_TERMS_S_BY_ARCH.update(old[3])
         cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.clear()
         cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.update(old[4])
 
@@ -793,26 +795,33 @@ def ring_ll_hopper() -> None:
         rl.RING_LL_NVLINK_BASE_S, rl.RING_LL_NVLINK_STEP_S = x[0] * 1e-6, x[1] * 1e-6
 
     def seth(x):
-        rl.RING_LL_NVLINK_TERMS_BY_ARCH[2] = (x[0] * 1e-6, x[1] * 1e-6)
+        rl.RING_LL_NVLINK_TERMS_S_BY_ARCH[2] = (x[0] * 1e-6, x[1] * 1e-6)
     try:
         print("  launched channels (constants as shipped), every single-domain ring row:")
-        _grid(ids, lambda m: setattr(rl, "RING_LAUNCH_BY_SIZE", m), (False, "share", "channels", "channel-threads"))
+        _grid(ids, lambda m: setattr(rl, "RING_LAUNCH_BY_SIZE", m),
+              (False, "share", "channels", "nccl", "channel-threads"), digits=4)
         restore()
         print("  Ampere / Blackwell (base us, step us), ring/LL rows <= 8 KiB:")
-        _grid(ids, setab, [(b, st) for b in (0.8, 1.2, 1.6) for st in (0.4, 0.5, 0.6)],
-              keep=lambda r: small(r) and not hop(r))
+        # round 16b: the grid extended past round 16's corner (0.8, 0.6)
+        _grid(ids, setab, [(b, st) for b in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2) for st in (0.4, 0.5, 0.6, 0.7, 0.8)],
+              keep=lambda r: small(r) and not hop(r), digits=4)
         restore()
         print("  Blackwell ring LL efficiency, every Blackwell ring/LL row:")
-        _grid(ids, lambda x: cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.__setitem__(3, x), (0.75, 0.85, 0.95),
-              keep=lambda r: r.note == "ring/LL" and not hop(r) and r.id.split("@")[0] not in ampere)
+        _grid(ids, lambda x: cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.__setitem__(3, x), (0.55, 0.65, 0.75, 0.85, 0.95),
+              keep=lambda r: r.note == "ring/LL" and not hop(r) and r.id.split("@")[0] not in ampere, digits=4)
         restore()
         print("  Hopper (base us, step us), Hopper ring/LL rows <= 8 KiB:")
-        _grid(ids, seth, [(b, st) for b in (-2.0, -1.6, -1.2, -0.8) for st in (0.1, 0.2, 0.3, 0.4)],
-              keep=lambda r: small(r) and hop(r))
+        _grid(ids, seth, [(b, st) for b in (-2.4, -2.0, -1.6, -1.2, -0.8) for st in (0.1, 0.2, 0.3, 0.4)],
+              keep=lambda r: small(r) and hop(r), digits=4)
         restore()
         print("  Hopper ring LL efficiency, every Hopper ring/LL row:")
         _grid(ids, lambda x: cal.RING_LL_NVLINK_KERNEL_EFFICIENCY.__setitem__(2, x), (0.6, 0.7, 0.8, 0.9, 1.0),
-              keep=lambda r: r.note == "ring/LL" and hop(r))
+              keep=lambda r: r.note == "ring/LL" and hop(r), digits=4)
+        restore()
+        print("  one-board ring values by architecture (constants as shipped): Hopper, Ampere, Blackwell:")
+        for name, keep in (("hopper", hop), ("ampere", lambda r: r.id.split("@")[0] in ampere),
+                           ("blackwell", lambda r: not hop(r) and r.id.split("@")[0] not in ampere)):
+            _grid(ids, lambda _: None, (name,), keep=keep, digits=4)
     finally:
         restore()
         v._ROUTERS.clear()

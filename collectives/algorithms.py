@@ -41,14 +41,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from collectives import nccl_model as nm
-from collectives.calibration import (PROTOCOL_EFFICIENCY, RING_FILL_OFF_ONE_DOMAIN, Calibration, net_rendezvous_s, nvls_domain_terms,
-                                     nvls_fill_s, ring_fill_s, ring_nvlink_kernel_efficiency)
+from collectives.calibration import (PROTOCOL_EFFICIENCY, RING_FILL_OFF_ONE_DOMAIN, Calibration, net_rendezvous_s,
+                                     nvls_domain_terms, nvls_fill_s, ring_fill_s)
 from collectives.nvls_chunks import _NvlsChunkMixin
 from collectives.ops import Collective
 from collectives.p2p import _PointToPointMixin
 from collectives import ring_ll
-from collectives.ring_ll import ring_ll_extra_s
-from collectives.ring_copy import ring_copy_s
 from collectives.trees import (check_buffsize, nccl_btree_parent, nccl_dtree_parents, tree_channels,
                                tree_correction_factor, tree_fill_s)
 from fabric import Router, route_kernels
@@ -82,6 +80,7 @@ class Plan:
     notes: str = ""
     kernel_efficiency: float = 1.0  # NCCL kernel limit / large-domain NVLS factor applied to the flows
     min_time_s: float = 0.0  # kernel-side floor on the time (MoE SM / proxy pipelines, NVLSTree); run() and schedule()
+    latency_per_byte_s: float = 0.0  # the part of latency_s linear in the size, s/B (ring copy; PlanCache rescales it)
 
 
 class Planner(_NvlsChunkMixin, _PointToPointMixin):
@@ -582,24 +581,15 @@ class Planner(_NvlsChunkMixin, _PointToPointMixin):
             est = self.nccl_estimate(ranks, coll, size, nccl_name, op.options.get("nccl_version"), collnet=True)
             return Plan(op, self.sharp(op, size, est), "sharp", "Simple", nccl_name, est.latency_s)
         est = self.nccl_estimate(ranks, coll, size, nccl_name, op.options.get("nccl_version"))
-        keff, lat = est.kernel_efficiency, est.latency_s
+        keff, lat, per_byte = est.kernel_efficiency, est.latency_s, 0.0
         if algo == "ring":
             fill = ring_fill_s(size, est.bandwidth_Bps, est.protocol)  # the ring's pipeline fill (calibration)
             if len(groups) == 1 and est.protocol in RING_FILL_OFF_ONE_DOMAIN.get(nm.arch_index(self.gpu.sm), ()):
                 fill = 0.0  # round 16: no LL128 fill on one Hopper board (calibration.RING_FILL_OFF_ONE_DOMAIN)
             est = replace(est, latency_s=est.latency_s + fill)
-            if len(groups) == 1:  # on NVLink only: the ring kernel's own limit (calibration, fitted)
-                if ring_ll.RING_LAUNCH_BY_SIZE:  # round 16: NCCL's rate at the channels it launches (enqueue.cc)
-                    keff = ring_ll.launched_kernel_efficiency(keff, size, nm.tuning._tune(self.system_for(op)).comm_nchannels,
-                                                              est.protocol, op.n)
-                keff = keff * ring_nvlink_kernel_efficiency(self.gpu.sm, est.protocol)
-                est = replace(est, kernel_efficiency=keff)
-                nvl = bool(self.router.domain_has_nvlink[self.domain[groups[0][0]]])
-                extra = ring_ll_extra_s(coll, op.n, est.protocol, self.gpu.sm) if nvl else 0.0  # LL's hops (ring_ll)
-                # round 12: the last step of every chunk loop is a local copy the channel does not send during
-                extra += ring_copy_s(coll, op.n, est.protocol, size, self.gpu.nvlink_Bps * self.calib.nvlink_collective
-                                     * keff) if nvl else 0.0
-                est, fill = replace(est, latency_s=est.latency_s + extra), fill + extra
+            if len(groups) == 1:  # one domain: the ring kernel's own limit and latency terms (ring_ll)
+                est, keff, extra, per_byte = ring_ll.one_domain_ring_terms(self, op, size, est, keff, groups[0][0])
+                fill += extra
             lat += fill
             fs = self.ring(op, size, est, broadcast=coll == "broadcast")
         elif algo == "tree":
@@ -628,4 +618,4 @@ class Planner(_NvlsChunkMixin, _PointToPointMixin):
         else:  # pragma: no cover - guarded by Collective
             raise SpecError(f"algo: {algo!r} is not implemented for {coll}")
         return Plan(op, fs, algo, est.protocol if algo != "nvls" else "Simple", nccl_name, lat,
-                    kernel_efficiency=keff)
+                    kernel_efficiency=keff, latency_per_byte_s=per_byte)

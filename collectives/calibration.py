@@ -392,7 +392,8 @@ RING_LL_NVLINK_KERNEL_EFFICIENCY = {3: 0.85}
 #: Round 16: Hopper 0.8, fitted after the Hopper LL ring terms, with NCCL's launched channels (collectives.ring_ll), on
 #: the 74 fit-split Hopper ring/LL values (grid 0.6 / 0.7 / 0.8 / 0.9 / 1.0: mean |busbw error| 0.104 / 0.094 / 0.091 /
 #: 0.094 / 0.106; ``fit_collective_constants.py ring-ll-hopper``; docs/collectives.md, "Round 16"). It multiplies NCCL's
-#: rate at the launched channels (``min(keff, nc/N)``), as Blackwell's 0.85 does.
+#: rate at the launched channels (``ring_ll.launched_kernel_efficiency``), as Blackwell's 0.85 does. Round 16b: kept
+#: (0.0753 on the 74 values, 1.0 0.0911) with the scheduler's channels and NCCL's per-protocol rate ("Round 16b").
 RING_LL_NVLINK_KERNEL_EFFICIENCY[2] = 0.8
 __all__ += ["RING_FILL_PROTOCOLS", "RING_LL_NVLINK_KERNEL_EFFICIENCY"]  # round 7 (kept apart: merge-friendly)
 

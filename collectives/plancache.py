@@ -12,8 +12,8 @@ import numpy as np
 
 from collectives import nccl_model as nm
 from collectives.algorithms import NCCL_TO_OURS, Plan, Planner
-from collectives.calibration import (NVLS_PIPELINE_WINDOW_BYTES, net_eager_max_bytes, net_rendezvous_s, nccl_p2p_channels,
-                                    ring_window_bytes)
+from collectives.calibration import (NVLS_PIPELINE_WINDOW_BYTES, net_eager_max_bytes, net_rendezvous_s,
+                                    nccl_p2p_channels, ring_window_bytes)
 from collectives.nccl_model.constants import parse_nccl_version
 from collectives.p2p_channels import p2p_channel_counts
 from collectives.trees import check_buffsize, tree_channels, tree_correction_factor, tree_depth, tree_window_bytes
@@ -115,9 +115,14 @@ class PlanCache:
                 # round 8: NVLSTree's network-hop fill at its chunk of the size (Planner.nvlstree_fill)
                 tuple(self.planner.nvlstree_fill(op, size, e, groups) for e in ests if e.algorithm == "NVLSTree")
                 if "NVLSTree" in uses and len(groups) > 1 else None)
-        # round 16: the channels / threads NCCL launches a ring with at this size (a kernel limit of the time)
-        launch = tuple(nm.enqueue.ring_tree_launch(size, nm.tuning._tune(system).comm_nchannels, e.protocol, op.n)
-                       for e in ests if e.algorithm == "Ring") if "ring" in (op.algorithm, str(chosen).lower()) else None
+        # round 16: the channels / threads NCCL launches a ring with at this size (a kernel limit of the time);
+        # round 16b: the channels after the scheduler's step (enqueue.scheduled_channels), the final count
+        comm_nc = nm.tuning.comm_channels(system)
+        launch = tuple((nm.enqueue.ring_launch_fraction(size, comm_nc, e.protocol, op.n, collective=op.collective,
+                                                        version=system.nccl_version),
+                        nm.enqueue.ring_tree_launch(size, comm_nc, e.protocol, op.n)[1])
+                       for e in ests if e.algorithm == "Ring") \
+            if "ring" in (op.algorithm, str(chosen).lower()) else None
         return chosen, tuple(sorted((a, v[0], v[2] if a in uses else None) for a, v in best.items())), lat, fill, launch
 
     def plan(self, op: Collective) -> Plan:
@@ -207,7 +212,13 @@ def _flow_rows(fs: FlowSet, j: int) -> FlowSet:
 
 def _rescale(plan: Plan, size_bytes: int) -> Plan:
     f = size_bytes / plan.op.size_bytes
+    # round 16b: the latency's part linear in S (the Simple ring's local copy, Plan.latency_per_byte_s) moves
+    # with S, on the plan and on every flow that carries it
+    dlat = plan.latency_per_byte_s * (size_bytes - plan.op.size_bytes)
+    lat = plan.latency_s + dlat
     # a kernel floor latency + S / B (NVLSTree's ceiling) rescales with S like the flows
-    floor = plan.latency_s + (plan.min_time_s - plan.latency_s) * f if plan.min_time_s > 0 else 0.0
-    return replace(plan, op=replace(plan.op, size_bytes=size_bytes), min_time_s=floor,
-                   flows=replace(plan.flows, size_bytes=plan.flows.size_bytes * f))
+    floor = lat + (plan.min_time_s - plan.latency_s) * f if plan.min_time_s > 0 else 0.0
+    flows = replace(plan.flows, size_bytes=plan.flows.size_bytes * f)
+    if dlat and plan.flows.latency_s is not None:
+        flows = replace(flows, latency_s=plan.flows.latency_s + dlat)
+    return replace(plan, op=replace(plan.op, size_bytes=size_bytes), min_time_s=floor, latency_s=lat, flows=flows)

@@ -7,7 +7,7 @@ Two mechanisms (docs/collectives.md, "Round 16 (2026-12-06), Hopper LL ring late
   channel and 128 KiB on four: the measured 8-GPU time is flat from 32 to 128 KiB (14.8 / 14.8 us on H100) at
   about a 768 KiB ring's bandwidth time. The time model takes the launched share of channels as a kernel limit
   (``collectives.ring_ll.RING_LAUNCH_BY_SIZE``, ``nccl_model.enqueue.ring_launch_fraction``).
-* Hopper's LL ring has terms of its own on top of NCCL's latency (``ring_ll.RING_LL_NVLINK_TERMS_BY_ARCH[2]``): its
+* Hopper's LL ring has terms of its own on top of NCCL's latency (``ring_ll.RING_LL_NVLINK_TERMS_S_BY_ARCH[2]``): its
   1-step call is faster than NCCL's ``baseLat + hwLat`` (2-GPU all-gather of 2 KiB: 5.98 us measured, 7.4 us NCCL).
 
 The expected values are the measured times of fit-split rows (the NCCL 2.23 H100 / H200 all-gather / reduce-scatter

@@ -38,21 +38,25 @@ def test_ring_ll_on_one_hopper_board_has_no_step_fill(h100_board):
     ``latency + S / bandwidth`` (the DGX Cloud sweep measures 20.7 / 27.4 us there against NCCL's 21.5 / 28.0).
     Round 2's ring fill doubled the data term (1 MiB: 41 us, busbw -33 %). Round 16 adds Hopper's own LL terms on top
     of NCCL's latency, its LL factor 0.8 and the channels NCCL launches for the size (512 KiB: 16 of 24), all in the
-    time; still no fill (docs/collectives.md, "Round 16")."""
+    time; still no fill (docs/collectives.md, "Round 16"). Round 16b: the time is 25.6 / 32.2 us, +24 / +17 % on the
+    measurement (the LL factor 0.8 and the launched channels, fitted on other rows, cost it here); the bound below
+    (1.3 x measured) fails with round 2's fill (1.5 x at 1 MiB)."""
     import sys
     import collectives.calibration  # noqa: F401  (the package's ``calibration`` name is a function)
     from collectives import ring_ll
     cal = sys.modules["collectives.calibration"]
     system = planner_for(h100_board).system(tuple(range(8)))
     comm_nc = nm.tuning._tune(system).comm_nchannels
-    for size in (512 << 10, MIB):
+    for size, measured_s in ((512 << 10, 20.7e-6), (MIB, 27.4e-6)):
         res = _ring(h100_board, size)
         e = _nccl(h100_board, size, "Ring", "LL")
-        assert res.protocol == "LL"
-        rate = e.bandwidth_Bps * ring_ll.launched_kernel_efficiency(e.kernel_efficiency, size, comm_nc, "LL", 8) \
+        assert res.protocol == "LL" and ring_fill_s(size, e.bandwidth_Bps, "LL") == 0.0
+        rate = e.bandwidth_Bps * ring_ll.launched_kernel_efficiency(e.kernel_efficiency, size, comm_nc, "LL", 8,
+                                                                    "all_reduce", system.nccl_version) \
             / e.kernel_efficiency * cal.ring_nvlink_kernel_efficiency(90, "LL")
         want = e.latency_s + ring_ll.ring_ll_extra_s("all_reduce", 8, "LL", 90) + size / rate
         assert res.time_s == pytest.approx(want, rel=0.05)
+        assert measured_s < res.time_s < 1.3 * measured_s
 
 
 def test_ring_fill_is_kept_for_step_forwarding_protocols_only():

@@ -13,8 +13,8 @@ import pytest
 
 from collectives import Collective, run
 from collectives import nccl_model as nm
-from collectives.ring_ll import (RING_LL_NVLINK_BASE_S, RING_LL_NVLINK_STEP_S, RING_LL_NVLINK_TERMS_BY_ARCH, ring_ll_extra_s,
-                                ring_ll_steps)
+from collectives.ring_ll import (RING_LL_NVLINK_BASE_S, RING_LL_NVLINK_STEP_S, RING_LL_NVLINK_TERMS_S_BY_ARCH,
+                                 ring_ll_extra_s, ring_ll_steps)
 from collectives.validate import _router
 from tests.test_published_points import split_coin
 
@@ -74,7 +74,7 @@ def test_the_extra_time_grows_with_the_ring_steps_as_on_the_a100_board():
 def test_hopper_has_ll_ring_terms_of_its_own():
     """Rounds 11-15 kept NCCL's LL ring latency on Hopper (no fit-split Hopper row below 1 MiB); round 16 fitted
     Hopper's own terms on the NCCL 2.23 H100 / H200 all-gather / reduce-scatter sweeps (tests/test_fidelity_ll_small.py)."""
-    base, step = RING_LL_NVLINK_TERMS_BY_ARCH[2]
+    base, step = RING_LL_NVLINK_TERMS_S_BY_ARCH[2]
     assert ring_ll_extra_s("all_reduce", 8, "LL", 90) == pytest.approx(base + 14 * step)
     got, res = _time_us("hgx-h100", "all_reduce", 8, 512)
     assert res.protocol == "LL" and got == pytest.approx(6.8 + 14 * 0.6 + (base + 14 * step) * 1e6, rel=0.03)

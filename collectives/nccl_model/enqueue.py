@@ -182,23 +182,128 @@ __all__ += ["THREAD_THRESHOLD_BYTES", "RING_TREE_MAX_THREADS", "ring_tree_launch
 
 
 def ring_launch_fraction(size_bytes: float, comm_channels: int, protocol: str, n_ranks: int,
-                         threads: bool = True) -> float:
-    """The part of a Ring operation's channel-threads that NCCL launches for ``size_bytes``:
-    ``nc x nt / (comm->nChannels x maxThreads)`` of :func:`ring_tree_launch` (round 16). NCCL's cost model rates
-    the ring by every channel; a kernel with ``nc`` of them and ``nt`` threads each moves its lines at that share
-    of the rate (each LL / LL128 thread moves its own lines; Simple's threads share a step), so the time model
-    takes the fraction as a kernel limit. 1 from the size where every channel runs (1 MiB on the fit boards).
+                         threads: bool = False, collective: str | None = None,
+                         version: tuple[int, int, int] | None = None) -> float:
+    """The part of a Ring operation's channels (``threads``: channel-threads) that NCCL launches for
+    ``size_bytes``: ``nc / comm->nChannels`` (``nc x nt / (comm->nChannels x maxThreads)``) with ``nt`` of
+    :func:`ring_tree_launch` and ``nc`` its channels, then, for a ``collective``, the channels
+    :func:`scheduled_channels` finally schedules it on at release ``version`` (round 16b; ``collective`` None:
+    topoGetAlgoInfo's bound alone, round 16). NCCL's cost model rates the ring by every channel; a kernel with
+    ``nc`` of them moves its lines at that share of the rate, so the time model takes the fraction as a kernel limit.
+    1 from the size where every channel runs (1 MiB on the fit boards).
 
     Examples
     --------
     >>> ring_launch_fraction(32 << 10, 24, "LL", 8), ring_launch_fraction(128 << 10, 24, "LL", 8)
     (0.041666666666666664, 0.16666666666666666)
-    >>> ring_launch_fraction(2 << 10, 24, "LL", 2), ring_launch_fraction(2 << 20, 24, "LL", 8)
+    >>> ring_launch_fraction(2 << 10, 24, "LL", 2, threads=True), ring_launch_fraction(2 << 20, 24, "LL", 8)
     (0.010416666666666666, 1.0)
+    >>> [ring_launch_fraction(128 << 10, 24, "LL", 2, collective=c, version=(2, 23, 4)) for c in (None, "all_gather")]
+    [0.6666666666666666, 0.3333333333333333]
     """
     nc_all = max(1, int(comm_channels))
     nc, nt = ring_tree_launch(size_bytes, nc_all, protocol, n_ranks)
+    if collective is not None:
+        nc = scheduled_channels(size_bytes, collective, n_ranks, nc, nc_all, protocol, version)
     return (nc * (nt if threads else RING_TREE_MAX_THREADS[protocol])) / (nc_all * RING_TREE_MAX_THREADS[protocol])
 
 
 __all__ += ["ring_launch_fraction"]
+
+
+# ---- Round 16b (review r16 item 1): the channels a single collective is finally scheduled on. topoGetAlgoInfo's
+# ``nc`` (:func:`ring_tree_launch`) is only an upper bound from v2.22: ``scheduleCollTasksToPlan`` (enqueue.cc)
+# cuts the operation into cells of about ``MinTrafficPerChannel`` of traffic and fills channels one after the other
+# with ``trafficPerChannel`` each. One collective per plan (nccl-tests), no CollNet / NVLS (their own path).
+
+#: ``MinTrafficPerChannel`` of ``scheduleCollTasksToPlan`` by release, oldest first ((first version, bytes), ...):
+#: v2.22.3-1 512 B with 16 B cells; v2.23.4-1 .. v2.28.9-1 16 KiB; v2.29.2-1 .. v2.30.7-1 32 KiB (NVIDIA/nccl
+#: src/enqueue.cc at the tags; none before v2.22: the operation runs topoGetAlgoInfo's channels).
+SCHEDULE_MIN_TRAFFIC_BYTES: tuple[tuple[tuple[int, int, int], int], ...] = (
+    ((2, 22, 0), 512), ((2, 23, 0), 16 << 10), ((2, 29, 0), 32 << 10))
+#: First release whose LL operations count 4 x their traffic (enqueue.cc v2.26.2-1: ``if (aggBeg->protocol ==
+#: NCCL_PROTO_LL) aggBeg->trafficBytes *= 4`` and ``trafficPerByte *= 4`` in the cells; not in v2.25.1-1).
+SCHEDULE_LL_TRAFFIC_X4_FROM = (2, 26, 0)
+
+
+def traffic_per_byte(collective: str, n_ranks: int) -> int:
+    """``ncclFuncTrafficPerByte`` (enqueue.cc): 2 for all-reduce, ``nRanks`` for all-gather / reduce-scatter, else 1.
+
+    >>> traffic_per_byte("all_reduce", 8), traffic_per_byte("all_gather", 8), traffic_per_byte("broadcast", 8)
+    (2, 8, 1)
+    """
+    return 2 if collective == "all_reduce" else int(n_ranks) if collective in ("all_gather", "reduce_scatter") else 1
+
+
+def _div_up(a: int, b: int) -> int:
+    return -(-int(a) // int(b))
+
+
+def scheduled_channels(size_bytes: float, collective: str, n_ranks: int, nc: int, comm_channels: int,
+                       protocol: str = "LL", version: tuple[int, int, int] | None = None) -> int:
+    """Channels ``scheduleCollTasksToPlan`` (enqueue.cc) runs one collective of nccl-tests size ``size_bytes`` on,
+    given topoGetAlgoInfo's ``nc`` (:func:`ring_tree_launch`) and ``comm->nChannels`` = ``comm_channels``;
+    ``version`` None is the newest model (v2.30.7), before v2.22 ``nc`` itself. With ``count`` bytes per rank
+    (``size/n`` for all-gather / reduce-scatter, else ``size``; all-gather counts bytes), ``tpb`` of
+    :func:`traffic_per_byte` and ``min`` of :data:`SCHEDULE_MIN_TRAFFIC_BYTES`::
+
+        traffic = max(min, count x tpb)
+        trafficPerChannel = max(min, traffic / nc)       (v2.29: roundup16(traffic / nc))
+        cellSize = roundup16(ceil(min / tpb))            (v2.22: 16 B)
+
+    (from :data:`SCHEDULE_LL_TRAFFIC_X4_FROM` an LL operation's ``tpb`` is 4 x, in the traffic and the cells)
+        cells = ceil(count / cellSize); cellsPerChannel = min(cells, ceil(trafficPerChannel / (cellSize tpb)))
+
+    then the first channel takes ``cellsPerChannel`` cells (v2.22: rounded down), the middle ones as many each, the
+    last the rest, at most ``comm_channels`` channels (v2.23.4-1 l.722-870; v2.29.2-1 l.576-690).
+
+    Examples
+    --------
+    LL128 all-gather on 8 ranks (topoGetAlgoInfo: 6 of 24 channels at 32 KiB, 24 at 128 KiB):
+
+    >>> [scheduled_channels(s, "all_gather", 8, ring_tree_launch(s, 24, "LL128", 8)[0], 24, "LL128", (2, 23, 4))
+    ...  for s in (32 << 10, 128 << 10, 512 << 10, 2 << 20)]
+    [2, 8, 16, 22]
+    >>> scheduled_channels(128 << 10, "all_gather", 2, 16, 24, "LL", (2, 23, 4))
+    8
+    >>> scheduled_channels(128 << 10, "all_gather", 2, 16, 24, "LL", (2, 21, 5))
+    16
+    >>> scheduled_channels(32 << 10, "all_gather", 8, 1, 32, "LL", (2, 29, 2))  # LL's traffic x 4: one channel
+    1
+    """
+    v = (2, 30, 7) if version is None else tuple(version)
+    rules = [m for first, m in SCHEDULE_MIN_TRAFFIC_BYTES if v >= first]
+    nc, n_all = max(1, int(nc)), max(1, int(comm_channels))
+    if not rules:
+        return nc
+    min_t, new, old = rules[-1], v >= (2, 29, 0), v < (2, 23, 0)
+    tpb = traffic_per_byte(collective, n_ranks)
+    count = max(1, int(size_bytes) // int(n_ranks) if collective in ("all_gather", "reduce_scatter")
+                else int(size_bytes))
+    tpb_cell = tpb * 4 if (v >= SCHEDULE_LL_TRAFFIC_X4_FROM and protocol == "LL") else tpb
+    traffic = max(min_t, count * tpb_cell)
+    nch = min(nc, n_all)
+    per_ch = _div_up(traffic // nch, 16) * 16 if new else max(min_t, traffic // nch)
+    cell = 16 if old else _div_up(_div_up(min_t, tpb_cell), 16) * 16
+    cells = _div_up(count, cell)
+    per_cell = cell * tpb_cell
+    cpc = min(cells, _div_up(per_ch, per_cell))
+    lo = cells if n_all == 1 else min(cells, per_ch // per_cell if old else _div_up(per_ch, per_cell))
+    if cpc == 0:
+        return 1
+    mid, hi = (cells - lo) // cpc, (cells - lo) % cpc
+    if n_all < (lo != 0) + mid + (hi != 0):  # overflowed the communicator's channels
+        mid = n_all - 2
+        cpc = (cells - lo) // (mid + 1)
+        hi = cpc + (cells - lo) % (mid + 1)
+    if hi == 0 and mid != 0:
+        hi, mid = cpc, mid - 1
+    if lo == 0:  # first channel skipped: the next one is the first
+        if mid == 0:
+            lo, hi = hi, 0
+        else:
+            lo, mid = cpc, mid - 1
+    return max(1, (lo != 0) + mid + (hi != 0))
+
+
+__all__ += ["SCHEDULE_MIN_TRAFFIC_BYTES", "SCHEDULE_LL_TRAFFIC_X4_FROM", "traffic_per_byte", "scheduled_channels"]

@@ -72,7 +72,7 @@ from collectives.nccl_model.search import (  # noqa: F401
 )
 from topologies.errors import SpecError
 
-__all__ = ["algo_times", "choose", "nvlstree_ceiling_GBps"]
+__all__ = ["algo_times", "choose", "nvlstree_ceiling_GBps", "comm_channels"]
 
 @dataclass(frozen=True)
 class _Model:
@@ -514,6 +514,20 @@ def choose(system: NcclSystem, collective: str, size_bytes: int) -> AlgoEstimate
     if best is None:
         raise SpecError(f"collective {collective!r} has no enabled algorithm/protocol on this system")
     return best
+
+
+def comm_channels(system: NcclSystem) -> int:
+    """``comm->nChannels`` of NCCL's model of ``system`` (the ring / tree graphs' channels; round 16b: public for the
+    launched-channel rule, ``nccl_model.enqueue.ring_launch_fraction``).
+
+    Examples
+    --------
+    >>> from collectives.nccl_model.system import NcclSystem
+    >>> comm_channels(NcclSystem(arch_sm=90, gpus_per_node=8, nnodes=1, nvlink_links_per_gpu=18, has_nvswitch=True,
+    ...                          nvls_capable=True))
+    24
+    """
+    return int(_tune(system).comm_nchannels)
 
 
 def nvlstree_ceiling_GBps(system: NcclSystem) -> float | None:
