@@ -4,7 +4,7 @@ Internal resource "slots": slot 0 collects the padding entries (-1) and is never
 ``l + 1`` is resource ``l``. :func:`_build_index` merges repeated resources of a flow, folds per-flow
 weights and multiplicities into coefficients, and lists per slot the flows crossing it (a CSC; within a
 slot by hop column, then by flow: numpy's radix argsort up to :data:`_SMALL_SORT` flows, scipy's counting sort above, or the compiled
-build of :mod:`fabric.index_kernels` on large problems, the same arrays). :mod:`fabric.maxmin` fills on it.
+build of :mod:`fabric.index_kernels` on large problems, the same arrays). :mod:`fabric.fill` fills on it.
 
 Examples
 --------
@@ -232,7 +232,7 @@ def _build_index(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarray | 
     duplicate test is skipped; the counts prove it too. ``pairs``: the column pairs of ``res`` that share a
     resource (:func:`overlapping_pairs`), when the caller has them: the duplicate test compares only those.
     ``lazy``: the numpy CSC places a column only when a slot it crosses is first read (``pending``; for a
-    reader that calls ``pending.ensure``, i.e. :func:`fabric.maxmin.fill`).
+    reader that calls ``pending.ensure``, i.e. :func:`fabric.fill.fill`).
     """
     if flows is not None:
         counts = None

@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabric import kernels as _kernels
-from fabric import maxmin as _mm
+from fabric import fill as _fl
 from fabric.allocator import reuse_freed_memory
 from fabric.arrays import extremes
 from fabric import renumber as _rn
@@ -243,14 +243,14 @@ def _one_solve(pr: _Prob, cap_full: np.ndarray, rep: np.ndarray, counts: np.ndar
     start = np.full(F, t0)
     lo, hi = extremes(pr.size) if F else (0.0, 0.0)
     flows = None if F == 0 or lo > 0 else np.flatnonzero(pr.size > 0)
-    ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows, counts, disjoint, pairs, lazy=True)
+    ix = _fl.build_index(pr.res, pr.weight, pr.mult, pr.R, flows, counts, disjoint, pairs, lazy=True)
     s = float(hi)  # every positive size (the shortcut's condition)
     rb = _index_bytes(pr, ix, s) if ix.size else None
     rbytes, lb = _bytes_and_bound(_resource_bytes(pr) if rb is None else rb, cap_full, rep)
-    state = np.full(ix.size, _mm.ALIVE, dtype=np.uint8)
+    state = np.full(ix.size, _fl.ALIVE, dtype=np.uint8)
     # the numpy fill also keeps each resource's smallest rate: the busy times without a pass over the entries
     min_rate = np.full(pr.R + 1, np.inf)
-    out = _mm.fill(ix, pr.cap, state, _mm.coef_sums(ix, None), min_rate=min_rate)
+    out = _fl.fill(ix, pr.cap, state, _fl.coef_sums(ix, None), min_rate=min_rate)
     rounds = out.rounds
     if flows is None and ix.size and _kernels.use_index(ix.res.size):
         # the same element operations in one compiled pass: rates, transfer ends, busy maxima

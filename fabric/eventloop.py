@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabric import kernels as _kernels
-from fabric import maxmin as _mm
+from fabric import fill as _fl
 from fabric import fillorder as _fo
 from fabric import slotfill as _sf
 from fabric.problem import FlowResult, _Prob
@@ -157,12 +157,12 @@ class _EventLoop(_LazyMixin, _PhaseMixin, _EpochMixin):
             # coefficients from the per-slot table: an index without the float64 per-entry arrays (the same lists),
             # with the ceps of the weighted one (half the smallest coefficient of its entries); the numpy and the
             # compiled fill both read the table
-            self.ix = _mm.build_index(pr.res, None, None, pr.R, flows)
+            self.ix = _fl.build_index(pr.res, None, None, pr.R, flows)
             used = np.diff(self.ix.indptr) > 0
             self.ix.ceps = 0.5 * float(self.sw[used].min()) if used.any() else 0.5
             self._order_fill(_FILL_ORDER and _epoch_kernels(flows.shape[0]) is not None)
         else:
-            self.ix = _mm.build_index(pr.res, pr.weight, pr.mult, pr.R, flows)
+            self.ix = _fl.build_index(pr.res, pr.weight, pr.mult, pr.R, flows)
         self.loc[flows] = np.arange(flows.shape[0])
         self.L_act = st[flows] == 2
         self.L_rem = self.remb[flows]
@@ -352,7 +352,7 @@ class _EventLoop(_LazyMixin, _PhaseMixin, _EpochMixin):
         fixed = ri = None
         if warm_x is not None:
             prev = self.L_mm
-            thr = warm_x * (1.0 - _mm.TIE_RTOL)
+            thr = warm_x * (1.0 - _fl.TIE_RTOL)
             if aidx is None and not thr > self.lz_low:
                 fixed = None  # no active flow is below thr: the split would fix none (a lazy epoch skips its pass)
             elif aidx is None:  # the same split, over the listed flows that are active
@@ -411,12 +411,12 @@ class _EventLoop(_LazyMixin, _PhaseMixin, _EpochMixin):
             if sub:
                 # few flows to re-fill: fill an index of them only (same lists, same order, same arithmetic)
                 # rather than walk the fixed and finished flows in every bottleneck's list
-                alive = np.full(ri.shape[0], _mm.ALIVE, dtype=np.uint8)
+                alive = np.full(ri.shape[0], _fl.ALIVE, dtype=np.uint8)
                 if self.sw is not None:
                     out = _sf.fill(_sf.lean_sub_index(ix, ri, ek is not None), self.sw, self.pr.cap, alive, cnt, fl_load,
                                    self._fill_min_entries(ek))
                 else:
-                    out = _mm.fill(_mm.sub_index(ix, ri), self.pr.cap, alive, cnt, fl_load)
+                    out = _fl.fill(_fl.sub_index(ix, ri), self.pr.cap, alive, cnt, fl_load)
             else:
                 out = self._fill(ix, state, cnt, fl_load, ek)
             if ek is not None:
@@ -430,7 +430,7 @@ class _EventLoop(_LazyMixin, _PhaseMixin, _EpochMixin):
                 self.L_bneck[ri] = out.bneck[ri]
         else:
             if all_active:
-                state = np.full(n, _mm.ALIVE, dtype=np.uint8)
+                state = np.full(n, _fl.ALIVE, dtype=np.uint8)
             else:
                 state = _fo.states(self.L_act)
             cnt = self.cntw.copy()  # maintained on arrivals and departures
@@ -468,16 +468,16 @@ class _EventLoop(_LazyMixin, _PhaseMixin, _EpochMixin):
         return rates, tc
 
     def _coef_sums(self, ix, state):
-        """:func:`fabric.maxmin.coef_sums` (per-slot coefficient sums of the alive flows), from the slot table if any."""
+        """:func:`fabric.fill.coef_sums` (per-slot coefficient sums of the alive flows), from the slot table if any."""
         if self.sw is None:
-            return _mm.coef_sums(ix, state)
-        keys = np.add(ix.res[state == _mm.ALIVE], 1, dtype=np.intp).reshape(-1)
+            return _fl.coef_sums(ix, state)
+        keys = np.add(ix.res[state == _fl.ALIVE], 1, dtype=np.intp).reshape(-1)
         return np.bincount(keys, weights=np.take(self.sw, keys), minlength=ix.n_res + 1)
 
     def _fixed_load(self, ix, sel, rate):
-        """:func:`fabric.maxmin.fixed_load` (per-slot load of the flows ``sel``), from the slot table if any."""
+        """:func:`fabric.fill.fixed_load` (per-slot load of the flows ``sel``), from the slot table if any."""
         if self.sw is None:
-            return _mm.fixed_load(ix, sel, rate)
+            return _fl.fixed_load(ix, sel, rate)
         keys = np.add(ix.res[sel], 1, dtype=np.intp)
         return _row_bincount(keys, rate[sel], np.take(self.sw, keys), ix.n_res + 1)
 
@@ -489,7 +489,7 @@ class _EventLoop(_LazyMixin, _PhaseMixin, _EpochMixin):
         self.fo = _fo.FillOrder(self.ix) if on else None
 
     def _fill(self, ix, state, cnt, fixed_load=None, ek=None):
-        """:func:`fabric.maxmin.fill` of the index, from the per-slot coefficients when they are (same bits); on the
+        """:func:`fabric.fill.fill` of the index, from the per-slot coefficients when they are (same bits); on the
         index in fill order (:meth:`_order_fill`) when there is one and the fill runs compiled (``state`` is then
         not updated: the loop does not read it after a fill)."""
         if (self.fo is not None and ix is self.ix and ek is not None
@@ -497,7 +497,7 @@ class _EventLoop(_LazyMixin, _PhaseMixin, _EpochMixin):
             return self.fo.fill(self.sw, self.pr.cap, state, cnt, fixed_load, FILL_MIN_ENTRIES_LOADED)
         if self.sw is not None:
             return _sf.fill(ix, self.sw, self.pr.cap, state, cnt, fixed_load, self._fill_min_entries(ek))
-        return _mm.fill(ix, self.pr.cap, state, cnt, fixed_load, min_entries=self._fill_min_entries(ek))
+        return _fl.fill(ix, self.pr.cap, state, cnt, fixed_load, min_entries=self._fill_min_entries(ek))
 
     @staticmethod
     def _fill_min_entries(ek):

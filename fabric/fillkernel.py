@@ -1,4 +1,4 @@
-"""Compiled max-min fill (numba), bit-identical to the numpy fill of :func:`fabric.maxmin._fill`.
+"""Compiled max-min fill (numba), bit-identical to the numpy fill of :func:`fabric.fill.fill`.
 
 The round loop of the numpy fill runs here as compiled code with the same
 decisions and the same floating-point operations in the same order: the fair
@@ -7,7 +7,7 @@ share, the candidate window, the stable sort of the candidates, the gathered
 flows in list order, and the per-slot sums of the frozen flows' coefficients
 accumulated in flow-then-column order as ``np.bincount`` does, subtracted once
 per round (``cnt -= dc; rem -= dc * s`` or ``rem -= dr``).  Two steps stay in
-numpy, called from :func:`fabric.maxmin._fill` between kernel calls: the
+numpy, called from :func:`fabric.fill.fill` between kernel calls: the
 small k x k algebra of a window whose
 candidates share flows (``W @ s`` and LAPACK's triangular solve, whose
 summation order is the BLAS library's).  Every other round runs without
@@ -15,7 +15,7 @@ returning to Python.
 
 The kernels are compiled on first use and cached by numba in the folder
 :func:`fabric.kernels.available` sets (never next to the source); this module
-imports numba, so :mod:`fabric.maxmin` imports it only to fill on it.
+imports numba, so :mod:`fabric.fill` imports it only to fill on it.
 
 Examples
 --------

@@ -1,7 +1,7 @@
 """Compiled kernels (numba): when to use them.
 
 numba is an install dependency, but everything works without it (the
-pure-numpy code of :mod:`fabric.maxmin`, :mod:`fabric.reductions` and
+pure-numpy code of :mod:`fabric.fill`, :mod:`fabric.reductions` and
 :mod:`fabric.eventloop` is the reference, and the tests run both; every
 compiled kernel gives the numpy path's bits exactly). ``FABRIC_EMU_KERNELS``
 chooses:
@@ -10,7 +10,7 @@ chooses:
   where it pays for numba's import and first cached calls (0.7-1.0 s of CPU):
   :data:`MIN_ENTRIES_INDEX` adjacency entries for the index build, column
   merge and per-resource reductions of :mod:`fabric.index_kernels` (fewer,
-  :data:`MIN_ENTRIES_INDEX_LOADED`, once numba is loaded), ``maxmin.FILL_MIN_ENTRIES``
+  :data:`MIN_ENTRIES_INDEX_LOADED`, once numba is loaded), ``fill.FILL_MIN_ENTRIES``
   for the fill (:mod:`fabric.fillkernel`; :data:`FILL_MIN_ENTRIES_LOADED` once it ran compiled), ``eventloop.EPOCH_MIN_FLOWS`` for the
   epoch passes (:mod:`fabric.epoch_kernels`), ``route_kernels`` thresholds for
   the route walk, ``collectives.token_routing.COMPILED_MIN_SELECTIONS`` for the
@@ -52,7 +52,7 @@ MIN_ENTRIES_INDEX_LOADED = 1 << 21
 
 #: Adjacency entries from which ``auto`` fills on the compiled kernel (:mod:`fabric.fillkernel`) once an
 #: earlier fill of this process ran on it (its machine code is loaded: no import, no cache load left to pay),
-#: instead of ``maxmin.FILL_MIN_ENTRIES``. Loaded, it was faster at every size measured (routed leaf-spine
+#: instead of ``fill.FILL_MIN_ENTRIES``. Loaded, it was faster at every size measured (routed leaf-spine
 #: problems, whole ``maxmin_rates`` CPU: 15 k entries 2.1 vs 3.9 ms in numpy, 63 k 3.6 vs 7.5 ms, 1.0 M 35 vs
 #: 53 ms); the 16k case's NVLink stage (2.06 M entries, after a network stage of 33 M) 0.14 -> 0.04 s
 #: (docs/performance.md, 2026-12-02). Kept at 64 k entries: below, a fill costs milliseconds either way.

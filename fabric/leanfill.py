@@ -1,11 +1,11 @@
 """Max-min filling of a small unweighted problem by tied levels, on the flow x slot table itself (no CSC).
 
 The one-solve path of :mod:`fabric.engine` builds the resource -> flow adjacency, merges duplicate hop
-columns and fills in capped windows (:mod:`fabric.maxmin`): a few hundred numpy calls of a few
+columns and fills in capped windows (:mod:`fabric.fill`): a few hundred numpy calls of a few
 microseconds each, which on a 128-GPU all-to-all (16 K flows x 6 hops) cost 25x one ``np.bincount`` over
 the table. On a small table the textbook progressive filling is cheaper: every round takes the smallest
 fair share ``s0 = rem / cnt`` and the whole *tied level*, the slots whose share is within
-:data:`fabric.maxmin.TIE_RTOL` of it, freezes every unfrozen flow that crosses one of them at ``s0``
+:data:`fabric.fill.TIE_RTOL` of it, freezes every unfrozen flow that crosses one of them at ``s0``
 (found by one gather of the level's marks over the unfrozen rows) and takes their coefficients off every
 slot they cross (one ``np.bincount``). A row that names a slot twice puts 2 on it, as the index's merged
 coefficient does. The counts come per hop column (:func:`fabric.reductions.column_counts`: no
@@ -15,7 +15,7 @@ pass over the entries. Only otherwise is the intp slot table built (its fresh pa
 count over it).
 
 That is the oracle's arithmetic at a tied level (its window freezes every candidate at the level at
-``s0`` too); it differs from :func:`fabric.maxmin.fill` only where that one caps a level at 64 candidates
+``s0`` too); it differs from :func:`fabric.fill.fill` only where that one caps a level at 64 candidates
 and finishes the level in later rounds at shares recomputed from the capacity left (equal to ``s0`` up to
 rounding), or solves a window's higher shares by a triangular system: finish times agree to 1e-9
 relative (tests/test_leanfill.py). A round costs O(unfrozen entries), so :func:`lean_fill` gives up
@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fabric.maxmin import TIE_RTOL
+from fabric.fill import TIE_RTOL
 from fabric.reductions import column_counts
 
 __all__ = ["LEAN_MAX_ENTRIES", "LEAN_MAX_ROUNDS", "LEAN_MIN_LEVEL_SHARE", "lean_fill"]

@@ -1,30 +1,30 @@
 """Max-min filling when every coefficient is one factor per resource (epoch mode's unfolded weights).
 
 Epoch mode keeps a transport's per-resource weights ``w_l`` (1/wire efficiency) as per-entry
-coefficients (docs/flow-engine.md §1), so :func:`fabric.maxmin.fill` gathers the float64[n, h]
+coefficients (docs/flow-engine.md §1), so :func:`fabric.fill.fill` gathers the float64[n, h]
 coefficient row of every flow it freezes: on a 1,024-GPU MoE dispatch that is a 50 MB table read
 at random, as costly as the flows' resource rows.  When the coefficient of every entry is the
 factor of its slot (:func:`slot_coefficients` checks it on the problem), :func:`fill` takes it from that small
 per-slot table instead (``sw[res + 1]``): the same values in the same order, so the same floating-point
-operations as :func:`fabric.maxmin.fill` and bit-identical results (rates, bottlenecks, remaining
+operations as :func:`fabric.fill.fill` and bit-identical results (rates, bottlenecks, remaining
 capacities, rounds; ``tests/test_slotfill.py``).  The rounds themselves are those of
-:func:`fabric.maxmin.fill` (module docstring there); the k x k algebra of a window is its
-:func:`fabric.maxmin._window`.  Above the compiled fill's threshold the compiled fill runs instead
+:func:`fabric.fill.fill` (module docstring there); the k x k algebra of a window is its
+:func:`fabric.fill._window`.  Above the compiled fill's threshold the compiled fill runs instead
 (its own bit-identical code, which also reads the slot table when the index has no coefficients).
 
 Examples
 --------
 >>> import numpy as np
->>> from fabric import maxmin as mm
+>>> from fabric import fill as fl
 >>> res = np.array([[0, 1], [0, -1], [1, -1]], np.int16)
 >>> w = np.array([[1.0, 2.0], [1.0, 0.0], [2.0, 0.0]])
->>> ix = mm.build_index(res, w, None, 2, None)
+>>> ix = fl.build_index(res, w, None, 2, None)
 >>> sw = slot_coefficients(res, w, None, 2)
 >>> sw.tolist()
 [1.0, 1.0, 2.0]
 >>> cap = np.array([4.0, 6.0])
->>> a = fill(ix, sw, cap, np.full(3, mm.ALIVE, np.uint8), mm.coef_sums(ix, None))
->>> b = mm.fill(ix, cap, np.full(3, mm.ALIVE, np.uint8), mm.coef_sums(ix, None))
+>>> a = fill(ix, sw, cap, np.full(3, fl.ALIVE, np.uint8), fl.coef_sums(ix, None))
+>>> b = fl.fill(ix, cap, np.full(3, fl.ALIVE, np.uint8), fl.coef_sums(ix, None))
 >>> a.rates().tolist() == b.rates().tolist(), a.rates().tolist()
 (True, [1.5, 2.5, 1.5])
 """
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fabric import maxmin as _mm
+from fabric import fill as _fl
 
 __all__ = ["slot_coefficients", "fill", "lean_sub_index"]
 
@@ -44,7 +44,7 @@ def slot_coefficients(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarr
                       n_res: int, compiled: bool = False) -> np.ndarray | None:
     """float64[R+1]: ``sw[l + 1]`` is the weight of every entry of resource ``l``, or None.
 
-    The table gives the coefficients of every index :func:`fabric.maxmin.build_index` builds
+    The table gives the coefficients of every index :func:`fabric.fill.build_index` builds
     over rows of ``res`` (``coef[f, j] == sw[res[f, j] + 1]``, 1.0 on the padding, slot 0), provided
     there are no multiplicities and no row names a resource twice (merged entries add up); None
     otherwise, or when two entries of one resource have different weights.  One pass a hop column
@@ -77,7 +77,7 @@ def slot_coefficients(res: np.ndarray, weight: np.ndarray | None, mult: np.ndarr
 
 
 def lean_sub_index(ix, sel: np.ndarray, compiled: bool = False):
-    """:func:`fabric.maxmin.sub_index` without the per-entry coefficients (for :func:`fill`, which takes
+    """:func:`fabric.fill.sub_index` without the per-entry coefficients (for :func:`fill`, which takes
     them from the slot table): the same lists in the same order, the same ``ceps``.  ``compiled``: the
     compiled CSC build (:func:`fabric.index_kernels.csc`, the same arrays), for a caller that runs compiled
     kernels already (numba loaded)."""
@@ -90,17 +90,17 @@ def lean_sub_index(ix, sel: np.ndarray, compiled: bool = False):
         indptr, indices = _kernels.index().csc(rows, ix.n_res)
     else:
         indptr, indices = _csc(rows, ix.n_res)
-    return _mm.Index(None, rows, None, indptr, indices, ix.n_res, ix.ceps, None)
+    return _fl.Index(None, rows, None, indptr, indices, ix.n_res, ix.ceps, None)
 
 
 def fill(ix, sw: np.ndarray, cap: np.ndarray, state: np.ndarray, cnt: np.ndarray,
          fixed_load: np.ndarray | None = None, min_entries: int | None = None):
-    """:func:`fabric.maxmin.fill` on an index whose coefficients are ``sw[res + 1]`` (bit-identical).
+    """:func:`fabric.fill.fill` on an index whose coefficients are ``sw[res + 1]`` (bit-identical).
 
     ``ix`` may omit its coefficient arrays (:func:`lean_sub_index`); ``sw`` comes from
     :func:`slot_coefficients` of the problem whose rows ``ix`` indexes. The rounds are
-    :func:`fabric.maxmin.fill`'s, reading the coefficients from ``sw``; above the compiled fill's threshold
-    (``min_entries`` adjacency entries, :data:`fabric.maxmin.FILL_MIN_ENTRIES` if None) the compiled fill runs
+    :func:`fabric.fill.fill`'s, reading the coefficients from ``sw``; above the compiled fill's threshold
+    (``min_entries`` adjacency entries, :data:`fabric.fill.FILL_MIN_ENTRIES` if None) the compiled fill runs
     instead, on the index's own coefficients or, without them, on ``sw`` (the same bits either way).
     """
-    return _mm.fill(ix, cap, state, cnt, fixed_load, sw=sw, min_entries=min_entries)
+    return _fl.fill(ix, cap, state, cnt, fixed_load, sw=sw, min_entries=min_entries)

@@ -6,20 +6,20 @@ import numpy as np
 import pytest
 from synthetic import leaf_spine
 
-from fabric import eventloop, maxmin
+from fabric import eventloop, fill
 from fabric.engine import FlowProblem, simulate
 
 
 def _run(p, monkeypatch, incremental, mode="epoch", **kw):
     calls = []
-    real = maxmin.fixed_load
+    real = fill.fixed_load
 
     def counted(*a):
         calls.append(1)
         return real(*a)
 
     monkeypatch.setattr(eventloop, "_INCREMENTAL", incremental)
-    monkeypatch.setattr(eventloop._mm, "fixed_load", counted)
+    monkeypatch.setattr(eventloop._fl, "fixed_load", counted)
     return simulate(p, mode=mode, **kw), len(calls)
 
 
@@ -80,13 +80,13 @@ def test_exact_mode_is_unchanged(seed, monkeypatch):
 def test_filling_only_the_refilled_flows_is_bit_identical(make, seed, monkeypatch):
     p = make(seed)
     subs = []
-    real = maxmin.sub_index
+    real = fill.sub_index
 
     def counted(ix, sel):
         subs.append(sel.shape[0])
         return real(ix, sel)
 
-    monkeypatch.setattr(eventloop._mm, "sub_index", counted)
+    monkeypatch.setattr(eventloop._fl, "sub_index", counted)
     monkeypatch.setattr(eventloop, "_SUB_FILL", float("inf"))  # never: fill the whole index
     a = simulate(p, mode="epoch", epsilon=0.01)
     assert not subs
@@ -108,7 +108,7 @@ def test_compiled_epoch_passes_equal_their_numpy_counterparts():
     rng = np.random.default_rng(3)
     n, r1, h = 3000, 60, 4
     res = rng.integers(-1, r1 - 1, (n, h)).astype(np.int16)
-    ix = maxmin.build_index(res, None, None, r1 - 1, None)
+    ix = fill.build_index(res, None, None, r1 - 1, None)
     keep = rng.random(n) < 0.6
     ptr, ind = ek.compact_lists(ix.indptr, ix.indices, keep)
     ke = keep[ix.indices]

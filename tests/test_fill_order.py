@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from synthetic import numpy_and_numba as _both
 
-from fabric import eventloop, fillorder, maxmin, slotfill
+from fabric import eventloop, fill, fillorder, slotfill
 from fabric.engine import simulate
 
 from test_slotfill import _moe_problem, _per_resource, _same_result
@@ -16,7 +16,7 @@ def _permuted_index(ix, perm):
     """``ix`` with local flow ``perm[k]`` renumbered ``k`` (rows moved, list entries renamed, lists unsorted)."""
     inv = np.empty_like(perm)
     inv[perm] = np.arange(perm.shape[0])
-    return maxmin.Index(None, ix.res[perm], None, ix.indptr, inv[ix.indices].astype(ix.indices.dtype), ix.n_res,
+    return fill.Index(None, ix.res[perm], None, ix.indptr, inv[ix.indices].astype(ix.indices.dtype), ix.n_res,
                         ix.ceps, None), inv
 
 
@@ -31,17 +31,17 @@ def test_fill_on_any_flow_order_same_bits(monkeypatch, compiled, seed):
     cap, res, w = _per_resource(seed)
     R = cap.shape[0]
     sw = slotfill.slot_coefficients(res, w, None, R)
-    ix = maxmin.build_index(res, None, None, R, np.arange(res.shape[0]))
+    ix = fill.build_index(res, None, None, R, np.arange(res.shape[0]))
     ix.ceps = 0.5 * float(sw[np.diff(ix.indptr) > 0].min())
     rng = np.random.default_rng(7 + seed)
     n = ix.size
     alive = rng.random(n) < 0.7
     for perm in (np.argsort(res[:, -1], kind="stable"), rng.permutation(n)):
         ixp, inv = _permuted_index(ix, perm)
-        for st0, fixed in ((np.full(n, maxmin.ALIVE, np.uint8), None),
-                           (np.where(alive, maxmin.ALIVE, maxmin.DONE).astype(np.uint8), ~alive)):
-            fl = None if fixed is None else maxmin.fixed_load(ix, fixed, rng.uniform(0, 1e7, n))
-            keys = np.add(res[st0 == maxmin.ALIVE], 1, dtype=np.intp).reshape(-1)
+        for st0, fixed in ((np.full(n, fill.ALIVE, np.uint8), None),
+                           (np.where(alive, fill.ALIVE, fill.DONE).astype(np.uint8), ~alive)):
+            fl = None if fixed is None else fill.fixed_load(ix, fixed, rng.uniform(0, 1e7, n))
+            keys = np.add(res[st0 == fill.ALIVE], 1, dtype=np.intp).reshape(-1)
             cnt = np.bincount(keys, weights=sw[keys], minlength=R + 1)
             ref = slotfill.fill(ix, sw, cap, st0.copy(), cnt.copy(), fl, 1 if compiled else None)
             new = slotfill.fill(ixp, sw, cap, st0[perm], cnt.copy(), fl, 1 if compiled else None)
@@ -83,4 +83,4 @@ def test_fill_states_one_pass():
     a = rng.random(1000) < 0.6
     got = fillorder.states(a)
     assert got.dtype == np.uint8
-    assert np.array_equal(got, np.where(a, maxmin.ALIVE, maxmin.DONE).astype(np.uint8))
+    assert np.array_equal(got, np.where(a, fill.ALIVE, fill.DONE).astype(np.uint8))

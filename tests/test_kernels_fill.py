@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 from synthetic import leaf_spine, numpy_and_numba as _both
 
-from fabric import maxmin
+from fabric import fill
 from fabric.engine import FlowProblem, simulate
 from fabric.maxmin import maxmin_rates, maxmin_refill
 
@@ -23,13 +23,13 @@ def _same(a, b):
 def _count_compiled(monkeypatch):
     """Count the fills that ran on the compiled kernel."""
     calls = []
-    real = maxmin._fill_compiled
+    real = fill._fill_compiled
 
     def spy(*a):
         calls.append(1)
         return real(*a)
 
-    monkeypatch.setattr(maxmin, "_fill_compiled", spy)
+    monkeypatch.setattr(fill, "_fill_compiled", spy)
     return calls
 
 
@@ -161,7 +161,7 @@ def test_cli_moe_json_byte_identical(monkeypatch):
 
 
 def test_auto_fills_compiled_from_the_lower_threshold_once_the_fill_is_loaded(monkeypatch):
-    """Under ``auto`` a fill below ``maxmin.FILL_MIN_ENTRIES`` runs compiled once the compiled fill has run in
+    """Under ``auto`` a fill below ``fill.FILL_MIN_ENTRIES`` runs compiled once the compiled fill has run in
     this process (:func:`fabric.kernels.use_fill`), and gives the numpy fill's bits (the 16k case's NVLink
     stage after its network stage)."""
     from fabric import kernels
@@ -170,15 +170,15 @@ def test_auto_fills_compiled_from_the_lower_threshold_once_the_fill_is_loaded(mo
     monkeypatch.setenv("FABRIC_EMU_KERNELS", "numba")
     maxmin_rates(cap, res)  # loads the compiled fill
     assert kernels.fill_loaded()
-    monkeypatch.setattr(maxmin, "FILL_MIN_ENTRIES", 1 << 40)
+    monkeypatch.setattr(fill, "FILL_MIN_ENTRIES", 1 << 40)
     monkeypatch.setattr(kernels, "FILL_MIN_ENTRIES_LOADED", res.size)
     monkeypatch.setenv("FABRIC_EMU_KERNELS", "auto")
-    assert kernels.use_fill(res.size, maxmin.FILL_MIN_ENTRIES) and not kernels.use_fill(res.size - 1, 1 << 40)
+    assert kernels.use_fill(res.size, fill.FILL_MIN_ENTRIES) and not kernels.use_fill(res.size - 1, 1 << 40)
     calls = _count_compiled(monkeypatch)
     auto = maxmin_rates(cap, res)
     assert len(calls) == 1
     monkeypatch.setattr(kernels, "fill_loaded", lambda: False)  # a process that has not filled compiled yet
-    assert not kernels.use_fill(res.size, maxmin.FILL_MIN_ENTRIES)
+    assert not kernels.use_fill(res.size, fill.FILL_MIN_ENTRIES)
     monkeypatch.setenv("FABRIC_EMU_KERNELS", "numpy")
     _same(auto, maxmin_rates(cap, res))
     assert len(calls) == 1

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from synthetic import leaf_spine
 
-from fabric import adjacency, kernels, maxmin, reductions
+from fabric import adjacency, fill, kernels, reductions
 from fabric.engine import FlowProblem, simulate
 from fabric.problem import _Prob
 from topologies.errors import SpecError
@@ -111,8 +111,8 @@ def test_build_index_is_identical(monkeypatch, case):
     sel = np.flatnonzero(rng.random(F) < 0.5)
 
     def build():
-        ix = maxmin._build_index(res, w, m, R, flows)
-        sub = maxmin._sub_index(ix, sel[sel < ix.size])
+        ix = fill.build_index(res, w, m, R, flows)
+        sub = fill.sub_index(ix, sel[sel < ix.size])
         return [(x.res, x.coef, x.indptr, x.indices, x.ecoef, x.ceps) for x in (ix, sub)]
 
     _same(*_paths(monkeypatch, build))

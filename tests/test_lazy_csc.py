@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from fabric import maxmin as mm
+from fabric import fill as fl
 from fabric.adjacency import _build_index, _csc
 from fabric.engine import FlowProblem, simulate
 
@@ -36,8 +36,8 @@ def test_lazy_fill_is_the_eager_fill():
     for lazy in (False, True):
         ix = _build_index(rows, None, None, 90, None, lazy=lazy)
         assert (ix.pending is not None) == lazy
-        st = np.full(ix.size, mm.ALIVE, dtype=np.uint8)
-        outs.append(mm.fill(ix, cap, st, mm.coef_sums(ix, None), compiled=False))
+        st = np.full(ix.size, fl.ALIVE, dtype=np.uint8)
+        outs.append(fl.fill(ix, cap, st, fl.coef_sums(ix, None), compiled=False))
     assert np.array_equal(outs[0].bneck, outs[1].bneck)
     assert np.array_equal(outs[0].level, outs[1].level)
 

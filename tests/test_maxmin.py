@@ -300,7 +300,7 @@ def test_ecmp_alltoall_slowdown_matches_balls_into_bins(n):
 
 @pytest.mark.parametrize("weighted", [False, True])
 def test_fill_keeps_each_resources_smallest_rate(monkeypatch, weighted):
-    from fabric.maxmin import ALIVE, build_index, coef_sums, fill
+    from fabric.fill import ALIVE, build_index, coef_sums, fill
     monkeypatch.setenv("FABRIC_EMU_KERNELS", "numpy")  # the numpy rounds keep the minima
     rng = np.random.default_rng(31 + weighted)
     multi = 0

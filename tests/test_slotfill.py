@@ -1,4 +1,4 @@
-"""Filling from a per-slot coefficient table (fabric.slotfill) is bit-identical to fabric.maxmin's fill,
+"""Filling from a per-slot coefficient table (fabric.slotfill) is bit-identical to fabric.fill's fill,
 and epoch mode on it gives the same bits as the reference path (per-entry coefficient rows)."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 from synthetic import leaf_spine, numpy_and_numba as _both
 
-from fabric import epoch, eventloop, maxmin, slotfill
+from fabric import epoch, eventloop, fill, slotfill
 from fabric.engine import FlowProblem, simulate
 
 
@@ -38,28 +38,28 @@ def test_fill_bit_identical_to_maxmin_fill(seed):
     R = cap.shape[0]
     sw = slotfill.slot_coefficients(res, w, None, R)
     assert sw is not None
-    ix = maxmin.build_index(res, w, None, R, None)
+    ix = fill.build_index(res, w, None, R, None)
     assert np.array_equal(sw[res.astype(np.intp) + 1], ix.coef)  # what the table stands for
     rng = np.random.default_rng(100 + seed)
     n = ix.size
     # cold, with some flows inactive, and warm (fixed flows' load given)
     alive = rng.random(n) < 0.7
-    for st0, fixed in ((np.full(n, maxmin.ALIVE, np.uint8), None),
-                       (np.where(alive, maxmin.ALIVE, maxmin.DONE).astype(np.uint8), None),
-                       (np.where(alive, maxmin.ALIVE, maxmin.DONE).astype(np.uint8), ~alive)):
-        fl = None if fixed is None else maxmin.fixed_load(ix, fixed, rng.uniform(0, 1e7, n))
-        cnt = maxmin.coef_sums(ix, st0)
+    for st0, fixed in ((np.full(n, fill.ALIVE, np.uint8), None),
+                       (np.where(alive, fill.ALIVE, fill.DONE).astype(np.uint8), None),
+                       (np.where(alive, fill.ALIVE, fill.DONE).astype(np.uint8), ~alive)):
+        fl = None if fixed is None else fill.fixed_load(ix, fixed, rng.uniform(0, 1e7, n))
+        cnt = fill.coef_sums(ix, st0)
         s1, s2 = st0.copy(), st0.copy()
-        ref = maxmin.fill(ix, cap, s1, cnt.copy(), fl, compiled=False)
+        ref = fill.fill(ix, cap, s1, cnt.copy(), fl, compiled=False)
         new = slotfill.fill(ix, sw, cap, s2, cnt.copy(), fl)
         _same_fill(ref, new)
         assert np.array_equal(s1, s2)
-    # a sub-index without coefficient arrays fills like maxmin.sub_index
+    # a sub-index without coefficient arrays fills like fill.sub_index
     sel = np.flatnonzero(alive)
-    cnt = maxmin.coef_sums(ix, np.where(alive, maxmin.ALIVE, maxmin.DONE).astype(np.uint8))
-    ref = maxmin.fill(maxmin.sub_index(ix, sel), cap, np.full(sel.shape[0], maxmin.ALIVE, np.uint8), cnt.copy(),
+    cnt = fill.coef_sums(ix, np.where(alive, fill.ALIVE, fill.DONE).astype(np.uint8))
+    ref = fill.fill(fill.sub_index(ix, sel), cap, np.full(sel.shape[0], fill.ALIVE, np.uint8), cnt.copy(),
                       compiled=False)
-    new = slotfill.fill(slotfill.lean_sub_index(ix, sel), sw, cap, np.full(sel.shape[0], maxmin.ALIVE, np.uint8),
+    new = slotfill.fill(slotfill.lean_sub_index(ix, sel), sw, cap, np.full(sel.shape[0], fill.ALIVE, np.uint8),
                         cnt.copy())
     _same_fill(ref, new)
 
@@ -75,30 +75,30 @@ def test_compiled_fill_from_slot_table_bit_identical(monkeypatch, seed):
     cap, res, w = _per_resource(seed)
     R = cap.shape[0]
     sw = slotfill.slot_coefficients(res, w, None, R)
-    full = maxmin.build_index(res, w, None, R, None)
+    full = fill.build_index(res, w, None, R, None)
     lean = slotfill.lean_sub_index(full, np.arange(full.size))
     assert lean.coef is None
     rng = np.random.default_rng(200 + seed)
     n = full.size
     alive = rng.random(n) < 0.7
     sel = np.flatnonzero(alive)
-    fl_w = maxmin.fixed_load(full, ~alive, rng.uniform(0, 1e7, n))
-    cases = [(lean, np.full(n, maxmin.ALIVE, np.uint8), None),
-             (lean, np.where(alive, maxmin.ALIVE, maxmin.DONE).astype(np.uint8), fl_w),
-             (slotfill.lean_sub_index(full, sel), np.full(sel.shape[0], maxmin.ALIVE, np.uint8), fl_w)]
+    fl_w = fill.fixed_load(full, ~alive, rng.uniform(0, 1e7, n))
+    cases = [(lean, np.full(n, fill.ALIVE, np.uint8), None),
+             (lean, np.where(alive, fill.ALIVE, fill.DONE).astype(np.uint8), fl_w),
+             (slotfill.lean_sub_index(full, sel), np.full(sel.shape[0], fill.ALIVE, np.uint8), fl_w)]
     calls = []
-    real = maxmin._fill_compiled
+    real = fill._fill_compiled
 
     def spy(*a, **k):
         calls.append(k.get("sw", a[5] if len(a) > 5 else None) is not None)
         return real(*a, **k)
 
-    monkeypatch.setattr(maxmin, "_fill_compiled", spy)
+    monkeypatch.setattr(fill, "_fill_compiled", spy)
     for ix, st0, fl in cases:
-        cnt = maxmin.coef_sums(full, st0) if ix.size == n else maxmin.coef_sums(full, np.where(
-            alive, maxmin.ALIVE, maxmin.DONE).astype(np.uint8))
+        cnt = fill.coef_sums(full, st0) if ix.size == n else fill.coef_sums(full, np.where(
+            alive, fill.ALIVE, fill.DONE).astype(np.uint8))
         s1, s2 = st0.copy(), st0.copy()
-        ref = maxmin.fill(full if ix.size == n else maxmin.sub_index(full, sel), cap, s1, cnt.copy(), fl,
+        ref = fill.fill(full if ix.size == n else fill.sub_index(full, sel), cap, s1, cnt.copy(), fl,
                           compiled=False)
         monkeypatch.setenv("FABRIC_EMU_KERNELS", "numba")
         new = slotfill.fill(ix, sw, cap, s2, cnt.copy(), fl)
