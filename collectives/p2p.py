@@ -337,8 +337,9 @@ class _PointToPointMixin:
         """NCCL's p2p protocol of ``op``: ``"LL"`` for an all-to-all whose ranks share one NVLink domain and whose
         bytes per peer are at most :func:`collectives.calibration.nccl_p2p_ll_max_bytes` (round 8: NCCL's
         ``thresholdLL``), else ``"Simple"``; round 16: from NCCL 2.29 (the row's ``nccl_version``) LL only when the
-        bytes are at most the peer's own channel count x 16 KiB (:func:`collectives.p2p_channels.p2p_peer_protocol`). Round 11: the LL kernel's own rate is the channel term of
-        :meth:`p2p_kernel_terms` (it replaced round 8's LL kernel fraction); the flows keep LL's wire efficiency.
+        bytes are at most the peer's own channel count x 16 KiB (:func:`collectives.p2p_channels.p2p_peer_protocol`).
+        Round 11: the LL kernel's own rate is the channel term of :meth:`p2p_kernel_terms` (it replaced round 8's LL
+        kernel fraction); the flows keep LL's wire efficiency.
         """
         limit = nccl_p2p_ll_max_bytes(self.gpu.sm)
         if op.collective != "all_to_all" or limit <= 0 or peer_bytes > limit or peer_bytes <= 0:
