@@ -278,6 +278,17 @@ def lazy_split(L_act, prev, thr):
 
 
 @_jit
+def _lazy_give(i, b, level, t, L_bneck, L_mm, L_rem, L_tref, L_rate, L_tc):
+    """Flow ``i`` takes its new bottleneck ``b`` and that slot's level as its max-min rate (:func:`_lazy_put`);
+    returns the rate."""
+    L_bneck[i] = b
+    r = level[b]
+    L_mm[i] = r
+    _lazy_put(i, r, t, L_rem, L_tref, L_rate, L_tc)
+    return r
+
+
+@_jit
 def lazy_tail(kind, idx, fixed, prev, level, bneck, L_bneck, r1, t, L_act, L_rem, L_tref, L_rate, L_mm, L_tc,
               members0, restore):
     """:func:`solve_tail` of a lazy epoch (no multiplicities); returns the members per slot.
@@ -296,12 +307,9 @@ def lazy_tail(kind, idx, fixed, prev, level, bneck, L_bneck, r1, t, L_act, L_rem
         for q in range(idx.shape[0]):
             i = idx[q]
             b = bneck[i]
-            L_bneck[i] = b
-            r = level[b]
-            L_mm[i] = r
+            r = _lazy_give(i, b, level, t, L_bneck, L_mm, L_rem, L_tref, L_rate, L_tc)
             if r < rmin:
                 rmin = r
-            _lazy_put(i, r, t, L_rem, L_tref, L_rate, L_tc)
             lanes[q & 3, b] += 1
         for s in range(r1):
             members[s] = float(lanes[0, s] + lanes[1, s] + lanes[2, s] + lanes[3, s])
@@ -313,12 +321,9 @@ def lazy_tail(kind, idx, fixed, prev, level, bneck, L_bneck, r1, t, L_act, L_rem
             b = bneck[q] if kind == WARM_SUB else bneck[i]
             members[L_bneck[i]] -= 1.0
             members[b] += 1.0
-            L_bneck[i] = b
-            r = level[b]
-            L_mm[i] = r
+            r = _lazy_give(i, b, level, t, L_bneck, L_mm, L_rem, L_tref, L_rate, L_tc)
             if r < rmin:
                 rmin = r
-            _lazy_put(i, r, t, L_rem, L_tref, L_rate, L_tc)
         if restore:
             for i in range(L_act.shape[0]):
                 if L_act[i] and fixed[i] and L_rate[i] != prev[i]:
